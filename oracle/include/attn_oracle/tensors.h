@@ -1,0 +1,41 @@
+// Inputs and outputs exchanged with backends. All tensors are row-major fp32 holding values already
+// rounded to the case dtype (the reference computes on exactly the numbers a kernel got).
+//   indexer: q [q_rows, heads, dim], w [q_rows, heads], k [kv_rows, dim]
+//            topk [q_rows, topk] int32: KV-buffer row indices, -1 fill; scores [q_rows, topk] optional
+//   sdpa:    q [q_rows, hq, dim], k [kv_rows, hkv, dim], v [kv_rows, hkv, dim_v]
+//            o [o_rows, hq, dim_v], lse [stats_rows, hq] (natural log; -inf for rows with no key)
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "attn_oracle/layout.h"
+
+namespace ao {
+
+struct Inputs {
+  std::vector<float> q, k, v, w;
+};
+
+struct Outputs {
+  std::vector<int32_t> topk;
+  std::vector<float> scores;
+  std::vector<float> o, lse;
+};
+
+// Output sentinels: a quiet-NaN payload / index no kernel produces, so unwritten rows and writes
+// into pad slots are told apart from computed values (including computed NaN).
+inline constexpr uint32_t kSentinelBits = 0x7fe5a5a5u;
+inline constexpr int32_t kSentinelIndex = -0x5a5a5a5a;
+float sentinel_float();
+bool is_sentinel(float x);
+
+// Poison written into input pad slots (NaN, +Inf, 1e30, or generated finite data for poison=none).
+float poison_value(Poison p);
+
+Inputs make_inputs(const Layout& l);
+Outputs make_sentinel_outputs(const Layout& l);
+
+// Canonical token id used to key the RNG: inputs depend on (document, position), not on buffer
+// placement, so the same tokens get the same values under any padding or CP split.
+uint64_t q_element_index(const Layout& l, int doc, int64_t pos, int head, int d, int heads, int dim);
+
+}  // namespace ao

@@ -1,0 +1,67 @@
+#include "attn_oracle/harness.h"
+
+#include <fmt/format.h>
+
+namespace ao {
+
+CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim) {
+  const Layout l = make_layout(c, lim);
+  CaseResult res;
+  res.case_line = print_case(c);
+  res.backend = backend.name();
+  res.vs = vs.name();
+  res.backend_version = backend.version();
+  const Inputs in = make_inputs(l);
+  Outputs got = make_sentinel_outputs(l);
+  const RunStatus bs = run_backend(backend, l, in, got);
+  res.backend_seconds = bs.seconds;
+  if (bs.kind == RunStatus::Skipped) {
+    res.verdict.kind = Verdict::Skipped;
+    res.verdict.reason = fmt::format("{} skipped: {}", backend.name(), bs.reason);
+    return res;
+  }
+  if (bs.kind == RunStatus::Error) {
+    res.verdict.kind = Verdict::Error;
+    res.verdict.reason = bs.reason;
+    return res;
+  }
+  Outputs ref = make_sentinel_outputs(l);
+  const RunStatus rs = run_backend(vs, l, in, ref);
+  res.ref_seconds = rs.seconds;
+  if (rs.kind != RunStatus::Ok) {
+    res.verdict.kind = Verdict::Skipped;
+    res.verdict.reason = fmt::format("reference {} did not run: {}", vs.name(), rs.reason);
+    return res;
+  }
+  res.verdict = compare(l, in, got, ref);
+  return res;
+}
+
+int exit_code(const std::vector<CaseResult>& results) {
+  bool any_ran = false, any_bad = false;
+  for (const auto& r : results) {
+    if (r.verdict.kind == Verdict::Skipped) continue;
+    any_ran = true;
+    any_bad |= r.verdict.kind != Verdict::Pass;
+  }
+  return any_bad ? 1 : any_ran ? 0 : 125;
+}
+
+std::string format_result(const CaseResult& r) {
+  std::string s = fmt::format("case:    {}\nbackend: {}   vs: {}\n", r.case_line, r.backend, r.vs);
+  std::string verdict = verdict_name(r.verdict.kind);
+  for (auto& ch : verdict) ch = char(std::toupper(ch));
+  s += fmt::format("verdict: {}{}\n", verdict, r.verdict.reason.empty() ? "" : " (" + r.verdict.reason + ")");
+  for (const auto& m : r.verdict.metrics)
+    s += fmt::format("  {:<24} {:>14.6g}  {}{}\n", m.name, m.value, m.rule, m.failed ? "   <-- FAILED" : "");
+  if (!r.verdict.worst_rows.empty()) {
+    s += "  worst rows (Q row, doc, chunk, position, value):\n";
+    for (const auto& w : r.verdict.worst_rows)
+      s += fmt::format("    row {:>8}  doc {:>3}  chunk {:>3}  pos {:>8}  {:.4g}\n", w.row, w.doc, w.chunk, w.pos,
+                       w.value);
+  }
+  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s\n", r.backend_seconds, r.ref_seconds);
+  return s;
+}
+
+}  // namespace ao

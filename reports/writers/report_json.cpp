@@ -1,0 +1,51 @@
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "report.h"
+
+#ifndef AO_VERSION
+#define AO_VERSION "unknown"
+#endif
+
+namespace ao {
+
+const char* tool_version() { return AO_VERSION; }
+
+namespace {
+nlohmann::json number(double x) {
+  if (std::isfinite(x)) return x;
+  return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");  // JSON has no inf/nan
+}
+}  // namespace
+
+std::string report_json(const std::vector<CaseResult>& results) {
+  nlohmann::json j;
+  j["schema"] = "attn-oracle.report";
+  j["schema_version"] = kReportSchemaVersion;
+  j["tool"] = {{"name", "attn-oracle"}, {"version", tool_version()}};
+  int counts[4] = {0, 0, 0, 0};
+  auto& cases = j["cases"] = nlohmann::json::array();
+  for (const auto& r : results) {
+    ++counts[r.verdict.kind];
+    nlohmann::json c;
+    c["case"] = r.case_line;
+    c["backend"] = r.backend;
+    c["backend_version"] = r.backend_version;
+    c["vs"] = r.vs;
+    c["verdict"] = verdict_name(r.verdict.kind);
+    c["reason"] = r.verdict.reason;
+    auto& m = c["metrics"] = nlohmann::json::object();
+    for (const auto& x : r.verdict.metrics) m[x.name] = {{"value", number(x.value)}, {"rule", x.rule}, {"failed", x.failed}};
+    auto& w = c["worst_rows"] = nlohmann::json::array();
+    for (const auto& x : r.verdict.worst_rows)
+      w.push_back({{"row", x.row}, {"doc", x.doc}, {"chunk", x.chunk}, {"pos", x.pos}, {"value", number(x.value)}});
+    c["seconds"] = {{"backend", r.backend_seconds}, {"reference", r.ref_seconds}};
+    cases.push_back(std::move(c));
+  }
+  j["summary"] = {{"pass", counts[Verdict::Pass]}, {"fail", counts[Verdict::Fail]},
+                  {"skipped", counts[Verdict::Skipped]}, {"error", counts[Verdict::Error]}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ao

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's test command: installs dependencies, builds, runs every test through CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+cd build
+ctest --output-on-failure -j"$(nproc)" --timeout 900
