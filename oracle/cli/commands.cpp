@@ -4,15 +4,23 @@
 
 namespace ao {
 
-void write_reports(const std::string& dir, const std::vector<CaseResult>& results) {
-  write_report_files(dir, results);
+namespace {
+std::vector<CommandFactory>& factories() {
+  static std::vector<CommandFactory> f;
+  return f;
+}
+}  // namespace
+
+CommandRegistrar::CommandRegistrar(CommandFactory f) { factories().push_back(std::move(f)); }
+
+std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim) {
+  std::vector<AppCommand> v;
+  for (auto& f : factories()) v.push_back(f(app, lim));
+  return v;
 }
 
-std::vector<AppCommand> extra_commands(CLI::App& app, LayoutLimits& lim) {
-  std::vector<AppCommand> v;
-  (void)app;
-  (void)lim;
-  return v;
+void write_reports(const std::string& dir, const std::vector<CaseResult>& results) {
+  write_report_files(dir, results);
 }
 
 }  // namespace ao

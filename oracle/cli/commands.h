@@ -1,4 +1,5 @@
-// Subcommands beyond repro/show/backends/keys register here, each in its own source file.
+// Subcommands beyond repro/show/backends/keys: each lives in its own cmd_*.cpp and registers itself
+// with a static CommandRegistrar (the CLI sources are linked directly, so registrars are kept).
 #pragma once
 #include <functional>
 #include <string>
@@ -12,10 +13,18 @@ namespace ao {
 
 struct AppCommand {
   CLI::App* sub;
-  std::function<int()> run;
+  std::function<int()> run;  // returns the process exit code
 };
 
-std::vector<AppCommand> extra_commands(CLI::App& app, LayoutLimits& lim);
+// Adds the subcommand's options to `app` and returns it with its action. `lim` is filled from
+// --max-mem before run() is called.
+using CommandFactory = std::function<AppCommand(CLI::App& app, const LayoutLimits& lim)>;
+
+struct CommandRegistrar {
+  explicit CommandRegistrar(CommandFactory f);
+};
+
+std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim);
 std::string join_case_args(const std::vector<std::string>& args);
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results);
 

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("backends", "list backends and whether each can run here");
   auto* keys = app.add_subcommand("keys", "list the case-line keys");
 
-  std::vector<AppCommand> extra = extra_commands(app, lim);
+  std::vector<AppCommand> extra = extra_commands(app, lim);  // cmd_*.cpp
 
   try {
     app.parse(argc, argv);
