@@ -19,3 +19,34 @@ if ((${#missing[@]})); then
   fi
   rm -f "$log"
 fi
+
+# cuDNN frontend C++ headers (header-only; Debian has no package): the pinned PyPI wheel's include/
+# extracted into .deps/cudnn-frontend/include (ignored by git; CMake looks there). Needs pip, not
+# cuDNN itself: the backend that uses them is built only where CUDA + cuDNN are found.
+cudnn_fe_version=1.32.0
+cudnn_fe_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/cudnn-frontend"
+if ! grep -qs "^${cudnn_fe_version}\$" "$cudnn_fe_dir/VERSION"; then
+  python3 -m pip --version >/dev/null 2>&1 || {
+    sudo_=""; [[ $(id -u) -ne 0 ]] && sudo_="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  }
+  tmp=$(mktemp -d)
+  log="$tmp/log"
+  # Any binary wheel carries the same headers; ask for one fixed platform so the download is deterministic.
+  if ! python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d "$tmp" \
+        "nvidia-cudnn-frontend==${cudnn_fe_version}" >"$log" 2>&1; then
+    cat "$log" >&2; echo "install-deps: failed downloading nvidia-cudnn-frontend==${cudnn_fe_version}" >&2; exit 1
+  fi
+  rm -rf "$cudnn_fe_dir"
+  mkdir -p "$cudnn_fe_dir"
+  python3 - "$tmp"/nvidia_cudnn_frontend-*.whl "$cudnn_fe_dir" <<'PY'
+import sys, zipfile
+whl, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    z.extractall(dest, [n for n in z.namelist() if n.startswith("include/")])
+PY
+  test -f "$cudnn_fe_dir/include/cudnn_frontend.h" || { echo "install-deps: no cudnn_frontend.h in the wheel" >&2; exit 1; }
+  echo "$cudnn_fe_version" >"$cudnn_fe_dir/VERSION"
+  rm -rf "$tmp"
+fi
