@@ -32,7 +32,7 @@ int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string
   std::vector<CaseResult> results;
   for (const auto& b : backends) {
     auto be = make_backend(b);
-    results.push_back(run_case(c, *be, *ref, lim));
+    results.push_back(run_case(c, *be, *ref, lim, !report_dir.empty()));
     std::cout << format_result(results.back()) << "\n";
   }
   if (!report_dir.empty()) write_reports(report_dir, results);
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   repro->add_option("case", case_args, "key=value ... (default: the embedded seed case, as a demo)");
   repro->add_option("--backend,-b", backends, "backend(s) under test (repeatable)");
   repro->add_option("--vs", vs, "reference backend")->capture_default_str();
-  repro->add_option("--report-dir", report_dir, "write report.json / report.md / report.xml here");
+  repro->add_option("--report-dir", report_dir, "write report.json / report.md / report.xml / report.html here");
 
   std::vector<std::string> show_args;
   auto* show = app.add_subcommand("show", "print a case's layout: segments, causal offsets, key ranges, pad slots");

@@ -4,7 +4,7 @@
 
 namespace ao {
 
-CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim) {
+CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts) {
   const Layout l = make_layout(c, lim);
   CaseResult res;
   res.case_line = print_case(c);
@@ -34,6 +34,11 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
     return res;
   }
   res.verdict = compare(l, in, got, ref);
+  if (keep_artifacts && res.verdict.kind == Verdict::Fail) {
+    got.scores = {};  // the pictures use indices, O and LSE only
+    ref.scores = {};
+    res.artifacts = std::make_shared<const CaseArtifacts>(CaseArtifacts{l, std::move(got), std::move(ref)});
+  }
   return res;
 }
 

@@ -1,5 +1,6 @@
 // The one-way pipeline: case -> Layout -> Inputs -> backend run -> reference run -> compare -> result.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 #include "attn_oracle/backend.h"
@@ -7,14 +8,25 @@
 
 namespace ao {
 
+// What the report pictures need from a failing case: its layout and both output sets (score tensors
+// dropped). Kept only when asked for (a report directory) and only for failing cases; the writers
+// downsample it, so the report stays small even though these are full-size buffers.
+struct CaseArtifacts {
+  Layout layout;
+  Outputs got, ref;
+};
+
 struct CaseResult {
   std::string case_line, backend, vs, backend_version;
   Verdict verdict;
   double backend_seconds = 0, ref_seconds = 0;
+  std::shared_ptr<const CaseArtifacts> artifacts;  // null unless run_case(..., keep_artifacts) failed
 };
 
 // Throws CaseError for an invalid case (the caller maps it to exit code 2).
-CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim = {});
+// keep_artifacts: on a Fail verdict, keep layout + outputs in CaseResult::artifacts (for report.html).
+CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim = {},
+                    bool keep_artifacts = false);
 
 // git-bisect-compatible: 0 all passed, 1 any failed/errored, 125 nothing ran (all skipped).
 int exit_code(const std::vector<CaseResult>& results);
