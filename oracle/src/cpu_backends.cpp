@@ -1,5 +1,6 @@
 // `cpu-ref` (the oracle seen as a backend) and the `cpu-bug:<model>` bug models: each a Quirks
-// setting on the same reference path, re-creating one real defect class.
+// setting on the same reference path or an output transform after it (bug_transforms.cpp),
+// re-creating one real defect class.
 #include <fmt/format.h>
 
 #include "attn_oracle/backend.h"
@@ -18,7 +19,7 @@ const std::vector<BugModel>& bug_models() {
     auto add = [&](std::string name, std::string what, bool idx, bool sdpa, auto set) {
       Quirks q;
       set(q);
-      v.push_back({std::move(name), std::move(what), idx, sdpa, q});
+      v.push_back({std::move(name), std::move(what), idx, sdpa, q, {}});
     };
     add("topleft-cp", "chunk-local top-left causal mask on CP / bottom-right query chunks (q_causal_offsets dropped; seed PR #14)",
         true, true, [](Quirks& q) { q.topleft_cp = true; });
@@ -38,6 +39,7 @@ const std::vector<BugModel>& bug_models() {
         [](Quirks& q) { q.stats_packed = true; });
     add("fill-zero", "rows with fewer than k allowed keys filled with 0 instead of -1", true, false,
         [](Quirks& q) { q.fill_zero = true; });
+    for (auto& t : transform_bug_models()) v.push_back(std::move(t));
     return v;
   }();
   return m;
@@ -47,7 +49,8 @@ namespace {
 
 class CpuBackend : public Backend {
  public:
-  CpuBackend(std::string name, Quirks q, bool idx, bool sdpa) : name_(std::move(name)), q_(q), idx_(idx), sdpa_(sdpa) {}
+  CpuBackend(std::string name, Quirks q, bool idx, bool sdpa, OutputTransform t = {})
+      : name_(std::move(name)), q_(q), idx_(idx), sdpa_(sdpa), transform_(std::move(t)) {}
   std::string name() const override { return name_; }
   std::string declines(const Layout& l) const override {
     if (l.c.op == Op::Indexer && !idx_) return name_ + " models an SDPA defect; not defined for op=indexer";
@@ -59,6 +62,7 @@ class CpuBackend : public Backend {
       reference_indexer(l, in, out, q_);
     else
       reference_sdpa(l, in, out, q_);
+    if (transform_) transform_(l, in, out);
     return {};
   }
 
@@ -66,6 +70,7 @@ class CpuBackend : public Backend {
   std::string name_;
   Quirks q_;
   bool idx_, sdpa_;
+  OutputTransform transform_;
 };
 
 void no_knobs(const std::string& name, const std::string& knobs) {
@@ -85,7 +90,7 @@ void detail::register_cpu_backends() {
       std::string name = "cpu-bug:" + m.name;
       register_backend({name, "bug model: " + m.what, [name, m](const std::string& k) {
                           no_knobs(name, k);
-                          return std::make_unique<CpuBackend>(name, m.quirks, m.indexer, m.sdpa);
+                          return std::make_unique<CpuBackend>(name, m.quirks, m.indexer, m.sdpa, m.transform);
                         }});
     }
   }
