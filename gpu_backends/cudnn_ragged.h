@@ -1,0 +1,64 @@
+// How cudnn-sdpa expresses an oracle Layout as one cuDNN ragged (THD) SDPA call. Host code only, no
+// cuDNN include, so the mapping is unit-tested on machines without a GPU.
+//
+// Promises:
+//  * One cuDNN batch entry per query segment with at least one valid row (cp == 1: one per document).
+//    Entry b reads Q rows [q_row0, q_row0 + q_len) and K/V rows [kv_row0, kv_row0 + kv_len), writes O at
+//    o_row0 and stats at stats_row0: the layout's own ragged offsets, never prefix sums of lengths.
+//  * cp > 1 (or any segment whose first row sits at pos0 > 0): the CP key-prefix shape. The entry's keys
+//    are the document's first min(kv_len, pos0 + valid) keys under a bottom-right causal mask, which puts
+//    row i at position pos0 + i — exactly the oracle's allowed keys (layout.h). mask=none keeps all keys.
+//  * Ragged offsets are in ELEMENTS (cuDNN's unit), B+1 entries, the last one the buffer capacity:
+//    Q = row * hq * d, K = row * hkv * d, V = row * hkv * dv, O = row * hq * dv, stats = row * hq.
+//    INT32 unless a value exceeds INT32_MAX, then INT64.
+//  * Device output buffers start as sentinels: O in bf16/fp16 holds a NaN with a payload no GPU
+//    arithmetic produces (bf16 0x7fe5, fp16 0x7fa5; canonical NaNs are 0x7fc0/0x7fff and 0x7e00/0x7fff)
+//    and is mapped back to the oracle's fp32 sentinel on the way back; stats are fp32 and hold the
+//    oracle's sentinel bits 0x7fe5a5a5 directly.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attn_oracle/layout.h"
+
+namespace ao::cudnn {
+
+struct RaggedEntry {
+  int doc = 0, segment = 0;
+  int64_t q_row0 = 0, kv_row0 = 0, o_row0 = 0, stats_row0 = 0;
+  int64_t q_len = 0, kv_len = 0;
+};
+
+enum class CudnnMask { None, TopLeft, BottomRight };
+
+struct RaggedProblem {
+  std::vector<RaggedEntry> entries;
+  int64_t hq = 0, hkv = 0, d = 0, dv = 0;
+  int64_t max_q = 0, max_kv = 0;         // the s_q / s_kv dims of the cuDNN tensors
+  int64_t q_rows = 0, kv_rows = 0, o_rows = 0, stats_rows = 0;  // buffer capacities (rows)
+  CudnnMask mask = CudnnMask::None;
+  int64_t window = 0;                    // left bound (keys in (p - window, p]); 0 = none
+  double scale = 1;
+  bool int64_offsets = false;
+  // Ragged offsets in elements, B+1 entries each; sequence lengths, B entries.
+  std::vector<int64_t> q_off, k_off, v_off, o_off, stats_off;
+  std::vector<int32_t> seq_q, seq_kv;
+
+  int64_t batch() const { return int64_t(entries.size()); }
+};
+
+// Empty when cudnn-sdpa can express the case; otherwise why not (the backend's skip reason).
+std::string unsupported_reason(const Layout& l);
+// Precondition: unsupported_reason(l) is empty.
+RaggedProblem make_ragged_problem(const Layout& l);
+// One line for logs and reports: "b=3 s_q=4 s_kv=4 hq=2 hkv=1 d=64 mask=topleft q_off=[0,256,...]".
+std::string describe(const RaggedProblem& p);
+
+// 16-bit device encodings of the case dtype (bf16 or fp16), with the output sentinel.
+uint16_t to_half_bits(DType t, float x);
+uint16_t half_sentinel_bits(DType t);
+// Device half -> oracle fp32; the half sentinel becomes the oracle's fp32 sentinel.
+float from_half_bits(DType t, uint16_t bits);
+
+}  // namespace ao::cudnn

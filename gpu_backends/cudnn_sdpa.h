@@ -1,0 +1,44 @@
+// `cudnn-sdpa`: cuDNN's fused SDPA forward through the cuDNN frontend C++ graph API, the way
+// TransformerEngine calls it for THD: ragged offset tensors bound per tensor (Q, K, V, O, stats),
+// actual sequence lengths with a padding mask, causal top-left / bottom-right, sliding window, GQA,
+// bf16/fp16 (fp32 is offered to cuDNN, which may decline it), fp32 stats.
+//
+// Stats: cuDNN's Stats output is the natural-log LSE, max + ln(sum exp(s - max)) over the scaled
+// scores (frontend docs; the composite graph computes it with a LOG pointwise). The backend writes it
+// unchanged into Outputs::lse, which is natural log too; the device campaign checks it against the
+// reference (a base-2 LSE would fail lse_max_err, see the lse-log2 bug model).
+//
+// Knobs (`cudnn-sdpa:impl=unified,guard=0`):
+//   impl=composite|unified|auto  composite (default): the frontend composes matmul/mask/softmax/matmul
+//                                that the fused flash engine recognises; unified: the single
+//                                SDPA_FWD backend operation; auto: the frontend chooses.
+//   pad_mask=1|0|auto            bind seq lens + padding mask (default 1); auto: omit them when every
+//                                sequence has the full s_q/s_kv (the no-mask shape old SDPA_FWD takes)
+//   guard=N                      rows of guard band past every buffer (default 64): inputs hold the
+//                                poison there, outputs the sentinel; a write into it is an error
+//   log=1                        print the problem, the implementation and the chosen plan to stderr
+// A graph cuDNN declines (validate, heuristics, support check, plan build) is SKIPPED with the call
+// and cuDNN's message; an execution or CUDA failure is an ERROR naming the call.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ao::cudnn {
+
+enum class Impl { Composite, Unified, Auto };
+enum class PadMask { On, Off, Auto };
+
+struct SdpaOptions {
+  Impl impl = Impl::Composite;
+  PadMask pad_mask = PadMask::On;
+  int64_t guard_rows = 64;
+  bool log = false;
+};
+
+// Throws CaseError(key="backend") naming the bad knob.
+SdpaOptions parse_knobs(const std::string& knobs);
+
+// "cuDNN 9.14.0 (headers 9.19.0), frontend 1.32.0", or why cuDNN is not built in.
+std::string versions();
+
+}  // namespace ao::cudnn
