@@ -1,0 +1,261 @@
+// Edge-biased layout generator. Families (each drawn with some probability, combined freely):
+//  * document lengths: 1, tile sizes 64/128/256 and +-1 around them, small uniform, large uniform;
+//    one document, a few, many, or one huge document followed by many tiny ones ([131008,64] scaled);
+//    largest first or last;
+//  * context parallel: cp in {2,3,4,8,16,32}, first/middle/last/random rank, zigzag or contiguous,
+//    lengths already divisible, or TE/Megatron-style padding to a multiple of 2cp (often with extra
+//    padding, so chunks are partly or wholly padding), tail capacity, key crop;
+//  * padded THD: gaps 0/1/large between sequences, Q/O padding != K/V padding, explicit ragged offsets
+//    (B or B+1 entries), packed O/stats offsets, tail capacity;
+//  * q shorter or longer than kv with top-left and bottom-right alignment, mask none, windows;
+//  * top-k below, at, just above and far above the allowed keys; key compression ratio;
+//  * GQA ratios, all dtypes, all poisons, tie-stress quantisation, fp64 references.
+// Large cases get `rows=` so the CPU oracle checks a sample (plus every boundary row).
+#include "attn_oracle/generator.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/layout.h"
+#include "attn_oracle/rng.h"
+
+namespace ao {
+
+DimsProfile parse_dims(const std::string& s) {
+  if (s == "small") return DimsProfile::Small;
+  if (s == "glm") return DimsProfile::Glm;
+  throw CaseError("dims", s, "must be small or glm");
+}
+
+std::optional<Op> parse_op_filter(const std::string& s) {
+  if (s == "any") return std::nullopt;
+  if (s == "indexer") return Op::Indexer;
+  if (s == "sdpa") return Op::Sdpa;
+  throw CaseError("op", s, "must be indexer, sdpa or any");
+}
+
+namespace {
+
+struct Rand {
+  uint64_t state;
+  uint64_t next() { return splitmix64(state++ * 0x2545F4914F6CDD1Dull); }
+  int64_t uniform(int64_t lo, int64_t hi) {  // inclusive
+    if (hi <= lo) return lo;
+    return lo + int64_t(next() % uint64_t(hi - lo + 1));
+  }
+  bool chance(double p) { return double(next() >> 11) * 0x1.0p-53 < p; }
+  template <class T>
+  T pick(std::initializer_list<T> xs) {
+    return *(xs.begin() + uniform(0, int64_t(xs.size()) - 1));
+  }
+};
+
+struct Profile {
+  int64_t max_doc;      // longest document
+  int64_t max_total;    // token budget of a pack
+  int64_t check_rows;   // rows= when a rank holds more rows than this
+  int64_t max_check_keys;  // rows= also when rows x keys exceed this
+};
+
+Profile profile(DimsProfile d) {
+  if (d == DimsProfile::Glm) return {32768, 65536, 64, int64_t(1) << 22};
+  return {4096, 8192, 256, int64_t(1) << 21};
+}
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+int64_t edge_len(Rand& R, int64_t max_len) {
+  int64_t L;
+  switch (R.uniform(0, 9)) {
+    case 0: case 1: L = R.pick<int64_t>({1, 1, 2, 3}); break;
+    case 2: case 3: case 4: L = R.pick<int64_t>({64, 128, 256}) + R.pick<int64_t>({-1, 0, 1}); break;
+    case 5: case 6: L = R.uniform(1, 300); break;
+    case 7: L = R.pick<int64_t>({512, 1024, 2048}) + R.pick<int64_t>({-1, 0, 1}); break;
+    default: L = R.uniform(1, max_len); break;
+  }
+  return std::clamp<int64_t>(L, 1, max_len);
+}
+
+// Document lengths: one, a few, many, or one huge followed by many tiny ones.
+std::vector<int64_t> doc_lengths(Rand& R, const Profile& P, int64_t scale_cap) {
+  std::vector<int64_t> lens;
+  const int64_t max_doc = std::min(P.max_doc, scale_cap);
+  const int64_t shape = R.uniform(0, 19);
+  if (shape < 9) {
+    lens.push_back(edge_len(R, max_doc));
+  } else if (shape < 15) {
+    const int64_t n = R.uniform(2, 4);
+    for (int64_t i = 0; i < n; ++i) lens.push_back(edge_len(R, max_doc / 2));
+  } else if (shape < 18) {
+    const int64_t n = R.uniform(5, 24);
+    for (int64_t i = 0; i < n; ++i) lens.push_back(R.chance(0.5) ? R.uniform(1, 8) : edge_len(R, 300));
+  } else {  // [131008, 64] scaled: one huge document, then tiny ones
+    const int64_t huge = std::max<int64_t>(64, max_doc - R.pick<int64_t>({64, 63, 65, 1, 0}));
+    lens.push_back(huge);
+    const int64_t n = R.pick<int64_t>({1, 1, 3, 16});
+    for (int64_t i = 0; i < n; ++i) lens.push_back(R.pick<int64_t>({64, 1, 2, 63, 65}));
+  }
+  // Keep inside the pack's token budget.
+  int64_t total = std::accumulate(lens.begin(), lens.end(), int64_t(0));
+  while (total > P.max_total && lens.size() > 1) {
+    total -= lens.back();
+    lens.pop_back();
+  }
+  if (total > P.max_total) lens[0] = P.max_total;
+  if (lens.size() > 1) {
+    const int64_t order = R.uniform(0, 4);
+    if (order == 0) std::sort(lens.begin(), lens.end(), std::greater<>());  // largest first
+    if (order == 1) std::sort(lens.begin(), lens.end());                    // largest last
+  }
+  return lens;
+}
+
+int64_t gap(Rand& R) { return R.pick<int64_t>({0, 0, 1, 1, 7, 64, 200}); }
+
+// Offsets with the given gaps after each sequence; `lead` rows before the first.
+std::vector<int64_t> offsets_from(const std::vector<int64_t>& lens, const std::vector<int64_t>& gaps, int64_t lead,
+                                  bool with_capacity) {
+  std::vector<int64_t> off;
+  int64_t at = lead;
+  for (size_t b = 0; b < lens.size(); ++b) {
+    off.push_back(at);
+    at += lens[b] + gaps[b];
+  }
+  if (with_capacity) off.push_back(at);
+  return off;
+}
+
+void choose_cp(Rand& R, Case& c) {
+  c.cp = R.pick<int>({2, 3, 4, 8, 16, 32, 32});
+  c.rank = R.pick<int>({0, c.cp / 2, c.cp - 1, c.cp - 1, int(R.uniform(0, c.cp - 1))});
+  c.rank = std::min(c.rank, c.cp - 1);
+  c.cp_scheme = R.chance(0.85) ? CpScheme::Zigzag : CpScheme::Contiguous;
+  c.crop = c.op == Op::Indexer && R.chance(0.3);
+  const int64_t parts = c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp;
+  auto& lens = c.q_lens;
+  const int64_t mode = R.uniform(0, 9);
+  std::vector<int64_t> pads(lens.size(), 0);
+  if (mode < 4) {  // lengths divisible: no padding
+    for (auto& L : lens) L = std::max(parts, round_up(L, parts) - (R.chance(0.5) ? parts : 0));
+    if (R.chance(0.3)) for (auto& L : lens) L = parts * R.pick<int64_t>({1, 2, 64, 65});
+  } else {  // TE/Megatron: pad each to a multiple of parts; extra padding makes chunks wholly padding
+    for (size_t b = 0; b < lens.size(); ++b) {
+      if (mode >= 8 && R.chance(0.5)) lens[b] = std::max(parts, round_up(lens[b], parts));
+      if (R.chance(0.3)) lens[b] = R.uniform(1, parts - 1);  // shorter than one chunk per rank
+      pads[b] = round_up(lens[b], parts) - lens[b];
+      if (R.chance(0.3)) pads[b] += parts * R.pick<int64_t>({1, 2, 7});
+    }
+  }
+  c.kv_lens = lens;
+  const bool any_pad = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p > 0; });
+  if (any_pad || R.chance(0.2)) {
+    if (R.chance(0.5)) {
+      c.q_pad = c.kv_pad = pads;
+    } else {  // cu_seqlens_padded style
+      // With the capacity entry: the last document's padding is then part of its padded length.
+      c.q_offsets = c.kv_offsets = offsets_from(lens, pads, 0, true);
+    }
+  }
+  // K/V are the all-gathered global buffer: their placement need not follow the Q padding.
+  if (R.chance(0.2) && c.q_offsets.empty()) {
+    c.kv_pad.assign(lens.size(), 0);
+    for (auto& p : c.kv_pad) p = gap(R);
+    if (c.q_pad.empty()) c.q_pad.assign(lens.size(), 0);
+  }
+  if (R.chance(0.2) && !(c.q_offsets.size() == lens.size() + 1)) c.tail = parts * R.pick<int64_t>({1, 2});
+}
+
+void choose_padding(Rand& R, Case& c) {
+  const size_t B = c.q_lens.size();
+  const int64_t mode = R.uniform(0, 9);
+  auto gaps = [&] {
+    std::vector<int64_t> g(B);
+    for (auto& x : g) x = gap(R);
+    return g;
+  };
+  if (mode < 4) {
+    // packed
+  } else if (mode < 7) {
+    c.q_pad = gaps();
+    c.kv_pad = R.chance(0.4) ? c.q_pad : gaps();  // Q/O padding != K/V padding
+  } else if (mode < 9) {
+    const bool cap = R.chance(0.5);
+    c.q_offsets = offsets_from(c.q_lens, gaps(), R.pick<int64_t>({0, 0, 1, 5}), cap);
+    c.kv_offsets = offsets_from(c.kv_lens, gaps(), R.pick<int64_t>({0, 0, 3}), cap && R.chance(0.5));
+  } else if (c.q_lens == c.kv_lens) {
+    c.q_offsets = c.kv_offsets = offsets_from(c.q_lens, gaps(), 0, R.chance(0.5));
+  }
+  const bool has_cap_entry = c.q_offsets.size() == B + 1 || c.kv_offsets.size() == B + 1;
+  if (!has_cap_entry && R.chance(0.2)) c.tail = R.pick<int64_t>({1, 63, 64, 200});
+  // Packed O / stats offsets while Q is padded (sdpa only: outputs follow Q under the indexer).
+  if (c.op == Op::Sdpa && (!c.q_pad.empty() || !c.q_offsets.empty()) && R.chance(0.25)) {
+    std::vector<int64_t> packed = offsets_from(c.q_lens, std::vector<int64_t>(B, 0), 0, false);
+    if (R.chance(0.5)) c.o_offsets = packed;
+    if (R.chance(0.5)) c.stats_offsets = packed;
+  }
+}
+
+}  // namespace
+
+Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt) {
+  Rand R{splitmix64(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) ^ splitmix64(index + 0xABCDEFull)};
+  const Op op = opt.op ? *opt.op : (R.chance(0.55) ? Op::Indexer : Op::Sdpa);
+  const Profile P = profile(opt.dims);
+  Case c = defaults_for(op);
+  const bool cp = R.chance(op == Op::Indexer ? 0.45 : 0.2);
+
+  c.q_lens = doc_lengths(R, P, cp ? P.max_total : P.max_doc);
+  c.kv_lens = c.q_lens;
+  if (op == Op::Indexer && !cp && R.chance(0.15)) c.ratio = R.pick<int>({2, 4});
+  if (cp) {
+    choose_cp(R, c);
+  } else {
+    if (R.chance(0.3))  // q shorter or longer than kv
+      for (auto& kv : c.kv_lens)
+        kv = std::max<int64_t>(1, kv + R.pick<int64_t>({-1, 1, -63, 64, 129, -kv / 2, kv}));
+    if (c.ratio > 1 && R.chance(0.6))  // compressed keys: about len/ratio of them
+      for (size_t b = 0; b < c.kv_lens.size(); ++b) c.kv_lens[b] = std::max<int64_t>(1, c.q_lens[b] / c.ratio);
+    choose_padding(R, c);
+  }
+  const int64_t mask = R.uniform(0, 9);
+  c.mask = mask < 4 ? MaskKind::TopLeft : mask < 9 ? MaskKind::BottomRight : MaskKind::None;
+
+  // Dimensions.
+  const bool glm = opt.dims == DimsProfile::Glm;
+  int64_t max_keys = 1;
+  for (size_t b = 0; b < c.kv_lens.size(); ++b) max_keys = std::max(max_keys, c.kv_lens[b]);
+  if (op == Op::Indexer) {
+    c.heads = glm ? 32 : R.pick<int>({1, 2, 4, 4, 8});
+    c.dim = glm ? 128 : R.pick<int>({4, 8, 16, 32, 32, 64});
+    c.dim_v = c.dim;  // what parse_case derives for the indexer (dim_v is an sdpa key)
+    const int64_t m = std::max<int64_t>(1, max_keys / c.ratio);
+    int64_t k = glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
+                    : R.pick<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.uniform(1, std::min<int64_t>(m, 256)), 64, 128});
+    c.topk = int(std::clamp<int64_t>(k, 1, glm ? 2048 : 512));
+  } else {
+    auto [hq, hkv] = glm ? R.pick<std::pair<int, int>>({{32, 32}, {32, 8}, {32, 4}})
+                         : R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 1}, {4, 2}, {4, 4}, {6, 2}, {8, 2}, {6, 3}});
+    c.hq = hq;
+    c.hkv = hkv;
+    c.dim = glm ? 128 : R.pick<int>({8, 16, 32, 64});
+    c.dim_v = R.chance(0.25) ? (glm ? 64 : R.pick<int>({8, 16, 32})) : c.dim;
+    if (c.mask != MaskKind::None && R.chance(0.15)) c.window = R.pick<int64_t>({1, 16, 64, 100});
+  }
+  c.dtype = R.pick<DType>({DType::F32, DType::BF16, DType::F16});
+  c.poison = R.pick<Poison>({Poison::NaN, Poison::Inf, Poison::Large, Poison::None});
+  if (R.chance(0.1)) c.precision = Precision::F64;
+  if (op == Op::Indexer && R.chance(0.15)) c.levels = R.pick<uint32_t>({2, 16, 1024});
+  if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
+  c.seed = 1 + R.next() % 1000000;
+
+  // Sample rows when the rank's query rows x keys would make the CPU oracle slow.
+  const Layout l = make_layout(c);  // throws on a generator bug; the tests run thousands of seeds
+  int64_t rows = 0;
+  for (const auto& s : l.segments) rows += s.rows;
+  if (rows > P.check_rows && rows * max_keys > P.max_check_keys) c.rows = P.check_rows;
+  return c;
+}
+
+}  // namespace ao

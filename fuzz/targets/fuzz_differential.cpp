@@ -1,0 +1,164 @@
+// libFuzzer target 2: structured differential. Bytes -> a small layout (FuzzedDataProvider; byte 0 is
+// the format version, so old corpus files stay meaningful) -> the production reference (`cpu-ref`
+// path: layout.cpp + reference_*.cpp) vs the independent naive fp64 reference
+// (oracle/tests/naive_reference.*, which re-derives offsets, CP chunks and masks from the Case).
+// Properties (abort on violation), on every row of the rank:
+//  * both derive the same rows, positions and pad rows;
+//  * indexer: every returned index is allowed (same document, causal), no duplicates, exactly
+//    min(k, allowed) indices then -1, pad rows all -1, and every returned key scores >= the naive
+//    k-th score - tolerance (tie-aware);
+//  * sdpa: LSE finite on rows with allowed keys (-inf and O = 0 without), O and LSE within 2e-4 of fp64.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#if defined(AO_FDP_HEADER)
+#include AO_FDP_HEADER
+#else
+#include <fuzzer/FuzzedDataProvider.h>
+#endif
+
+#include "attn_oracle/compare.h"
+#include "attn_oracle/reference.h"
+#include "naive_reference.h"
+
+namespace {
+
+constexpr uint8_t kFormatVersion = 1;
+
+[[noreturn]] void violated(const ao::Case& c, const std::string& what) {
+  std::fprintf(stderr, "fuzz_differential: property violated: %s\n  case: %s\n", what.c_str(),
+               ao::print_case(c).c_str());
+  std::abort();
+}
+
+ao::Case case_from(FuzzedDataProvider& f) {
+  using namespace ao;
+  Case c = defaults_for(f.ConsumeBool() ? Op::Indexer : Op::Sdpa);
+  const int B = f.ConsumeIntegralInRange(1, 4);
+  c.cp = f.PickValueInArray({1, 1, 1, 2, 3, 4, 8});
+  c.rank = f.ConsumeIntegralInRange(0, c.cp - 1);
+  c.cp_scheme = f.ConsumeIntegralInRange(0, 7) == 0 ? CpScheme::Contiguous : CpScheme::Zigzag;
+  const int64_t parts = c.cp > 1 ? (c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp) : 1;
+  c.q_lens.clear();
+  c.kv_lens.clear();
+  std::vector<int64_t> qpad, kvpad;
+  for (int b = 0; b < B; ++b) {
+    const int64_t L = f.ConsumeIntegralInRange<int64_t>(1, 80);
+    c.q_lens.push_back(L);
+    int64_t kv = L;
+    if (c.cp == 1 && f.ConsumeIntegralInRange(0, 3) == 0) kv = f.ConsumeIntegralInRange<int64_t>(1, 80);
+    c.kv_lens.push_back(kv);
+    int64_t p = f.ConsumeIntegralInRange<int64_t>(0, 9);
+    if (parts > 1) p = (parts - L % parts) % parts + parts * f.ConsumeIntegralInRange<int64_t>(0, 2);
+    qpad.push_back(p);
+    kvpad.push_back(f.ConsumeBool() ? p : f.ConsumeIntegralInRange<int64_t>(0, 9));
+  }
+  if (f.ConsumeBool()) {
+    c.q_pad = qpad;
+    c.kv_pad = kvpad;
+  } else if (parts > 1) {
+    c.q_pad = c.kv_pad = qpad;
+  }
+  if (f.ConsumeIntegralInRange(0, 3) == 0) c.tail = parts * f.ConsumeIntegralInRange<int64_t>(1, 3);
+  c.mask = f.PickValueInArray({MaskKind::TopLeft, MaskKind::BottomRight, MaskKind::None});
+  c.crop = c.cp > 1 && f.ConsumeBool();
+  c.dtype = f.PickValueInArray({DType::F32, DType::BF16, DType::F16});
+  c.poison = f.PickValueInArray({Poison::NaN, Poison::Inf, Poison::Large, Poison::None});
+  c.precision = f.ConsumeBool() ? Precision::F64 : Precision::F32;
+  c.seed = f.ConsumeIntegral<uint16_t>();
+  if (c.op == Op::Indexer) {
+    c.heads = f.ConsumeIntegralInRange(1, 4);
+    c.dim = f.ConsumeIntegralInRange(1, 16);
+    c.topk = f.ConsumeIntegralInRange(1, 40);
+    if (c.cp == 1) c.ratio = f.ConsumeIntegralInRange(1, 3);
+    if (f.ConsumeIntegralInRange(0, 3) == 0) c.levels = f.PickValueInArray<uint32_t>({2, 3, 16});
+  } else {
+    c.hkv = f.ConsumeIntegralInRange(1, 3);
+    c.hq = c.hkv * f.ConsumeIntegralInRange(1, 3);
+    c.dim = f.ConsumeIntegralInRange(1, 16);
+    c.dim_v = f.ConsumeBool() ? c.dim : f.ConsumeIntegralInRange(1, 16);
+    if (c.mask != MaskKind::None && f.ConsumeBool()) c.window = f.ConsumeIntegralInRange<int64_t>(1, 20);
+  }
+  return c;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1 || data[0] != kFormatVersion) return 0;
+  FuzzedDataProvider f(data + 1, size - 1);
+  const ao::Case c = case_from(f);
+  ao::Layout l;
+  try {
+    l = ao::make_layout(c);
+  } catch (const ao::CaseError&) {
+    return 0;  // the structured decoder aims at valid layouts; the parser target covers rejections
+  }
+  const ao::Inputs in = ao::make_inputs(l);
+  ao::Outputs out = ao::make_sentinel_outputs(l);
+  if (c.op == ao::Op::Indexer)
+    ao::reference_indexer(l, in, out);
+  else
+    ao::reference_sdpa(l, in, out);
+  const naive::NaiveLayout nl = naive::derive(c);
+  if (nl.rows.size() != l.check_rows.size()) violated(c, "naive and layout disagree on the rank's rows");
+  const double kmax = c.op == ao::Op::Indexer ? ao::max_abs_key(l, in) : 0;
+  for (size_t i = 0; i < nl.rows.size(); ++i) {
+    const naive::QRow& qr = nl.rows[i];
+    const int64_t r = qr.row;
+    if (l.check_rows[i] != r || l.valid_row(r) != qr.valid || (qr.valid && l.pos_of(r) != qr.pos))
+      violated(c, "naive and layout disagree on row " + std::to_string(r));
+    if (c.op == ao::Op::Indexer) {
+      const size_t K = size_t(c.topk);
+      const int32_t* got = out.topk.data() + size_t(r) * K;
+      if (!qr.valid) {
+        for (size_t e = 0; e < K; ++e)
+          if (got[e] != -1) violated(c, "pad row " + std::to_string(r) + " returned an index");
+        continue;
+      }
+      const naive::TopK t = naive::indexer_row(c, nl, in, qr);
+      int64_t lo = 0, hi = 0;
+      naive::allowed(c, nl, qr.doc, qr.pos, lo, hi);
+      const size_t expect = std::min<size_t>(K, size_t(t.allowed));
+      const double tol = ao::indexer_score_tolerance(l, in, r, kmax);
+      std::set<int32_t> seen;
+      for (size_t e = 0; e < K; ++e) {
+        const int32_t v = got[e];
+        if (e >= expect) {
+          if (v != -1) violated(c, "row " + std::to_string(r) + ": expected -1 fill after " + std::to_string(expect));
+          continue;
+        }
+        if (v < 0 || v >= int32_t(nl.kv_owner.size()) || nl.kv_owner[size_t(v)] != qr.doc)
+          violated(c, "row " + std::to_string(r) + ": index " + std::to_string(v) + " outside the document");
+        const int64_t s = v - nl.kv_off[size_t(qr.doc)];
+        if (s < lo || s >= hi) violated(c, "row " + std::to_string(r) + ": index " + std::to_string(v) + " not allowed");
+        if (!seen.insert(v).second) violated(c, "row " + std::to_string(r) + ": duplicate index");
+        if (naive::indexer_score(c, in, r, v) < t.kth - tol)
+          violated(c, "row " + std::to_string(r) + ": index " + std::to_string(v) + " scores below the k-th");
+      }
+    } else {
+      if (!qr.valid) continue;
+      const naive::SdpaRow sr = naive::sdpa_row(c, nl, in, qr);
+      for (int h = 0; h < c.hq; ++h) {
+        const float lse = out.lse[size_t(qr.stats_row * c.hq + h)];
+        if (sr.allowed > 0) {
+          if (!std::isfinite(lse)) violated(c, "row " + std::to_string(r) + ": LSE not finite with allowed keys");
+          if (std::fabs(lse - sr.lse[size_t(h)]) > 2e-4 * (1 + std::fabs(sr.lse[size_t(h)])))
+            violated(c, "row " + std::to_string(r) + ": LSE differs from fp64");
+        } else if (!(std::isinf(lse) && lse < 0)) {
+          violated(c, "row " + std::to_string(r) + ": LSE must be -inf without allowed keys");
+        }
+        for (int e = 0; e < c.dim_v; ++e) {
+          const double x = sr.o[size_t(h * c.dim_v + e)];
+          const float g = out.o[size_t((qr.o_row * c.hq + h) * c.dim_v + e)];
+          if (!(std::fabs(double(g) - x) <= 2e-4 + 2e-4 * std::fabs(x)))
+            violated(c, "row " + std::to_string(r) + ": O differs from fp64");
+        }
+      }
+    }
+  }
+  return 0;
+}

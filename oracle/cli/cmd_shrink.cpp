@@ -1,0 +1,54 @@
+// `attn-oracle shrink <case> --backend B`: reduces a failing case (shrink.h). Prints the minimal case
+// line on stdout (pipeable) and the steps/runs and failing metrics on stderr. Exit 0 when a failing
+// case was shrunk, 1 when the given case does not fail with B (nothing to shrink), 2 bad input.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/campaign.h"
+#include "attn_oracle/shrink.h"
+#include "commands.h"
+
+namespace ao {
+namespace {
+
+struct ShrinkArgs {
+  std::vector<std::string> case_args;
+  std::string backend, vs = "cpu-ref";
+  int runs = 300;
+};
+
+const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
+  auto a = std::make_shared<ShrinkArgs>();
+  auto* sub = app.add_subcommand("shrink", "reduce a failing case while it still fails with the backend");
+  sub->add_option("case", a->case_args, "key=value ...")->required();
+  sub->add_option("--backend,-b", a->backend, "backend the case fails with")->required();
+  sub->add_option("--vs", a->vs, "reference backend")->capture_default_str();
+  sub->add_option("--runs", a->runs, "backend runs the shrinker may spend")->capture_default_str();
+  return AppCommand{sub, [a, &lim] {
+                      const Case c = parse_case(join_case_args(a->case_args));
+                      make_layout(c, lim);
+                      auto be = make_backend(a->backend);
+                      auto vs = make_backend(a->vs);
+                      const CaseResult r = run_case(c, *be, *vs, lim);
+                      if (r.verdict.kind != Verdict::Fail && r.verdict.kind != Verdict::Error) {
+                        std::cerr << fmt::format("shrink: the case does not fail with {} (verdict {}{}); nothing to shrink\n",
+                                                 a->backend, verdict_name(r.verdict.kind),
+                                                 r.verdict.reason.empty() ? "" : ": " + r.verdict.reason);
+                        return 1;
+                      }
+                      ShrinkOptions so;
+                      so.max_runs = a->runs;
+                      so.lim = lim;
+                      const ShrinkResult s = shrink_case(c, fails_like(r, *be, *vs, lim), so);
+                      const CaseResult fin = run_case(s.minimal, *be, *vs, lim);
+                      std::cerr << fmt::format("shrink: {} steps ({} runs{}); original failing: {}\n  minimal failing: {}\n",
+                                               s.steps, s.runs, s.budget_exhausted ? ", run budget exhausted" : "",
+                                               failing_summary(r.verdict), failing_summary(fin.verdict));
+                      std::cout << print_case(s.minimal) << "\n";
+                      return 0;
+                    }};
+});
+
+}  // namespace
+}  // namespace ao
