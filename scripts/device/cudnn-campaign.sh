@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# cudnn-sdpa device campaign (issue 8), one device call: build (or use carried binaries), run the
+# cuDNN tests, answer the issue's questions 1-3 with cases, gate the padded corpus and fuzz — against
+# EVERY cuDNN found: the system one and the one inside PyTorch's wheel, each run separately.
+#
+# Usage (repo root): scripts/device/cudnn-campaign.sh [OUT_DIR]
+#   AO_BIN_DIR=build-cudnn   prebuilt attn-oracle + ao_cudnn_tests (carried); built here when missing
+#   AO_FUZZ_SECONDS=120      fuzz budget per cuDNN version
+#   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:/opt/.../nvidia/cudnn/lib"  (default: searched)
+# Writes into OUT_DIR (default $OUT): env.txt, <ver>.log (everything), summary.tsv (one row per case
+# run: version, backend, verdict, case, reason), found.tgz (shrunk fuzz failures, report dirs).
+set -uo pipefail
+out=${1:-${OUT:-cudnn-campaign-out}}
+mkdir -p "$out"
+root=$(pwd)
+bin=${AO_BIN_DIR:-build-cudnn}
+fuzz_s=${AO_FUZZ_SECONDS:-120}
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+
+# ---- environment -------------------------------------------------------------------------------
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) changed paths"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  nvcc --version 2>/dev/null | tail -1 | sed 's/^/nvcc: /'
+  grep PRETTY_NAME /etc/os-release 2>/dev/null
+} >"$out/env.txt"
+
+# ---- binaries ----------------------------------------------------------------------------------
+runnable() { [[ -x "$1" ]] && ! ldd "$1" 2>/dev/null | grep -q "not found"; }
+if [[ -d .deps/device-libs ]]; then export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/.deps/device-libs; fi
+if ! runnable "$bin/attn-oracle"; then
+  stamp "no runnable $bin/attn-oracle (ldd: $(ldd "$bin/attn-oracle" 2>&1 | grep 'not found' | tr -s ' ' | head -3)); building"
+  bin=build-device
+  cmake -S . -B "$bin" -DAO_CUDA_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$out/build.log" 2>&1 &&
+    cmake --build "$bin" -j16 --target attn-oracle ao_cudnn_tests >>"$out/build.log" 2>&1 ||
+    { stamp "build failed (tail of build.log follows)"; tail -30 "$out/build.log"; }
+fi
+echo "binaries: $bin" >>"$out/env.txt"
+
+# ---- cuDNN libraries to run against --------------------------------------------------------------
+if [[ -z "${AO_CUDNN_LIBS:-}" ]]; then
+  AO_CUDNN_LIBS=""
+  sys=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
+  [[ -z "$sys" ]] && sys=$(ls /usr/local/cuda/lib64/libcudnn.so.9 /usr/lib/x86_64-linux-gnu/libcudnn.so.9 2>/dev/null | head -1)
+  [[ -n "$sys" ]] && AO_CUDNN_LIBS="sys:$(dirname "$(readlink -f "$sys")")"
+  for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
+    [[ -e "$d/libcudnn.so.9" ]] && AO_CUDNN_LIBS="$AO_CUDNN_LIBS torch:$d"
+  done
+fi
+echo "cudnn libraries: $AO_CUDNN_LIBS" >>"$out/env.txt"
+
+# ---- the issue's questions as cases ------------------------------------------------------------
+# Each line: <backend spec> <case line>.  B = default composite graph with logging.
+B=cudnn-sdpa:log=1
+U=cudnn-sdpa:impl=unified,pad_mask=auto,log=1
+A=cudnn-sdpa:impl=auto,log=1
+cases() { cat <<EOF
+# Q1: TE-style padded THD, the ragged offsets bound per tensor
+$B op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16
+$B op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=fp16
+$B op=sdpa lens=1,2,1,2 padded_offsets=0,2,4,7,9 dtype=bf16
+$A op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16
+$B op=sdpa docs=100,37,64,1,255 pad=3,17,0,5,9 tail=33 hq=8 hkv=2 dim=64 seed=21
+$B op=sdpa docs=512,129,777 pad=64,1,0 tail=200 hq=16 hkv=16 dim=128 dtype=fp16 seed=22
+$B op=sdpa docs=64*40 pad=1 tail=7 hq=4 hkv=1 dim=64 seed=23
+# Q1: Q/O offsets different from K/V offsets (and O, stats offsets of their own)
+$B op=sdpa q_lens=40,33,7 kv_lens=40,33,7 q_offsets=5,70,120,140 kv_offsets=0,45,100,110 hq=4 hkv=4 dim=64 seed=24
+$B op=sdpa q_lens=40,33,7 kv_lens=40,33,7 q_offsets=5,70,120,140 kv_offsets=0,45,100,110 o_offsets=0,50,90 stats_offsets=3,60,100 hq=4 hkv=2 dim=64 seed=25
+$B op=sdpa q_lens=17,64 kv_lens=80,3 q_pad=2,9 kv_pad=11,0 mask=none hq=8 hkv=2 dim=128 seed=26
+# Q1: the single SDPA_FWD operation (unified) on the no-mask shape: uniform lengths with gaps
+$U op=sdpa docs=128,128,128 pad=5,0,9 tail=17 mask=none hq=4 hkv=4 dim=64 poison=nan seed=27
+$U op=sdpa docs=100,37,64 pad=3,7,29 tail=120 mask=none hq=8 hkv=2 dim=64 poison=nan seed=28
+$U op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16
+# Q2: NaN / Inf / large poison in pad slots and tail capacity
+$B op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 poison=nan seed=31
+$B op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 poison=nan mask=none seed=32
+$B op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 poison=nan dtype=fp16 seed=33
+$B op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 poison=inf seed=34
+$B op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 poison=large seed=35
+$B op=sdpa docs=65,1 tail=191 mask=none poison=nan hq=2 hkv=1 dim=128 seed=36
+$B op=sdpa docs=129,1,200 pad=127,63,0 tail=255 poison=nan hq=4 hkv=2 dim=64 mask=bottomright seed=37
+# Q3: bottom-right alignment, q shorter than kv (the CP key-prefix shape)
+$B op=sdpa q_lens=16,1,33 kv_lens=100,64,90 q_pad=4,0,3 kv_pad=2,5,0 mask=bottomright hq=8 hkv=2 dim=64 poison=nan seed=41
+$B op=sdpa q_lens=1,1,1 kv_lens=100,37,64 mask=bottomright hq=8 hkv=2 dim=64 poison=nan seed=42
+$B op=sdpa q_lens=64,128 kv_lens=1000,128 kv_pad=24,0 mask=bottomright hq=4 hkv=4 dim=128 dtype=fp16 poison=nan seed=43
+$B op=sdpa q_lens=50 kv_lens=20 mask=bottomright hq=2 hkv=2 dim=64 seed=44
+$B op=sdpa docs=1024,512 cp=4 rank=1 hq=8 hkv=2 dim=128 poison=nan seed=45
+$B op=sdpa docs=4096 cp=8 rank=7 hq=4 hkv=1 dim=64 seed=46
+$B op=sdpa lens=1000,300 padded_offsets=0,1024,1536 cp=4 rank=3 hq=4 hkv=2 dim=64 poison=nan seed=47
+$B op=sdpa docs=300,200 pad=5 mask=causal window=64 hq=4 hkv=2 dim=64 poison=nan seed=48
+$B op=sdpa q_lens=40,90 kv_lens=300,90 mask=bottomright window=32 hq=4 hkv=2 dim=64 poison=nan seed=49
+EOF
+}
+
+summary="$out/summary.tsv"
+printf 'cudnn\tbackend\tverdict\tcase\treason\n' >"$summary"
+run_case() {  # tag backend case...
+  local tag=$1 be=$2; shift 2
+  local res rc verdict reason
+  res=$("$bin/attn-oracle" repro "$@" --backend "$be" 2>&1); rc=$?
+  echo "### [$tag] $be $*"; echo "$res"
+  verdict=$(echo "$res" | awk '/^verdict:/{print $2; exit}')
+  reason=$(echo "$res" | sed -n 's/^verdict: [A-Z]* (\(.*\))$/\1/p' | head -1 | cut -c1-300)
+  [[ -z "$verdict" ]] && verdict="rc=$rc" && reason=$(echo "$res" | tail -1 | cut -c1-300)
+  printf '%s\t%s\t%s\t%s\t%s\n' "$tag" "$be" "$verdict" "$*" "$reason" >>"$summary"
+}
+
+found="$out/found"
+mkdir -p "$found"
+for spec in $AO_CUDNN_LIBS; do
+  tag=${spec%%:*} dir=${spec#*:}
+  log="$out/$tag.log"
+  (
+    export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    stamp "cuDNN set $tag from $dir"
+    ldd "$bin/attn-oracle" | grep -E "cudnn|cudart|nvrtc|fmt"
+    "$bin/attn-oracle" backends | grep -A1 cudnn
+    stamp "tests"
+    if [[ -x "$bin/ao_cudnn_tests" ]]; then "$bin/ao_cudnn_tests" 2>&1 | tail -40; else echo "no ao_cudnn_tests binary"; fi
+    stamp "question cases"
+    set -f; cases | grep -v "^#" | while read -r be line; do run_case "$tag" "$be" $line; done; set +f
+    stamp "gate"
+    shopt -s nullglob globstar
+    corpus=(corpus/**/*.case)
+    if ((${#corpus[@]})) && "$bin/attn-oracle" gate --help >/dev/null 2>&1; then
+      "$bin/attn-oracle" gate corpus --backend cudnn-sdpa -q --report-dir "$found/gate-$tag" 2>&1 | tail -60
+      echo "gate exit: $?"
+    else
+      echo "no corpus/*.case files or no gate subcommand: gate not run"
+    fi
+    stamp "fuzz ${fuzz_s}s"
+    if "$bin/attn-oracle" fuzz --help >/dev/null 2>&1; then
+      "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --seed 8008 --budget "${fuzz_s}s" \
+        --out "$found/fuzz-$tag" --max-failures 20 2>&1 | tail -60
+      echo "fuzz exit: $?"
+    else
+      echo "no fuzz subcommand: fuzz not run"
+    fi
+    stamp "done $tag"
+  ) >"$log" 2>&1
+  tail -3 "$log"
+done
+
+tar -czf "$out/found.tgz" -C "$out" found 2>/dev/null
+rm -rf "$found"
+awk -F'\t' 'NR>1{n[$1" "$3]++} END{for(k in n) print k, n[k]}' "$summary" | sort
+stamp "campaign finished"
