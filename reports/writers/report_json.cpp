@@ -32,6 +32,8 @@ std::string report_json(const std::vector<CaseResult>& results) {
     c["case"] = r.case_line;
     c["backend"] = r.backend;
     c["backend_version"] = r.backend_version;
+    // What the result depends on: this tool's build and the backend's libraries/driver (may be empty).
+    c["versions"] = {{"attn-oracle", tool_version()}, {"backend", r.backend_version}};
     c["vs"] = r.vs;
     c["verdict"] = verdict_name(r.verdict.kind);
     c["reason"] = r.verdict.reason;
