@@ -1,4 +1,4 @@
-// Report writers: JSON (versioned schema, one object per case), Markdown summary, JUnit XML.
+// Report writers: JSON (versioned schema, one object per case), Markdown summary, JUnit XML, HTML pictures.
 #pragma once
 #include <string>
 #include <vector>
@@ -11,7 +11,9 @@ inline constexpr int kReportSchemaVersion = 1;
 std::string report_json(const std::vector<CaseResult>& results);
 std::string report_markdown(const std::vector<CaseResult>& results);
 std::string report_junit(const std::vector<CaseResult>& results);
-// Writes report.json, report.md and report.xml into dir (created if missing).
+// Self-contained HTML page with pictures of each failing case that kept its artifacts (report_html.cpp).
+std::string report_html(const std::vector<CaseResult>& results);
+// Writes report.json, report.md, report.xml and report.html into dir (created if missing).
 void write_report_files(const std::string& dir, const std::vector<CaseResult>& results);
 
 // Version string of this build (git describe at configure time).

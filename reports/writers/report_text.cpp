@@ -95,6 +95,7 @@ void write_report_files(const std::string& dir, const std::vector<CaseResult>& r
   put("report.json", report_json(results));
   put("report.md", report_markdown(results));
   put("report.xml", report_junit(results));
+  put("report.html", report_html(results));
 }
 
 }  // namespace ao

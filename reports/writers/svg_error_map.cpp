@@ -1,0 +1,327 @@
+// Error map of SDPA (see svg_pictures.h): x = O (and stats) buffer rows, y = query heads.
+// Cell value: O: max_e |B - R| / max(max_e |R|, atol) over the head's dim_v elements (relative error,
+// floored so rows whose reference is ~0 do not blow up); LSE: |B - R| (absolute, as the gate uses).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/compare.h"
+#include "svg.h"
+#include "svg_pictures.h"
+
+namespace ao {
+
+namespace {
+
+// Cell states, ordered by how much they matter when a binned cell covers several.
+enum State : uint8_t { kNone, kNotChecked, kPad, kErr, kClobbered, kUnwritten, kNaN };
+
+struct Cell {
+  State st = kNone;
+  double err = 0;
+  void merge(const Cell& c) {
+    if (c.st > st) st = c.st;
+    if (c.st == kErr || st == kErr) err = std::max(err, c.err);
+  }
+};
+
+constexpr double kLeft = 200, kMaxW = 900;
+
+const char* const kNaNColour = "#d946ef";
+const char* const kUnwrittenColour = "#1f2937";
+
+// Quantised log colour scale: greens up to the tolerance, oranges to dark red above it.
+std::string err_colour(double v, double tol) {
+  static const std::vector<svg::Rgb> good = {svg::hex("#f3faf2"), svg::hex("#c7e9c0"), svg::hex("#74c476")};
+  static const std::vector<svg::Rgb> bad = {svg::hex("#fdae6b"), svg::hex("#e6550d"), svg::hex("#a50f15"), svg::hex("#4a0009")};
+  const double lt = std::log10(tol);
+  if (!(v > tol)) {
+    const double t = v > 0 ? (std::log10(v) + 7.0) / (lt + 7.0) : 0.0;
+    return svg::css(svg::ramp(good, std::floor(std::clamp(t, 0.0, 1.0) * 6) / 6));
+  }
+  const double t = (std::log10(v) - lt) / (1.0 - lt);
+  return svg::css(svg::ramp(bad, std::floor(std::clamp(t, 0.0, 1.0) * 8) / 8));
+}
+
+struct Rows {
+  // Per buffer row: the Q row whose output lives there (-1: pad slot), whether it was checked.
+  std::vector<int64_t> owner;
+  std::vector<char> checked;
+};
+
+Rows owners(const Layout& l, bool stats) {
+  Rows r;
+  const int64_t n = stats ? l.stats_rows : l.o_rows;
+  r.owner.assign(size_t(n), -1);
+  r.checked.assign(size_t(n), 0);
+  std::vector<char> chk(size_t(l.q_rows), 0);
+  for (int64_t q : l.check_rows) chk[size_t(q)] = 1;
+  for (const auto& s : l.segments)
+    for (int64_t i = 0; i < s.valid; ++i) {
+      const int64_t b = (stats ? s.stats_row0 : s.o_row0) + i;
+      r.owner[size_t(b)] = s.row0 + i;
+      r.checked[size_t(b)] = chk[size_t(s.row0 + i)];
+    }
+  return r;
+}
+
+// Exact cells: [rows][heads].
+std::vector<Cell> o_cells(const CaseArtifacts& a, const Rows& rows, double atol) {
+  const Layout& l = a.layout;
+  const int Hq = l.c.hq, Dv = l.c.dim_v;
+  std::vector<Cell> cells(size_t(l.o_rows) * size_t(Hq));
+  for (int64_t r = 0; r < l.o_rows; ++r)
+    for (int h = 0; h < Hq; ++h) {
+      Cell& c = cells[size_t(r) * size_t(Hq) + size_t(h)];
+      const float* g = a.got.o.data() + (r * Hq + h) * Dv;
+      const float* x = a.ref.o.data() + (r * Hq + h) * Dv;
+      if (rows.owner[size_t(r)] < 0) {
+        bool written = false;
+        for (int e = 0; e < Dv && !written; ++e) written = !is_sentinel(g[e]);
+        c.st = written ? kClobbered : kPad;
+        continue;
+      }
+      if (!rows.checked[size_t(r)]) { c.st = kNotChecked; continue; }
+      bool unw = false, nan = false;
+      double d = 0, m = 0;
+      for (int e = 0; e < Dv; ++e) {
+        if (is_sentinel(g[e])) { unw = true; continue; }
+        if (!std::isfinite(g[e])) { nan = true; continue; }
+        d = std::max(d, std::fabs(double(g[e]) - double(x[e])));
+        m = std::max(m, std::fabs(double(x[e])));
+      }
+      c.st = nan ? kNaN : unw ? kUnwritten : kErr;
+      c.err = d / std::max(m, atol);
+    }
+  return cells;
+}
+
+std::vector<Cell> lse_cells(const CaseArtifacts& a, const Rows& rows) {
+  const Layout& l = a.layout;
+  const int Hq = l.c.hq;
+  std::vector<Cell> cells(size_t(l.stats_rows) * size_t(Hq));
+  for (int64_t r = 0; r < l.stats_rows; ++r)
+    for (int h = 0; h < Hq; ++h) {
+      Cell& c = cells[size_t(r) * size_t(Hq) + size_t(h)];
+      const float g = a.got.lse[size_t(r * Hq + h)], x = a.ref.lse[size_t(r * Hq + h)];
+      if (rows.owner[size_t(r)] < 0) { c.st = is_sentinel(g) ? kPad : kClobbered; continue; }
+      if (!rows.checked[size_t(r)]) { c.st = kNotChecked; continue; }
+      if (is_sentinel(g)) { c.st = kUnwritten; continue; }
+      if (std::isinf(x) && x < 0) {
+        c.st = kErr;
+        c.err = std::isinf(g) && g < 0 ? 0 : INFINITY;
+        continue;
+      }
+      if (!std::isfinite(g)) { c.st = kNaN; continue; }
+      c.st = kErr;
+      c.err = std::fabs(double(g) - double(x));
+    }
+  return cells;
+}
+
+// Draws a rows x heads map at (x0, y0); returns its height.
+double draw_map(std::string& o, const std::string& id, const std::vector<Cell>& cells, int64_t nrows, int H,
+                const svg::Bins& rb, const svg::Bins& hb, double sx, double sy, double y0, double tol,
+                const std::string& label, std::vector<Cell>& row_worst) {
+  const int64_t R = rb.count(), Hb = hb.count();
+  std::vector<Cell> bin(size_t(R * Hb));
+  for (int64_t r = 0; r < nrows; ++r)
+    for (int h = 0; h < H; ++h) {
+      const Cell& c = cells[size_t(r) * size_t(H) + size_t(h)];
+      bin[size_t(rb.of(r) * Hb + hb.of(h))].merge(c);
+      row_worst[size_t(rb.of(r))].merge(c);
+    }
+  // Colour layers as runs along x (one run set per head-bin row), patterns as pixel rects.
+  std::map<std::string, svg::CellRuns> layers;
+  auto colour_of = [&](const Cell& c) -> std::string {
+    switch (c.st) {
+      case kNaN: return kNaNColour;
+      case kUnwritten: return kUnwrittenColour;
+      case kErr: return std::isinf(c.err) ? "#4a0009" : err_colour(c.err, tol);
+      default: return {};
+    }
+  };
+  std::string pat;
+  for (int64_t hbin = 0; hbin < Hb; ++hbin) {
+    for (int64_t r = 0; r < R;) {
+      const Cell& c = bin[size_t(r * Hb + hbin)];
+      const std::string col = colour_of(c);
+      if (!col.empty()) {
+        layers.try_emplace(col, Hb).first->second.add(hbin, r);
+        ++r;
+        continue;
+      }
+      int64_t e = r + 1;
+      while (e < R && bin[size_t(e * Hb + hbin)].st == c.st) ++e;
+      const char* p = c.st == kPad ? "pad" : c.st == kClobbered ? "clob" : c.st == kNotChecked ? "unchk" : nullptr;
+      if (p)
+        pat += svg::rect(kLeft + double(r) * sx, y0 + double(hbin) * sy, double(e - r) * sx, sy,
+                         fmt::format("fill=\"url(#{}{})\"", id, p));
+      r = e;
+    }
+  }
+  // Runs are along x, so the CellRuns "row" is the head bin and the "column" is the buffer row.
+  o += fmt::format("<g transform=\"translate({} {}) scale({:.6g} {:.6g})\" shape-rendering=\"crispEdges\">",
+                   svg::num(kLeft), svg::num(y0), sx, sy);
+  for (const auto& [col, runs] : layers) o += svg::runs_path(runs, col);
+  o += "</g>";
+  o += pat;
+  if (sx >= 8)
+    for (int64_t r = 1; r < R; ++r)
+      o += svg::line(kLeft + double(r) * sx, y0, kLeft + double(r) * sx, y0 + double(Hb) * sy,
+                     "stroke=\"#ffffff\" stroke-width=\"1\"");
+  if (sy >= 8)
+    for (int64_t h = 1; h < Hb; ++h)
+      o += svg::line(kLeft, y0 + double(h) * sy, kLeft + double(R) * sx, y0 + double(h) * sy,
+                     "stroke=\"#ffffff\" stroke-width=\"1\"");
+  o += svg::rect(kLeft, y0, double(R) * sx, double(Hb) * sy, "fill=\"none\" stroke=\"#374151\" stroke-width=\"1\"");
+  o += svg::text(kLeft - 36, y0 + double(Hb) * sy / 2 + 4, label, "bl", "end");
+  for (int64_t h = 0; h < Hb; ++h) {
+    if (sy < 9 && h != 0 && h != Hb - 1) continue;
+    const std::string s = hb.exact() ? fmt::format("h{}", h) : fmt::format("h{}–{}", h * hb.per, std::min<int64_t>(H, (h + 1) * hb.per) - 1);
+    o += svg::text(kLeft - 4, y0 + (double(h) + 0.5) * sy + 3.5, s, "tk", "end");
+  }
+  return double(Hb) * sy;
+}
+
+}  // namespace
+
+std::string svg_error_map(const CaseArtifacts& a, const std::string& id) {
+  const Layout& l = a.layout;
+  const auto tol = sdpa_tolerance(l.c);
+  const Rows orows = owners(l, false), srows = owners(l, true);
+  const auto oc = o_cells(a, orows, tol.atol);
+  const auto lc = lse_cells(a, srows);
+  const int H = l.c.hq;
+  const int64_t n = std::max(l.o_rows, l.stats_rows);
+  const svg::Bins rb = svg::make_bins(n, 600), hb = svg::make_bins(H, 48);
+  const double sx = std::min(kMaxW / double(rb.count()), 56.0);
+  const double sy = std::clamp(180.0 / double(hb.count()), 4.0, 22.0);
+  const double W = double(rb.count()) * sx;
+
+  std::string o;
+  double y = 18;
+  svg::Legend lg(o, kLeft, y, kLeft + kMaxW);
+  lg.add(err_colour(tol.rtol * 0.05, tol.rtol), "error within tolerance");
+  lg.add(err_colour(tol.rtol * 30, tol.rtol), "error above tolerance");
+  lg.add(kNaNColour, "NaN / Inf in a valid row");
+  lg.add(kUnwrittenColour, "valid row never written");
+  lg.add(fmt::format("url(#{}clob)", id), "pad slot written (clobbered)");
+  lg.add(fmt::format("url(#{}pad)", id), "pad slot, untouched");
+  int64_t valid_rows = 0;
+  for (const auto& sg : l.segments) valid_rows += sg.rows;
+  if (l.check_rows.size() < size_t(valid_rows)) lg.add(fmt::format("url(#{}unchk)", id), "valid row not checked (rows=N)");
+  y = lg.bottom() + 8;
+  if (!rb.exact())
+    o += svg::text(kLeft, y + 4, fmt::format("{} buffer rows per column (worst of them shown)", rb.per), "bs");
+  y += 14;
+
+  // The O buffer's layout on the same x axis.
+  auto band = [&](const std::string& label, const std::string& sub, bool packed) {
+    o += svg::text(kLeft - 10, y + 10, label, "bl", "end");
+    if (!sub.empty()) o += svg::text(kLeft - 10, y + 22, sub, "bs", "end");
+    o += svg::rect(kLeft, y, W, 18, fmt::format("fill=\"url(#{}pad)\"", id));
+    for (size_t b = 0; b < l.docs.size(); ++b) {
+      const auto& d = l.docs[b];
+      const int64_t r0 = packed ? d.packed_q_off : d.o_off, r1 = r0 + d.q_len;
+      const double x0 = kLeft + double(r0) / double(rb.per) * sx, x1 = kLeft + double(r1) / double(rb.per) * sx;
+      o += svg::rect(x0, y, x1 - x0, 18,
+                     packed ? fmt::format("fill=\"{0}\" fill-opacity=\"0.35\" stroke=\"{0}\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"",
+                                          svg::doc_colour(int(b)))
+                            : fmt::format("fill=\"{}\"", svg::doc_colour(int(b))));
+      if (rb.exact() && sx >= 9)
+        for (int64_t r = r0; r < r1; ++r)
+          o += svg::text(kLeft + (double(r) + 0.5) * sx, y + 13, svg::doc_letter(int(b)), packed ? "cp" : "cl", "middle");
+    }
+    if (!packed && l.is_cp())
+      for (const auto& s : l.segments)
+        if (s.valid < s.rows) {
+          const double x0 = kLeft + double(s.o_row0 + s.valid) / double(rb.per) * sx;
+          o += svg::rect(x0, y, double(s.rows - s.valid) / double(rb.per) * sx, 18, fmt::format("fill=\"url(#{}pad)\"", id));
+        }
+    o += svg::rect(kLeft, y, W, 18, "fill=\"none\" stroke=\"#374151\" stroke-width=\"1\"");
+    y += 30;
+  };
+  band("O buffer (bound offsets)", fmt::format("{} rows", l.o_rows), false);
+  bool packed_differs = false;
+  for (const auto& d : l.docs) packed_differs |= d.packed_q_off != d.o_off;
+  if (packed_differs && !l.is_cp()) band("prefix(lens) offsets", "ignoring the bound ones", true);
+
+  std::vector<Cell> row_worst(size_t(rb.count()));
+  y += draw_map(o, id, oc, l.o_rows, H, rb, hb, sx, sy, y, tol.rtol, "O rel. error", row_worst) + 10;
+  y += draw_map(o, id, lc, l.stats_rows, H, rb, hb, sx, std::min(sy, 10.0), y, tol.lse_tol, "LSE error", row_worst) + 10;
+
+  // One verdict cell per buffer row (worst over O and LSE), with labels when rows are wide enough.
+  o += svg::text(kLeft - 10, y + 10, "row verdict", "bl", "end");
+  for (int64_t r = 0; r < rb.count(); ++r) {
+    const Cell& c = row_worst[size_t(r)];
+    std::string fill, tag;
+    switch (c.st) {
+      case kNaN: fill = kNaNColour; tag = "NaN"; break;
+      case kUnwritten: fill = kUnwrittenColour; tag = "unwritten"; break;
+      case kClobbered: fill = fmt::format("url(#{}clob)", id); tag = "clobbered"; break;
+      case kErr: fill = c.err > tol.rtol ? "#dc2626" : "#16a34a"; tag = c.err > tol.rtol ? "err" : "ok"; break;
+      case kPad: fill = fmt::format("url(#{}pad)", id); tag = "pad"; break;
+      case kNotChecked: fill = fmt::format("url(#{}unchk)", id); break;
+      default: break;
+    }
+    if (fill.empty()) continue;
+    if (rb.exact() && rb.count() <= 512) {  // hover text: which token the row holds, and what went wrong
+      const int64_t q = orows.owner.size() > size_t(r) ? orows.owner[size_t(r)] : -1;
+      const std::string who = q >= 0 ? fmt::format("doc {} ({}) row {}", l.seg_of(q).doc, svg::doc_letter(l.seg_of(q).doc),
+                                                   q - l.seg_of(q).row0)
+                                     : std::string("pad slot");
+      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" fill=\"{}\"><title>buffer row {}: {}: {}{}</title></rect>",
+                       svg::num(kLeft + double(r) * sx), svg::num(y), svg::num(sx), fill, r, who, tag.empty() ? "not checked" : tag,
+                       c.st == kErr ? fmt::format(" (max error {:.3g})", c.err) : "");
+    } else {
+      o += svg::rect(kLeft + double(r) * sx, y, sx, 16, fmt::format("fill=\"{}\"", fill));
+    }
+    if (sx >= 30 && !tag.empty()) o += svg::text(kLeft + (double(r) + 0.5) * sx, y + 29, tag, c.st >= kClobbered ? "tb" : "tg", "middle");
+  }
+  o += svg::rect(kLeft, y, W, 16, "fill=\"none\" stroke=\"#374151\" stroke-width=\"1\"");
+  y += sx >= 30 ? 34 : 20;
+
+  // Buffer row axis.
+  std::vector<int64_t> ticks = {0, n};
+  if (l.docs.size() <= 32)
+    for (const auto& d : l.docs) ticks.push_back(d.o_off);
+  if (rb.exact() && n <= 64)
+    for (int64_t r = 0; r <= n; ++r) ticks.push_back(r);
+  std::sort(ticks.begin(), ticks.end());
+  ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
+  double last = -1e9;
+  for (int64_t t : ticks) {
+    const double x = kLeft + double(t) / double(rb.per) * sx;
+    o += svg::line(x, y - 4, x, y + 1, "stroke=\"#374151\"");
+    const std::string s = fmt::format("{}", t);
+    if (x - last < 7.0 * double(s.size()) + 4) continue;
+    o += svg::text(x, y + 12, s, "tk", "middle");
+    last = x;
+  }
+  o += svg::text(kLeft + W / 2, y + 28, "O / stats buffer row →", "ax", "middle");
+  y += 56;
+
+  // Colour scale.
+  double cx = kLeft;
+  o += svg::text(cx, y + 9, "relative error:", "lg");
+  cx += 100;
+  for (int i = 0; i <= 16; ++i) {
+    const double v = std::pow(10.0, -7.0 + 8.0 * i / 16.0);
+    o += svg::rect(cx + 16.0 * i, y, 16, 12, fmt::format("fill=\"{}\"", err_colour(v, tol.rtol)));
+  }
+  for (int e : {-7, -5, -3, -1, 1}) o += svg::text(cx + 16.0 * (e + 7) * 2 + 8, y + 24, fmt::format("1e{}", e), "tk", "middle");
+  const double tx = cx + (std::log10(tol.rtol) + 7.0) / 8.0 * 16.0 * 16 + 8;
+  o += svg::line(tx, y - 3, tx, y + 15, "stroke=\"#111827\" stroke-width=\"2\"");
+  o += svg::text(tx + 4, y - 4, fmt::format("tolerance {:g}", tol.rtol), "bs");
+  y += 34;
+
+  const double width = std::max(kLeft + W + 20, 1100.0);
+  return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"pic\" width=\"{0}\" height=\"{1}\" "
+                     "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"SDPA error map\">{2}{3}</svg>",
+                     svg::num(width), svg::num(y), svg::hatch_defs(id), o);
+}
+
+}  // namespace ao
