@@ -9,6 +9,7 @@ namespace ao {
 
 namespace detail {
 void register_cpu_backends();
+void register_external_backends();  // exec:, plugin: (external_backends.cpp)
 }
 
 namespace {
@@ -19,6 +20,7 @@ std::vector<BackendInfo>& storage() {
 std::vector<BackendInfo>& registry() {
   static bool builtin = [] {  // explicit, so static-library linking cannot drop them
     detail::register_cpu_backends();
+    detail::register_external_backends();
     return true;
   }();
   (void)builtin;

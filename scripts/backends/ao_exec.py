@@ -1,0 +1,83 @@
+"""Helpers for attn-oracle `exec:` adapters (protocol 1; see oracle/include/attn_oracle/external.h).
+
+    case = CaseDir(sys.argv[1])      # meta.json, inputs decoded to float32 (bf16 bits -> float32)
+    o = case.output("o")             # the pre-poisoned buffer (write valid rows only)
+    ...
+    case.save("o", o)                # checks dtype and shape against meta.json
+
+Only numpy is needed. Segments give each run of query rows with its causal offset (pos0); rows
+i >= valid of a segment are pad rows.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+
+class CaseDir:
+    def __init__(self, path):
+        self.path = path
+        with open(os.path.join(path, "meta.json")) as f:
+            self.meta = json.load(f)
+        if self.meta.get("protocol") != 1:
+            raise SystemExit(f"ao_exec: unsupported protocol {self.meta.get('protocol')}")
+        self.op = self.meta["op"]
+        self.dims = self.meta["dims"]
+        self.docs = self.meta["docs"]
+        self.segments = self.meta["segments"]
+        self.scale = float(self.meta["scale"])
+        self.mask = self.meta["mask"]
+        self.window = int(self.meta["window"])
+
+    def input(self, name):
+        """Input tensor as float32 (exactly the values the oracle's reference sees)."""
+        t = self.meta["inputs"][name]
+        a = np.load(os.path.join(self.path, t["file"]))
+        if t["stored_as"] == "<u2":  # bf16 bit patterns
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        return a.astype(np.float32, copy=False)
+
+    def raw_input(self, name):
+        """Input tensor as stored (uint16 bf16 bits, float16 or float32)."""
+        return np.load(os.path.join(self.path, self.meta["inputs"][name]["file"]))
+
+    def output(self, name):
+        """The pre-poisoned output buffer (sentinel everywhere)."""
+        return np.load(os.path.join(self.path, self.meta["outputs"][name]["file"]))
+
+    def save(self, name, a):
+        o = self.meta["outputs"][name]
+        want = np.dtype(o["dtype"])
+        if a.dtype != want or list(a.shape) != list(o["shape"]):
+            raise SystemExit(f"ao_exec: {name} must be {want} {o['shape']}, got {a.dtype} {list(a.shape)}")
+        np.save(os.path.join(self.path, o["file"]), np.ascontiguousarray(a))
+
+    def allowed_hi_lo(self, doc, p):
+        """Allowed keys [lo, hi) in document coordinates for a row at position p (DESIGN semantics)."""
+        kv = self.docs[doc]["kv_len"]
+        if self.mask == "none":
+            return 0, kv
+        if self.op == "indexer":
+            r = int(self.dims["ratio"])
+            return 0, int(min(max((p + 1) // r, 0), kv))
+        hi = int(min(max(p + 1, 0), kv))
+        lo = int(min(max(p - self.window + 1, 0), hi)) if self.window > 0 else 0
+        return lo, hi
+
+
+def log_timing(adapter, seconds, **extra):
+    """Appends one JSON line to $AO_TIMING_LOG (if set): the adapter's own kernel time."""
+    path = os.environ.get("AO_TIMING_LOG")
+    if not path:
+        return
+    rec = {"adapter": adapter, "seconds": seconds}
+    rec.update(extra)
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def skip(reason):
+    """Protocol: exit 125 = skipped, the last stderr line is the reason."""
+    print(reason, file=sys.stderr)
+    sys.exit(125)

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""An `exec:` backend in numpy (float64): the DSA indexer and padded-THD SDPA, written from the
+semantics in README/meta.json, independently of the C++ reference. CI uses it to test the exec:
+protocol, and --fault re-creates every way an external backend can fail:
+
+  usage: numpy_ref.py [--fault F] [--bug topleft] CASE_DIR
+  faults: exit3 sleep sleep-child signal skip missing nowrite shape dtype truncated garbage nan
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ao_exec import CaseDir, skip  # noqa: E402
+
+
+def indexer(case, topleft_bug):
+    q, w, k = case.input("q"), case.input("w"), case.input("k")
+    K = int(case.dims["topk"])
+    topk = case.output("topk")
+    scores = case.output("scores")
+    for seg in case.segments:
+        d = case.docs[seg["doc"]]
+        keys = k[d["kv_off"]:d["kv_off"] + d["kv_len"]].astype(np.float64)
+        for i0 in range(0, seg["rows"], 64):
+            rows = range(i0, min(i0 + 64, seg["rows"]))
+            for i in rows:
+                r = seg["row0"] + i
+                if i >= seg["valid"]:
+                    topk[r, :] = -1
+                    scores[r, :] = -np.inf
+                    continue
+                p = i if topleft_bug else seg["pos0"] + i
+                lo, hi = case.allowed_hi_lo(seg["doc"], p)
+                n = hi - lo
+                if n > 0:
+                    dots = np.einsum("hd,sd->hs", q[r].astype(np.float64), keys[lo:hi])
+                    s = case.scale * (w[r].astype(np.float64) @ np.maximum(dots, 0.0))
+                    order = np.argsort(-s, kind="stable")[:K]
+                else:
+                    s = np.zeros(0)
+                    order = np.zeros(0, dtype=np.int64)
+                m = len(order)
+                topk[r, :m] = d["kv_off"] + lo + order
+                topk[r, m:] = -1
+                scores[r, :m] = s[order]
+                scores[r, m:] = -np.inf
+    return {"topk": topk, "scores": scores}
+
+
+def sdpa(case, topleft_bug):
+    q, k, v = case.input("q"), case.input("k"), case.input("v")
+    hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
+    g = hq // hkv
+    o = case.output("o")
+    lse = case.output("lse")
+    for seg in case.segments:
+        d = case.docs[seg["doc"]]
+        kd = k[d["kv_off"]:d["kv_off"] + d["kv_len"]].astype(np.float64)
+        vd = v[d["kv_off"]:d["kv_off"] + d["kv_len"]].astype(np.float64)
+        n = seg["valid"]
+        if n == 0:
+            continue
+        pos = (0 if topleft_bug else seg["pos0"]) + np.arange(n)
+        allowed = np.zeros((n, d["kv_len"]), dtype=bool)
+        for i, p in enumerate(pos):
+            lo, hi = case.allowed_hi_lo(seg["doc"], int(p))
+            allowed[i, lo:hi] = True
+        qs = q[seg["row0"]:seg["row0"] + n].astype(np.float64)
+        for h in range(hq):
+            s = case.scale * (qs[:, h, :] @ kd[:, h // g, :].T)
+            s = np.where(allowed, s, -np.inf)
+            mx = s.max(axis=1, initial=-np.inf)
+            none = ~np.isfinite(mx)
+            e = np.exp(s - np.where(none, 0.0, mx)[:, None])
+            e[~allowed] = 0.0
+            tot = e.sum(axis=1)
+            out = (e @ vd[:, h // g, :]) / np.where(none, 1.0, tot)[:, None]
+            out[none] = 0.0
+            o[seg["o_row0"]:seg["o_row0"] + n, h, :] = out
+            lse[seg["stats_row0"]:seg["stats_row0"] + n, h] = np.where(none, -np.inf, mx + np.log(np.where(none, 1.0, tot)))
+    return {"o": o, "lse": lse}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fault", default="")
+    ap.add_argument("--bug", default="", choices=["", "topleft"])
+    ap.add_argument("case_dir")
+    a = ap.parse_args()
+    case = CaseDir(a.case_dir)
+    f = a.fault
+    if f == "exit3":
+        print("numpy_ref: planted failure before any output", file=sys.stderr)
+        sys.exit(3)
+    if f == "sleep":
+        time.sleep(60)
+    if f == "sleep-child":  # a grandchild that would outlive a kill of the direct child only
+        subprocess.Popen(["sh", "-c", "sleep 60; :", "grandchild", a.case_dir])
+        time.sleep(60)
+    if f == "signal":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if f == "skip":
+        skip("numpy_ref: this adapter declines the case (planted skip)")
+    main_out = "topk" if case.op == "indexer" else "o"
+    if f == "nowrite":
+        return
+    if f == "missing":
+        os.remove(os.path.join(a.case_dir, main_out + ".npy"))
+        return
+    outs = indexer(case, a.bug == "topleft") if case.op == "indexer" else sdpa(case, a.bug == "topleft")
+    if f == "nan":
+        seg = case.segments[0]
+        outs["o"][seg["o_row0"], 0, 0] = np.nan
+    for name, arr in outs.items():
+        case.save(name, arr)
+    path = os.path.join(a.case_dir, main_out + ".npy")
+    if f == "shape":
+        np.save(path, outs[main_out].reshape(outs[main_out].shape[0], -1)[:, :-1])
+    if f == "dtype":
+        np.save(path, outs[main_out].astype(np.float64 if case.op == "sdpa" else np.int64))
+    if f == "truncated":
+        size = os.path.getsize(path)
+        with open(path, "r+b") as fh:
+            fh.truncate(size - max(1, (size - 128) // 2))
+    if f == "garbage":
+        with open(path, "wb") as fh:
+            fh.write(b"this is not a numpy file\n")
+
+
+if __name__ == "__main__":
+    main()
