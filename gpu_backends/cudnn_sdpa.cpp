@@ -70,18 +70,17 @@ namespace {
 
 std::string version_str(size_t v) { return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100); }
 
-// One cuDNN handle per process (creation is slow); created on first use.
+// One cuDNN handle per process (creation is slow), created on first use and deliberately never
+// destroyed: at exit the CUDA runtime may already be torn down, and a crash there would turn a
+// verdict into a signal exit code.
 struct Handle {
   cudnnHandle_t h = nullptr;
   cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
   Handle() { status = cudnnCreate(&h); }
-  ~Handle() {
-    if (h) cudnnDestroy(h);
-  }
 };
 Handle& handle() {
-  static Handle h;
-  return h;
+  static Handle* h = new Handle;
+  return *h;
 }
 
 struct DeviceBuffer {

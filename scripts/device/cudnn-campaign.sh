@@ -4,7 +4,9 @@
 # EVERY cuDNN found: the system one and the one inside PyTorch's wheel, each run separately.
 #
 # Usage (repo root): scripts/device/cudnn-campaign.sh [OUT_DIR]
-#   AO_BIN_DIR=build-cudnn   prebuilt attn-oracle + ao_cudnn_tests (carried); built here when missing
+#   AO_BIN_DIR=.deps/device-bin  prebuilt attn-oracle + ao_cudnn_tests and a lib/ of the non-CUDA
+#                            shared libraries they need (made here by scripts/device/cudnn-pack.sh and
+#                            carried, since the device image has no Debian -dev packages); built when missing
 #   AO_FUZZ_SECONDS=120      fuzz budget per cuDNN version
 #   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:/opt/.../nvidia/cudnn/lib"  (default: searched)
 # Writes into OUT_DIR (default $OUT): env.txt, <ver>.log (everything), summary.tsv (one row per case
@@ -13,7 +15,7 @@ set -uo pipefail
 out=${1:-${OUT:-cudnn-campaign-out}}
 mkdir -p "$out"
 root=$(pwd)
-bin=${AO_BIN_DIR:-build-cudnn}
+bin=${AO_BIN_DIR:-.deps/device-bin}
 fuzz_s=${AO_FUZZ_SECONDS:-120}
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
@@ -29,12 +31,18 @@ stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 
 # ---- binaries ----------------------------------------------------------------------------------
 runnable() { [[ -x "$1" ]] && ! ldd "$1" 2>/dev/null | grep -q "not found"; }
-if [[ -d .deps/device-libs ]]; then export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/.deps/device-libs; fi
+# The carried libraries go last: the image's own CUDA/cuDNN/libstdc++ win wherever it has them.
+if [[ -d "$bin/lib" ]]; then export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/$bin/lib; fi
+# Libraries the image may hold only inside PyTorch's wheels (NCCL, nvrtc): appended as a fallback.
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/{nccl,cuda_nvrtc,cu13}/lib; do
+  [[ -d "$d" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
+done
 if ! runnable "$bin/attn-oracle"; then
   stamp "no runnable $bin/attn-oracle (ldd: $(ldd "$bin/attn-oracle" 2>&1 | grep 'not found' | tr -s ' ' | head -3)); building"
   bin=build-device
   cmake -S . -B "$bin" -DAO_CUDA_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$out/build.log" 2>&1 &&
-    cmake --build "$bin" -j16 --target attn-oracle ao_cudnn_tests >>"$out/build.log" 2>&1 ||
+    cmake --build "$bin" -j16 --target attn-oracle ao_cudnn_tests >>"$out/build.log" 2>&1 &&
+    cp "$bin/gpu_backends/ao_cudnn_tests" "$bin/" ||
     { stamp "build failed (tail of build.log follows)"; tail -30 "$out/build.log"; }
 fi
 echo "binaries: $bin" >>"$out/env.txt"
@@ -96,16 +104,21 @@ EOF
 
 summary="$out/summary.tsv"
 printf 'cudnn\tbackend\tverdict\tcase\treason\n' >"$summary"
-run_case() {  # tag backend case...
-  local tag=$1 be=$2; shift 2
-  local res rc verdict reason
-  res=$("$bin/attn-oracle" repro "$@" --backend "$be" 2>&1); rc=$?
-  echo "### [$tag] $be $*"; echo "$res"
-  verdict=$(echo "$res" | awk '/^verdict:/{print $2; exit}')
-  reason=$(echo "$res" | sed -n 's/^verdict: [A-Z]* (\(.*\))$/\1/p' | head -1 | cut -c1-300)
-  [[ -z "$verdict" ]] && verdict="rc=$rc" && reason=$(echo "$res" | tail -1 | cut -c1-300)
-  printf '%s\t%s\t%s\t%s\t%s\n' "$tag" "$be" "$verdict" "$*" "$reason" >>"$summary"
+# Gate lines look like "PASS    file:line  [backend]  0.12s  case line  (reason)": one summary row each.
+summarise() {  # tag < gate output
+  sed -n 's/^\(PASS\|FAIL\|SKIPPED\|ERROR\) *[^ ]*  \[\([^]]*\)\]  [0-9.]*s  \([^(]*[^ (]\)\( *(\(.*\))\)\?$/\1\t\2\t\3\t\5/p' |
+    awk -v t="$1" -F'\t' '{printf "%s\t%s\t%s\t%s\t%s\n", t, $2, $1, $3, substr($4, 1, 300)}' >>"$summary"
 }
+# The question cases, grouped by backend spec into case files (one gate process per spec).
+qdir="$out/questions"
+mkdir -p "$qdir"
+set -f
+cases | grep -v '^#' | while read -r be line; do
+  f="$qdir/$(echo "$be" | tr ':,=' '---').case"
+  [[ -f "$f" ]] || echo "# backend: $be" >"$f"
+  echo "$line" >>"$f"
+done
+set +f
 
 found="$out/found"
 mkdir -p "$found"
@@ -118,23 +131,29 @@ for spec in $AO_CUDNN_LIBS; do
     ldd "$bin/attn-oracle" | grep -E "cudnn|cudart|nvrtc|fmt"
     "$bin/attn-oracle" backends | grep -A1 cudnn
     stamp "tests"
-    if [[ -x "$bin/ao_cudnn_tests" ]]; then "$bin/ao_cudnn_tests" 2>&1 | tail -40; else echo "no ao_cudnn_tests binary"; fi
+    if [[ -x "$bin/ao_cudnn_tests" ]]; then timeout 150 "$bin/ao_cudnn_tests" 2>&1 | tail -40; else echo "no ao_cudnn_tests binary"; fi
     stamp "question cases"
-    set -f; cases | grep -v "^#" | while read -r be line; do run_case "$tag" "$be" $line; done; set +f
+    for f in "$qdir"/*.case; do
+      be=$(sed -n '1s/^# backend: //p' "$f")
+      timeout 150 "$bin/attn-oracle" gate "$f" --backend "$be" --report-dir "$found/q-$tag-$(basename "$f" .case)" >"$out/gate.txt" 2>&1
+      echo "gate exit: $?"
+      cat "$out/gate.txt"; summarise "$tag" <"$out/gate.txt"
+    done
     stamp "gate"
     shopt -s nullglob globstar
     corpus=(corpus/**/*.case)
     if ((${#corpus[@]})) && "$bin/attn-oracle" gate --help >/dev/null 2>&1; then
-      "$bin/attn-oracle" gate corpus --backend cudnn-sdpa -q --report-dir "$found/gate-$tag" 2>&1 | tail -60
+      timeout 150 "$bin/attn-oracle" gate corpus --backend cudnn-sdpa --report-dir "$found/gate-$tag" >"$out/gate.txt" 2>&1
       echo "gate exit: $?"
+      grep -v '^PASS' "$out/gate.txt"; summarise "$tag-corpus" <"$out/gate.txt"
     else
       echo "no corpus/*.case files or no gate subcommand: gate not run"
     fi
     stamp "fuzz ${fuzz_s}s"
     if "$bin/attn-oracle" fuzz --help >/dev/null 2>&1; then
-      "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --seed 8008 --budget "${fuzz_s}s" \
+      timeout $((fuzz_s + 60)) "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --seed 8008 --budget "${fuzz_s}s" \
         --out "$found/fuzz-$tag" --max-failures 20 2>&1 | tail -60
-      echo "fuzz exit: $?"
+      echo "fuzz exit: ${PIPESTATUS[0]}"
     else
       echo "no fuzz subcommand: fuzz not run"
     fi
@@ -143,7 +162,7 @@ for spec in $AO_CUDNN_LIBS; do
   tail -3 "$log"
 done
 
-tar -czf "$out/found.tgz" -C "$out" found 2>/dev/null
-rm -rf "$found"
+tar -czf "$out/found.tgz" -C "$out" found questions 2>/dev/null
+rm -rf "$found" "$qdir" "$out/gate.txt"
 awk -F'\t' 'NR>1{n[$1" "$3]++} END{for(k in n) print k, n[k]}' "$summary" | sort
 stamp "campaign finished"
