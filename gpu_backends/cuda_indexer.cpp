@@ -1,0 +1,170 @@
+// `cuda-indexer[:mask=offsets|topleft|bottomright,inputs=device|host,scratch_gib=N]`: the project's own
+// DSA indexer kernel (indexer_kernel.h) as a backend. mask=offsets (default) is correct;
+// mask=topleft re-creates the seed PR's chunk-local causal mask; mask=bottomright aligns each query
+// segment to the bottom right of its key extent (correct when keys are cropped to the chunk end,
+// crop=1; wrong without). Inputs are generated on the device from the case seed (inputs=device) or
+// uploaded from the harness (inputs=host). Every row of the layout is computed.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/backend.h"
+#include "device_inputs.h"
+#include "gpu_backend.h"
+#include "indexer_kernel.h"
+
+namespace ao::gpu {
+
+namespace {
+
+class CudaIndexer : public GpuBackend {
+ public:
+  explicit CudaIndexer(const std::string& knobs) {
+    const auto kv = parse_knobs("cuda-indexer", knobs, {"mask", "inputs", "scratch_gib"});
+    for (const auto& [k, v] : kv) {
+      if (k == "mask") {
+        if (v == "offsets") mask_ = IdxMask::Offsets;
+        else if (v == "topleft") mask_ = IdxMask::TopLeft;
+        else if (v == "bottomright") mask_ = IdxMask::BottomRight;
+        else bad_knob("cuda-indexer", knobs, "mask must be offsets, topleft or bottomright, got '" + v + "'");
+      } else if (k == "inputs") {
+        if (v != "device" && v != "host") bad_knob("cuda-indexer", knobs, "inputs must be device or host, got '" + v + "'");
+        from_host_ = v == "host";
+      } else if (k == "scratch_gib") {
+        char* end = nullptr;
+        scratch_gib_ = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end || !(scratch_gib_ > 0) || scratch_gib_ > 64)
+          bad_knob("cuda-indexer", knobs, "scratch_gib must be a number in (0, 64], got '" + v + "'");
+      }
+    }
+    name_ = knobs.empty() ? "cuda-indexer" : "cuda-indexer:" + knobs;
+  }
+
+  std::string name() const override { return name_; }
+
+  std::string declines(const Layout& l) const override {
+    const Case& c = l.c;
+    if (c.op != Op::Indexer) return "cuda-indexer serves op=indexer only";
+    if (c.topk > kIdxMaxTopk) return fmt::format("topk={} is over the kernel's limit of {}", c.topk, kIdxMaxTopk);
+    if (c.dim > kIdxMaxDim || c.dim % 4 != 0)
+      return fmt::format("dim={} unsupported (a multiple of 4, at most {})", c.dim, kIdxMaxDim);
+    if (c.heads > kIdxMaxHeads) return fmt::format("heads={} is over the kernel's limit of {}", c.heads, kIdxMaxHeads);
+    if (c.precision == Precision::F64) return "precision=fp64 asks for fp64 arithmetic; this kernel accumulates in fp32";
+    return {};
+  }
+
+  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
+    const Case& c = l.c;
+    times_ = {};
+    EventTimer ev(4);
+    ev.mark(0);
+    const Storage st = c.dtype == DType::BF16 ? Storage::BF16 : Storage::F32;
+    DeviceInputs din = make_device_inputs(l, st, from_host_, &in);
+    ev.mark(1);
+    times_.inputs_ms = ev.ms(0, 1);
+
+    std::vector<IdxSeg> segs;
+    std::vector<IdxTile> tiles;
+    int64_t ext = 1;
+    for (const auto& s : l.segments) {
+      IdxSeg g;
+      g.row0 = s.row0;
+      g.rows = s.rows;
+      g.valid = s.valid;
+      g.pos0 = s.pos0;
+      g.key_len = s.key_len;
+      g.kv_off = l.docs[size_t(s.doc)].kv_off;
+      ext = std::max(ext, s.key_len);
+      for (int64_t i0 = 0; i0 < s.rows; i0 += kIdxTileRows) {
+        IdxTile t;
+        t.seg = int32_t(segs.size());
+        t.i0 = i0;
+        tiles.push_back(t);
+      }
+      segs.push_back(g);
+    }
+    const int64_t ld = (ext + kIdxTileKeys - 1) / kIdxTileKeys * kIdxTileKeys;
+    const size_t K = size_t(c.topk);
+    const size_t nout = size_t(l.q_rows) * K;
+    if (out.topk.size() != nout) out.topk.assign(nout, kSentinelIndex);
+    if (out.scores.size() != nout) out.scores.assign(nout, sentinel_float());
+
+    auto t0 = std::chrono::steady_clock::now();
+    DeviceBuffer<IdxSeg> d_segs;
+    DeviceBuffer<IdxTile> d_tiles;
+    d_segs.upload(segs);
+    d_tiles.upload(tiles);
+    DeviceBuffer<int32_t> d_idx;
+    DeviceBuffer<float> d_sc;
+    d_idx.upload(out.topk);  // sentinels: rows the kernel must not touch keep them
+    d_sc.upload(out.scores);
+    times_.transfer_ms += ms_since(t0);
+
+    const int64_t tile_bytes = int64_t(kIdxTileRows) * ld * int64_t(sizeof(float));
+    const int64_t per_batch =
+        std::clamp<int64_t>(int64_t(scratch_gib_ * double(int64_t(1) << 30)) / tile_bytes, 1, 65535);
+    DeviceBuffer<float> scratch(size_t(std::min<int64_t>(per_batch, int64_t(tiles.size())) * tile_bytes / 4));
+
+    IdxProblem p;
+    p.segs = d_segs.get();
+    p.tiles = d_tiles.get();
+    p.q = din.q.data();
+    p.w = reinterpret_cast<const float*>(din.w.f32.get());
+    p.k = din.k.data();
+    p.st = st;
+    p.heads = c.heads;
+    p.dim = c.dim;
+    p.topk = c.topk;
+    p.ratio = c.ratio;
+    p.scale = float(l.scale);
+    p.mask = mask_;
+    p.causal = c.mask != MaskKind::None;
+    p.scores = scratch.get();
+    p.ld = ld;
+    p.out_idx = d_idx.get();
+    p.out_score = d_sc.get();
+    EventTimer bt(3);
+    for (int64_t t = 0; t < int64_t(tiles.size()); t += per_batch) {
+      p.tile0 = t;
+      p.ntiles = std::min<int64_t>(per_batch, int64_t(tiles.size()) - t);
+      bt.mark(0);
+      launch_indexer_scores(p, nullptr);
+      bt.mark(1);
+      launch_indexer_topk(p, nullptr);
+      bt.mark(2);
+      times_.compute_ms += bt.ms(0, 1);
+      times_.select_ms += bt.ms(1, 2);
+    }
+    AO_CUDA(cudaDeviceSynchronize());
+    t0 = std::chrono::steady_clock::now();
+    d_idx.download(out.topk);
+    d_sc.download(out.scores);
+    times_.transfer_ms += ms_since(t0);
+    ev.mark(2);
+    times_.total_ms = ev.ms(0, 2);
+    return {};
+  }
+
+ private:
+  static double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::string name_;
+  IdxMask mask_ = IdxMask::Offsets;
+  bool from_host_ = false;
+  double scratch_gib_ = 4;
+};
+
+[[maybe_unused]] const bool registered = [] {
+  register_backend({"cuda-indexer",
+                    "own CUDA DSA indexer + radix top-k; knobs mask=offsets|topleft|bottomright, inputs=device|host, "
+                    "scratch_gib=N",
+                    [](const std::string& knobs) { return std::make_unique<CudaIndexer>(knobs); }});
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace ao::gpu

@@ -1,0 +1,150 @@
+// `cuda-sdpa[:derived-offsets=1,tail-read=1,inputs=device|host]`: the project's own SDPA forward
+// kernel (sdpa_kernel.h) as a backend: the fast reference for long padded-THD cases and, with a bug
+// knob on, the known-bad kernel the GPU gate must catch.
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/backend.h"
+#include "device_inputs.h"
+#include "gpu_backend.h"
+#include "sdpa_kernel.h"
+
+namespace ao::gpu {
+
+namespace {
+
+bool flag(const std::string& knobs, const std::string& k, const std::string& v) {
+  if (v != "0" && v != "1") bad_knob("cuda-sdpa", knobs, k + " must be 0 or 1, got '" + v + "'");
+  return v == "1";
+}
+
+class CudaSdpa : public GpuBackend {
+ public:
+  explicit CudaSdpa(const std::string& knobs) {
+    const auto kv = parse_knobs("cuda-sdpa", knobs, {"derived-offsets", "tail-read", "inputs"});
+    for (const auto& [k, v] : kv) {
+      if (k == "derived-offsets") derived_ = flag(knobs, k, v);
+      else if (k == "tail-read") tail_ = flag(knobs, k, v);
+      else if (k == "inputs") {
+        if (v != "device" && v != "host") bad_knob("cuda-sdpa", knobs, "inputs must be device or host, got '" + v + "'");
+        from_host_ = v == "host";
+      }
+    }
+    name_ = knobs.empty() ? "cuda-sdpa" : "cuda-sdpa:" + knobs;
+  }
+
+  std::string name() const override { return name_; }
+
+  std::string declines(const Layout& l) const override {
+    const Case& c = l.c;
+    if (c.op != Op::Sdpa) return "cuda-sdpa serves op=sdpa only";
+    if (c.dim > kSdpaMaxDim || c.dim_v > kSdpaMaxDim)
+      return fmt::format("dim={} dim_v={} unsupported (at most {})", c.dim, c.dim_v, kSdpaMaxDim);
+    if (c.precision == Precision::F64) return "precision=fp64 asks for fp64 arithmetic; this kernel computes in fp32";
+    return {};
+  }
+
+  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
+    const Case& c = l.c;
+    times_ = {};
+    EventTimer ev(4);
+    ev.mark(0);
+    const Storage st = c.dtype == DType::BF16 ? Storage::BF16 : Storage::F32;
+    DeviceInputs din = make_device_inputs(l, st, from_host_, &in);
+    ev.mark(1);
+    times_.inputs_ms = ev.ms(0, 1);
+
+    std::vector<SdpaDoc> docs;
+    for (const auto& d : l.docs) docs.push_back({d.q_off, d.kv_off, d.o_off, d.stats_off, d.q_len, d.kv_len});
+    std::vector<SdpaSeg> segs;
+    std::vector<SdpaTile> tiles;
+    for (const auto& s : l.segments) {
+      SdpaSeg g;
+      g.doc = s.doc;
+      g.row0 = s.row0;
+      g.o_row0 = s.o_row0;
+      g.stats_row0 = s.stats_row0;
+      g.pos0 = s.pos0;
+      g.rows = s.rows;
+      g.valid = s.valid;
+      for (int64_t i0 = 0; i0 < s.valid; i0 += kSdpaTileRows) {  // pad rows get no tile: never written
+        SdpaTile t;
+        t.seg = int32_t(segs.size());
+        t.i0 = i0;
+        tiles.push_back(t);
+      }
+      segs.push_back(g);
+    }
+    const size_t no = size_t(l.o_rows) * c.hq * c.dim_v, ns = size_t(l.stats_rows) * c.hq;
+    if (out.o.size() != no) out.o.assign(no, sentinel_float());
+    if (out.lse.size() != ns) out.lse.assign(ns, sentinel_float());
+
+    auto t0 = std::chrono::steady_clock::now();
+    DeviceBuffer<SdpaDoc> d_docs;
+    DeviceBuffer<SdpaSeg> d_segs;
+    DeviceBuffer<SdpaTile> d_tiles;
+    d_docs.upload(docs);
+    d_segs.upload(segs);
+    d_tiles.upload(tiles);
+    DeviceBuffer<float> d_o, d_lse;
+    d_o.upload(out.o);  // sentinels: pad slots must keep them
+    d_lse.upload(out.lse);
+    times_.transfer_ms += ms_since(t0);
+
+    SdpaProblem p;
+    p.docs = d_docs.get();
+    p.segs = d_segs.get();
+    p.tiles = d_tiles.get();
+    p.ntiles = int64_t(tiles.size());
+    p.q = din.q.data();
+    p.k = din.k.data();
+    p.v = din.v.data();
+    p.st = st;
+    p.hq = c.hq;
+    p.hkv = c.hkv;
+    p.dim = c.dim;
+    p.dim_v = c.dim_v;
+    p.scale = float(l.scale);
+    p.mask = c.mask == MaskKind::None ? 0 : c.mask == MaskKind::TopLeft ? 1 : 2;
+    p.window = c.window;
+    p.cp = l.is_cp();
+    p.derived_offsets = derived_;
+    p.tail_read = tail_;
+    p.kv_rows = l.kv_rows;
+    p.o = d_o.get();
+    p.lse = d_lse.get();
+    EventTimer kt(2);
+    kt.mark(0);
+    launch_sdpa(p, nullptr);  // grid.x = tiles (limit 2^31 - 1), grid.y = query heads
+    kt.mark(1);
+    times_.compute_ms = kt.ms(0, 1);
+    AO_CUDA(cudaDeviceSynchronize());
+    t0 = std::chrono::steady_clock::now();
+    d_o.download(out.o);
+    d_lse.download(out.lse);
+    times_.transfer_ms += ms_since(t0);
+    ev.mark(2);
+    times_.total_ms = ev.ms(0, 2);
+    return {};
+  }
+
+ private:
+  static double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::string name_;
+  bool derived_ = false, tail_ = false, from_host_ = false;
+};
+
+[[maybe_unused]] const bool registered = [] {
+  register_backend({"cuda-sdpa",
+                    "own CUDA SDPA forward over padded THD; bug knobs derived-offsets=1, tail-read=1; inputs=device|host",
+                    [](const std::string& knobs) { return std::make_unique<CudaSdpa>(knobs); }});
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace ao::gpu

@@ -1,0 +1,52 @@
+// What the CUDA backends share on the host side: the availability check and version string,
+// per-phase GPU timings of the last run (CUDA events), and `name:knob=value,...` parsing.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attn_oracle/backend.h"
+#include "gpu_common.h"
+
+namespace ao::gpu {
+
+// Milliseconds of the last run, measured with CUDA events on the device's stream.
+struct PhaseTimes {
+  double inputs_ms = 0;    // generating (or uploading) the inputs
+  double compute_ms = 0;   // scores (indexer) / attention (sdpa)
+  double select_ms = 0;    // top-k (indexer only)
+  double transfer_ms = 0;  // output buffers up (sentinels) and back
+  double total_ms = 0;
+};
+
+class GpuBackend : public Backend {
+ public:
+  std::string unavailable_reason() const override { return gpu::unavailable_reason(); }
+  std::string version() const override { return gpu::device_description(); }
+  const PhaseTimes& last_times() const { return times_; }
+
+ protected:
+  PhaseTimes times_;
+};
+
+// Parses "k=v,k=v" for backend `name`; every key must be in `allowed` (value check is the caller's).
+// Throws CaseError("backend", name:knobs, why).
+std::map<std::string, std::string> parse_knobs(const std::string& name, const std::string& knobs,
+                                               const std::vector<std::string>& allowed);
+[[noreturn]] void bad_knob(const std::string& name, const std::string& knobs, const std::string& why);
+
+// Records CUDA events in order and reports the milliseconds between consecutive marks.
+class EventTimer {
+ public:
+  explicit EventTimer(int marks);
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void mark(int i);
+  double ms(int from, int to) const;  // synchronises on `to`
+
+ private:
+  std::vector<cudaEvent_t> ev_;
+};
+
+}  // namespace ao::gpu

@@ -1,0 +1,45 @@
+// Helpers of ao_gpu_tests: skip without a GPU (visibly, with the reason), run a case through the
+// harness, and run a backend + the reference by hand when a test needs the raw outputs.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "attn_oracle/harness.h"
+#include "gpu_common.h"
+
+#define AO_REQUIRE_GPU()                                                             \
+  do {                                                                               \
+    if (auto why_ = ::ao::gpu::unavailable_reason(); !why_.empty()) GTEST_SKIP() << why_; \
+  } while (0)
+
+namespace ao::gputest {
+
+inline CaseResult run_line(const std::string& line, const std::string& backend) {
+  auto be = make_backend(backend);
+  auto ref = make_backend("cpu-ref");
+  return run_case(parse_case(line), *be, *ref);
+}
+
+struct RawRun {
+  Layout l;
+  Inputs in;
+  Outputs got, ref;
+  RunStatus st;
+};
+
+inline RawRun run_raw(const std::string& line, const std::string& backend) {
+  RawRun r{make_layout(parse_case(line)), {}, {}, {}, {}};
+  r.in = make_inputs(r.l);
+  r.got = make_sentinel_outputs(r.l);
+  r.ref = make_sentinel_outputs(r.l);
+  auto be = make_backend(backend);
+  r.st = run_backend(*be, r.l, r.in, r.got);
+  auto ref = make_backend("cpu-ref");
+  run_backend(*ref, r.l, r.in, r.ref);
+  return r;
+}
+
+inline std::string describe(const CaseResult& r) { return format_result(r); }
+
+}  // namespace ao::gputest
