@@ -1,0 +1,116 @@
+// plugin: backend: the CPU example plugin (oracle/tests/plugins/example_plugin.cpp) must pass on fresh
+// random cases; its bug knob / env var must be caught; every load and run failure must be a clear error.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "attn_oracle/external.h"
+#include "attn_oracle/harness.h"
+
+using namespace ao;
+
+namespace {
+
+CaseResult run_plugin(const std::string& spec, const std::string& line) {
+  auto be = make_backend(spec);
+  auto ref = make_backend("cpu-ref");
+  return run_case(parse_case(line), *be, *ref);
+}
+
+std::string load_error(const std::string& spec) {
+  try {
+    make_backend(spec);
+  } catch (const CaseError& e) {
+    EXPECT_EQ(e.key, "backend");
+    return e.what();
+  }
+  ADD_FAILURE() << spec << " loaded";
+  return {};
+}
+
+const std::string kPlugin = std::string("plugin:") + AO_EXAMPLE_PLUGIN;
+const char* kIdxCp = "op=indexer docs=512,256 cp=4 rank=2 heads=4 dim=32 topk=16 seed=";
+const char* kSdpa = "op=sdpa lens=37,5,64 q_pad=3,0,2 kv_pad=0,6,1 hq=4 hkv=2 dim=32 mask=bottomright seed=";
+
+}  // namespace
+
+TEST(Plugin, ExamplePassesOnFreshCases) {
+  const unsigned seed = std::random_device{}() % 100000;
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  for (const std::string& line :
+       {std::string(kIdxCp) + std::to_string(seed), std::string(kSdpa) + std::to_string(seed),
+        std::string("op=sdpa docs=64,128 cp=2 rank=1 hq=2 hkv=1 dim=16 window=20 dtype=fp16 seed=") + std::to_string(seed),
+        std::string("op=indexer docs=300 pad=4 heads=2 dim=16 topk=400 ratio=2 dtype=fp32 seed=") + std::to_string(seed)}) {
+    auto r = run_plugin(kPlugin, line);
+    EXPECT_EQ(r.verdict.kind, Verdict::Pass) << format_result(r);
+    EXPECT_EQ(r.backend_version, "example-cpu-plugin 1 (fp64 loops)");
+  }
+}
+
+TEST(Plugin, BugKnobAndEnvVarAreCaught) {
+  auto k = run_plugin(kPlugin + ":bug=topleft", std::string(kIdxCp) + "3");
+  EXPECT_EQ(k.verdict.kind, Verdict::Fail) << format_result(k);
+  ::setenv("AO_EXAMPLE_PLUGIN_BUG", "topleft", 1);
+  auto e = run_plugin(kPlugin, std::string("op=sdpa docs=128 cp=2 rank=0 hq=2 hkv=2 dim=16 seed=4"));
+  ::unsetenv("AO_EXAMPLE_PLUGIN_BUG");
+  EXPECT_EQ(e.verdict.kind, Verdict::Fail) << format_result(e);
+}
+
+TEST(Plugin, RunFailuresAreBackendErrorsOrSkips) {
+  auto err = run_plugin(kPlugin + ":fail=error", std::string(kIdxCp) + "1");
+  EXPECT_EQ(err.verdict.kind, Verdict::Error);
+  EXPECT_NE(err.verdict.reason.find("plugin error: planted failure (knob fail=error) on case: op=indexer"),
+            std::string::npos)
+      << err.verdict.reason;
+  auto skip = run_plugin(kPlugin + ":fail=skip", std::string(kIdxCp) + "1");
+  EXPECT_EQ(skip.verdict.kind, Verdict::Skipped);
+  EXPECT_NE(skip.verdict.reason.find("planted decline"), std::string::npos) << skip.verdict.reason;
+  ::setenv("AO_EXAMPLE_PLUGIN_UNAVAILABLE", "1", 1);
+  auto un = run_plugin(kPlugin, std::string(kIdxCp) + "1");
+  ::unsetenv("AO_EXAMPLE_PLUGIN_UNAVAILABLE");
+  EXPECT_EQ(un.verdict.kind, Verdict::Skipped);
+  EXPECT_NE(un.verdict.reason.find("pretending no device"), std::string::npos) << un.verdict.reason;
+}
+
+TEST(Plugin, NanOutputIsContamination) {
+  auto r = run_plugin(kPlugin + ":fail=nan", std::string(kSdpa) + "2");
+  ASSERT_EQ(r.verdict.kind, Verdict::Fail) << format_result(r);
+  const Metric* m = r.verdict.find("nonfinite_valid");
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->failed);
+}
+
+TEST(PluginLoad, AbiMismatchMissingSymbolAndBadFilesAreNamed) {
+  const std::string abi = load_error(std::string("plugin:") + AO_EXAMPLE_PLUGIN_ABI99);
+  EXPECT_NE(abi.find("plugin ABI version 99 but this harness speaks version 1"), std::string::npos) << abi;
+  const std::string norun = load_error(std::string("plugin:") + AO_EXAMPLE_PLUGIN_NORUN);
+  EXPECT_NE(norun.find("missing required symbol 'ao_plugin_run'"), std::string::npos) << norun;
+  const std::string missing = load_error("plugin:/nonexistent/libkernel.so");
+  EXPECT_NE(missing.find("no such library file '/nonexistent/libkernel.so'"), std::string::npos) << missing;
+  const auto junk = std::filesystem::temp_directory_path() / fmt::format("ao-not-a-lib-{}.so", ::getpid());
+  std::ofstream(junk) << "this is not an ELF file\n";
+  const std::string bad = load_error("plugin:" + junk.string());
+  std::filesystem::remove(junk);
+  EXPECT_NE(bad.find("dlopen failed"), std::string::npos) << bad;
+  // A library that is not a plugin at all (libc): the ABI symbol is missing.
+  const std::string libc = load_error("plugin:/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_TRUE(libc.find("missing required symbol 'ao_plugin_abi_version'") != std::string::npos ||
+              libc.find("no such library file") != std::string::npos)
+      << libc;
+  EXPECT_NE(make_backend("plugin")->unavailable_reason().find("needs a library"), std::string::npos);
+}
+
+TEST(PluginCli, ExitCodes) {
+  const std::string base = std::string(AO_CLI) + " repro " + kIdxCp + "5 --backend " + kPlugin;
+  EXPECT_EQ(WEXITSTATUS(std::system((base + " >/dev/null").c_str())), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system((base + ":bug=topleft >/dev/null").c_str())), 1);
+  EXPECT_EQ(WEXITSTATUS(std::system((std::string(AO_CLI) + " repro " + kIdxCp + "5 --backend plugin:" +
+                                     AO_EXAMPLE_PLUGIN_ABI99 + " >/dev/null 2>&1").c_str())),
+            2);
+}
