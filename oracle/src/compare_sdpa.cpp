@@ -1,5 +1,6 @@
 // SDPA comparator on checked valid rows (every query head):
-//  * max_abs_err and ||B-R|| / ||R|| of O; tol_violations = elements with |B-R| > atol + rtol*|R| (gate 0)
+//  * max_abs_err and ||B-R|| / ||R|| of O (inf when a valid element is NaN/Inf);
+//    tol_violations = elements with |B-R| > atol + rtol*|R| (gate 0)
 //  * lse_max_err (gate <= lse_tol; a row with no allowed key must give -inf exactly)
 //  * nonfinite_valid: NaN/Inf in valid O/LSE that is not the sentinel (contamination, gate 0)
 //  * unwritten_rows: (row, head) pairs still holding the sentinel (gate 0)
@@ -41,7 +42,11 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
       bool unw = false;
       for (int e = 0; e < Dv; ++e) {
         if (is_sentinel(g[e])) { unw = true; continue; }
-        if (!std::isfinite(g[e])) { ++nonfinite; row_err = INFINITY; continue; }
+        if (!std::isfinite(g[e])) {  // contamination: reported by nonfinite_valid, and the error is unbounded
+          ++nonfinite;
+          row_err = max_abs = diff2 = INFINITY;
+          continue;
+        }
         const double d = std::fabs(double(g[e]) - double(x[e]));
         max_abs = std::max(max_abs, d);
         row_err = std::max(row_err, d);

@@ -28,6 +28,7 @@ const std::vector<LayoutFamily>& selftest_families() {
       {"ratio", "op=indexer docs=512 ratio=4 topk=32 seed=21"},
       // SDPA: TE's padded example, Q/O padding != K/V padding, GQA, bottom-right, NaN tails, CP, decode.
       {"te-sdpa", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"},
+      {"te-realpad", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 poison=none seed=30"},  // identifier tokens hold data
       {"qkv-pad", "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 seed=31"},
       {"gqa", "op=sdpa docs=70,50 hq=8 hkv=2 seed=32"},
       {"bottomright", "op=sdpa q_lens=20,7 kv_lens=50,30 mask=bottomright seed=33"},
