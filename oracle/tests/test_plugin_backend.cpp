@@ -114,3 +114,26 @@ TEST(PluginCli, ExitCodes) {
                                      AO_EXAMPLE_PLUGIN_ABI99 + " >/dev/null 2>&1").c_str())),
             2);
 }
+
+// A real `git bisect run` over a throwaway repo of plugin sources (scripts/bisect.sh --plugin-demo):
+// the library is rebuilt at each commit; the injected bad commit is named, and a commit that does not
+// build, one built against another ABI version and one that crashes each map to 125 (skip).
+TEST(PluginBisect, GitBisectRunNamesTheInjectedCommit) {
+  if (std::system("command -v git >/dev/null && command -v c++ >/dev/null") != 0)
+    GTEST_SKIP() << "git and a C++ compiler are needed to rebuild the plugin at each commit";
+  const std::string cmd = std::string("AO=") + AO_CLI + " bash " + AO_SOURCE_DIR + "/scripts/bisect.sh --plugin-demo 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = ::pclose(p);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  EXPECT_NE(out.find("commit 3: simplify row positions (drops q_causal_offsets)"), std::string::npos) << out;
+  EXPECT_NE(out.find("demo: bisect named the commit that introduced the bug"), std::string::npos) << out;
+  EXPECT_NE(out.find("commit 5: work in progress (does not build) -> exit 125: skip: build failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("commit 6: builds, but against ABI 7 -> exit 125"), std::string::npos) << out;
+  EXPECT_NE(out.find("plugin ABI version 7 but this harness speaks version 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("commit 7: debug assert (crashes) -> exit 125"), std::string::npos) << out;
+}
