@@ -242,6 +242,14 @@ Case parse_case(const std::string& line) {
   Op op = Op::Indexer;
   while (is >> tok) {
     if (tok[0] == '#') break;  // trailing comment
+    // Control bytes (NUL would truncate the message) are shown as '?' in the key/value reported.
+    if (std::any_of(tok.begin(), tok.end(), [](char ch) { return (unsigned char)ch < 0x20 || ch == 0x7f; })) {
+      std::string shown = tok;
+      for (auto& ch : shown) if ((unsigned char)ch < 0x20 || ch == 0x7f) ch = '?';
+      const size_t e = shown.find('=');
+      throw CaseError(e == std::string::npos || e == 0 ? shown : shown.substr(0, e),
+                      e == std::string::npos ? "" : shown.substr(e + 1), "contains a control byte (shown as ?)");
+    }
     size_t eq = tok.find('=');
     if (eq == std::string::npos || eq == 0)
       throw CaseError(tok, "", "expected key=value");
