@@ -263,7 +263,6 @@ std::vector<Case> shrink_candidates(const Case& c, const LayoutLimits& lim) {
   // 6. Simplify the remaining keys to their defaults.
   const Case d = defaults_for(c.op);
   if (c.dtype != d.dtype) with([&](Case& n) { n.dtype = d.dtype; });
-  if (c.dtype != DType::F32) with([](Case& n) { n.dtype = DType::F32; });
   if (c.poison != d.poison) with([&](Case& n) { n.poison = d.poison; });
   if (c.mask != d.mask) with([&](Case& n) { n.mask = d.mask; });
   if (c.window != 0) with([](Case& n) { n.window = 0; });

@@ -73,6 +73,7 @@ ao::Case case_from(FuzzedDataProvider& f) {
     c.heads = f.ConsumeIntegralInRange(1, 4);
     c.dim = f.ConsumeIntegralInRange(1, 16);
     c.topk = f.ConsumeIntegralInRange(1, 40);
+    c.dim_v = c.dim;  // what parse_case derives for the indexer
     if (c.cp == 1) c.ratio = f.ConsumeIntegralInRange(1, 3);
     if (f.ConsumeIntegralInRange(0, 3) == 0) c.levels = f.PickValueInArray<uint32_t>({2, 3, 16});
   } else {
@@ -110,7 +111,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const naive::QRow& qr = nl.rows[i];
     const int64_t r = qr.row;
     if (l.check_rows[i] != r || l.valid_row(r) != qr.valid || (qr.valid && l.pos_of(r) != qr.pos))
-      violated(c, "naive and layout disagree on row " + std::to_string(r));
+      violated(c, "naive and layout disagree on row " + std::to_string(r) + " (layout: row " +
+                      std::to_string(l.check_rows[i]) + " valid " + std::to_string(l.valid_row(l.check_rows[i])) +
+                      " pos " + std::to_string(l.pos_of(l.check_rows[i])) + "; naive: valid " +
+                      std::to_string(qr.valid) + " pos " + std::to_string(qr.pos) + ")");
     if (c.op == ao::Op::Indexer) {
       const size_t K = size_t(c.topk);
       const int32_t* got = out.topk.data() + size_t(r) * K;

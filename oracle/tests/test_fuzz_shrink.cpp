@@ -1,0 +1,120 @@
+// The shrinker: reaches a known minimum under a synthetic predicate, keeps only valid candidates,
+// respects CP divisibility and its run budget, and shrinks real bug-model failures deterministically.
+#include <gtest/gtest.h>
+
+#include "attn_oracle/backend.h"
+#include "attn_oracle/shrink.h"
+
+using namespace ao;
+
+namespace {
+int64_t max_len(const Case& c) {
+  int64_t m = 0;
+  for (auto L : c.q_lens) m = std::max(m, L);
+  return m;
+}
+}  // namespace
+
+TEST(FuzzShrink, ReachesTheMinimumOfASyntheticPredicate) {
+  // "Fails" while some document has >= 100 tokens under CP: the minimum is one document, cp=2 and the
+  // shortest length >= 100 reachable by removing multiples of 2*cp rows, everything else at defaults.
+  const Case start = parse_case(
+      "op=indexer docs=300,5,704,64 pad=4,11,0,0 cp=8 rank=5 heads=8 dim=32 topk=64 dtype=fp16 poison=inf seed=9");
+  ASSERT_NO_THROW(make_layout(start));
+  int calls = 0;
+  auto pred = [&](const Case& c) {
+    ++calls;
+    EXPECT_TRUE(shrinkable_valid(c, {})) << print_case(c);
+    return c.cp > 1 && max_len(c) >= 100;
+  };
+  ShrinkOptions o;
+  o.max_runs = 500;
+  const ShrinkResult r = shrink_case(start, pred, o);
+  const Case& m = r.minimal;
+  EXPECT_EQ(calls, r.runs);
+  EXPECT_GT(r.steps, 5);
+  EXPECT_EQ(m.q_lens.size(), 1u) << print_case(m);
+  EXPECT_EQ(m.cp, 2) << print_case(m);
+  EXPECT_LT(m.rank, m.cp);
+  EXPECT_GE(max_len(m), 100);
+  EXPECT_LT(max_len(m), 100 + 2 * 2 * 2) << print_case(m);  // within one halving step of the bound
+  EXPECT_EQ(m.heads, 1);
+  EXPECT_EQ(m.dim, 1);
+  EXPECT_EQ(m.topk, 1);
+  EXPECT_EQ(m.dtype, defaults_for(Op::Indexer).dtype);
+  EXPECT_EQ(m.poison, defaults_for(Op::Indexer).poison);
+  EXPECT_TRUE(pred(m));
+}
+
+TEST(FuzzShrink, CpCandidatesKeepPaddedLengthsDivisible) {
+  const Case c = parse_case("op=indexer docs=96,48 cp=3 rank=2 topk=16");
+  int valid = 0;
+  for (const Case& cand : shrink_candidates(c)) {
+    if (!shrinkable_valid(cand, {})) continue;
+    ++valid;
+    const Layout l = make_layout(cand);
+    for (const auto& d : l.docs) {
+      if (cand.cp > 1) {
+        EXPECT_EQ(d.q_padded % (2 * cand.cp), 0) << print_case(cand);
+      }
+    }
+    EXPECT_LT(cand.rank, cand.cp);
+  }
+  EXPECT_GT(valid, 5);
+}
+
+TEST(FuzzShrink, RespectsTheRunBudget) {
+  const Case start = parse_case("op=indexer docs=300,5,704,64 cp=4 rank=1 heads=8 dim=32 topk=64");
+  ShrinkOptions o;
+  o.max_runs = 4;
+  const ShrinkResult r = shrink_case(start, [](const Case&) { return true; }, o);
+  EXPECT_EQ(r.runs, 4);
+  EXPECT_TRUE(r.budget_exhausted);
+}
+
+TEST(FuzzShrink, NothingIsKeptWhenNoCandidateFails) {
+  const Case start = parse_case("op=sdpa docs=64,64 pad=3 hq=4 hkv=2");
+  const ShrinkResult r = shrink_case(start, [](const Case&) { return false; });
+  EXPECT_EQ(r.steps, 0);
+  EXPECT_GT(r.runs, 5);
+  EXPECT_EQ(r.minimal, start);
+}
+
+TEST(FuzzShrink, RealBugModelFailureShrinksDeterministicallyAndStillFails) {
+  auto bug = make_backend("cpu-bug:topleft-cp");
+  auto ref = make_backend("cpu-ref");
+  const Case start = parse_case("op=indexer docs=2048,1024 cp=8 rank=5 heads=4 dim=32 topk=64 dtype=fp16 seed=5");
+  const CaseResult orig = run_case(start, *bug, *ref);
+  ASSERT_EQ(orig.verdict.kind, Verdict::Fail);
+  ShrinkOptions o;
+  o.max_runs = 150;
+  const ShrinkResult a = shrink_case(start, fails_like(orig, *bug, *ref, {}), o);
+  const ShrinkResult b = shrink_case(start, fails_like(orig, *bug, *ref, {}), o);
+  EXPECT_EQ(print_case(a.minimal), print_case(b.minimal));
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_GT(a.steps, 0);
+  EXPECT_EQ(a.minimal.q_lens.size(), 1u) << print_case(a.minimal);
+  EXPECT_LT(a.minimal.q_lens[0], 1024) << print_case(a.minimal);
+  const CaseResult fin = run_case(a.minimal, *bug, *ref);
+  EXPECT_EQ(fin.verdict.kind, Verdict::Fail) << print_case(a.minimal);
+  EXPECT_EQ(run_case(a.minimal, *ref, *ref).verdict.kind, Verdict::Pass);
+  bool shared = false;
+  for (const auto& m : failing_metrics(fin.verdict)) shared |= failing_metrics(orig.verdict).count(m) > 0;
+  EXPECT_TRUE(shared);
+}
+
+TEST(FuzzShrink, TePaddedExampleKeepsItsOffsetBug) {
+  auto bug = make_backend("cpu-bug:derived-offsets");
+  auto ref = make_backend("cpu-ref");
+  const Case start = parse_case("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2 dim=32");
+  const CaseResult orig = run_case(start, *bug, *ref);
+  ASSERT_EQ(orig.verdict.kind, Verdict::Fail);
+  const ShrinkResult r = shrink_case(start, fails_like(orig, *bug, *ref, {}));
+  EXPECT_EQ(run_case(r.minimal, *bug, *ref).verdict.kind, Verdict::Fail) << print_case(r.minimal);
+  EXPECT_LE(print_case(r.minimal).size(), print_case(start).size());
+  // The defect needs a sequence placed away from its packed prefix offset.
+  const Layout l = make_layout(r.minimal);
+  bool displaced = false;
+  for (const auto& d : l.docs) displaced |= d.q_off != d.packed_q_off || d.kv_off != d.packed_kv_off;
+  EXPECT_TRUE(displaced) << print_case(r.minimal);
+}

@@ -1,0 +1,133 @@
+// The CI gate: exit codes (pass, fail, skipped, --require-run, bad line with file:line), reports,
+// and the corpus's own "# catches: <backend>" claims (each annotated case must fail under that bug
+// model, so the committed corpus has teeth; the CTest test gate_corpus_cpu_ref replays it on cpu-ref).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "attn_oracle/case_file.h"
+#include "attn_oracle/harness.h"
+
+using namespace ao;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Cmd {
+  int code;
+  std::string out;
+};
+Cmd run_cli(const std::string& args) {
+  std::string cmd = std::string(AO_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+struct TempCorpus {
+  fs::path dir;
+  explicit TempCorpus(const std::string& name) {
+    dir = fs::temp_directory_path() / ("ao-gate-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "sub");
+  }
+  ~TempCorpus() { fs::remove_all(dir); }
+  std::string write(const std::string& rel, const std::string& text) const {
+    std::ofstream(dir / rel) << text;
+    return (dir / rel).string();
+  }
+};
+
+}  // namespace
+
+TEST(Gate, PassesWritesReportsAndWalksDirectories) {
+  TempCorpus t("pass");
+  t.write("a.case", "# TE example\nop=sdpa lens=3,2,4 padded_offsets=0,4,8,13\n\n   \n");
+  t.write("sub/b.case", "op=indexer docs=64,64 cp=2 rank=1 topk=8  # trailing comment\n");
+  t.write("sub/ignored.txt", "this is not a case file\n");
+  const std::string rep = (t.dir / "rep").string();
+  auto r = run_cli("gate " + t.dir.string() + " --backend cpu-ref --report-dir " + rep);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2 cases x 1 backend(s): 2 passed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a.case:2"), std::string::npos) << r.out;
+  for (const char* f : {"report.json", "report.md", "report.xml"}) EXPECT_TRUE(fs::exists(fs::path(rep) / f)) << f;
+}
+
+TEST(Gate, FailsWhenACaseFails) {
+  TempCorpus t("fail");
+  const auto f = t.write("a.case", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13\nop=sdpa docs=16\n");
+  auto r = run_cli("gate " + f + " --backend cpu-bug:derived-offsets");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("FAIL    " + f + ":1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS    " + f + ":2"), std::string::npos) << r.out;
+}
+
+TEST(Gate, SkippedCasesAreListedAndFailOnlyWithRequireRun) {
+  TempCorpus t("skip");
+  // tail-read models an SDPA defect: it declines the indexer case (skipped, with the reason).
+  const auto f = t.write("a.case", "op=sdpa docs=16\nop=indexer docs=16\n");
+  auto r = run_cli("gate " + f + " --backend cpu-bug:tail-read");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("skipped (1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(f + ":2"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli("gate " + f + " --backend cpu-bug:tail-read --require-run").code, 1);
+  const auto only = t.write("b.case", "op=indexer docs=16\n");
+  EXPECT_EQ(run_cli("gate " + only + " --backend cpu-bug:tail-read").code, 125);  // nothing ran
+}
+
+TEST(Gate, BadLineNamesFileLineAndKeyAndRunsNothing) {
+  TempCorpus t("bad");
+  const auto f = t.write("a.case", "op=sdpa docs=16\n# ok\nop=indexer docs=96 cp=32 rank=3\n");
+  auto r = run_cli("gate " + f + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(f + ":3:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'docs'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;  // validated before anything ran
+  const auto g = t.write("b.case", "op=sdpa docs=16 colour=blue\n");
+  auto u = run_cli("gate " + g + " --backend cpu-ref");
+  EXPECT_EQ(u.code, 2);
+  EXPECT_NE(u.out.find(g + ":1:"), std::string::npos) << u.out;
+  EXPECT_NE(u.out.find("'colour'"), std::string::npos) << u.out;
+  EXPECT_EQ(run_cli("gate " + (t.dir / "missing.case").string() + " --backend cpu-ref").code, 2);
+}
+
+TEST(Gate, CorpusCatchesClaimsHold) {
+  const std::string root = std::string(AO_SOURCE_DIR) + "/corpus";
+  const auto files = collect_case_files({root + "/seeds", root + "/edge"});
+  ASSERT_FALSE(files.empty());
+  auto ref = make_backend("cpu-ref");
+  int claims = 0;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::string line, claim;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.rfind("# catches: ", 0) == 0) {
+        claim = line.substr(11);
+        continue;
+      }
+      const std::string text = case_text_of_line(line);
+      if (text.empty() || claim.empty()) continue;
+      // Large seed cases are checked at reduced dims here: the claim is about the layout.
+      Case c = parse_case(text);
+      if (c.op == Op::Indexer && c.heads > 8) {
+        c.heads = 4;
+        c.dim = 32;
+        c.topk = std::min(c.topk, 256);
+      }
+      auto bug = make_backend(claim);
+      const CaseResult r = run_case(c, *bug, *ref);
+      EXPECT_EQ(r.verdict.kind, Verdict::Fail) << file << ":" << n << " claims " << claim << ": " << r.case_line;
+      ++claims;
+      claim.clear();
+    }
+  }
+  EXPECT_GT(claims, 30);
+}
