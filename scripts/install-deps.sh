@@ -5,7 +5,9 @@ set -euo pipefail
 pkgs=(cmake g++ make libeigen3-dev libfmt-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev libopenblas-dev
       python3 python3-numpy git)
-[[ "${1:-}" == "--with-chromium" ]] && pkgs+=(chromium)
+# Headless Chromium for the report.html render test (oracle/tests/test_report_html.cpp), with a fixed
+# font so screenshots look the same everywhere; without it that test skips with the reason.
+[[ "${1:-}" == "--with-chromium" ]] && pkgs+=(chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
