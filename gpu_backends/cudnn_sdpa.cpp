@@ -52,11 +52,14 @@ SdpaOptions parse_knobs(const std::string& knobs) {
       const long long g = std::strtoll(v.c_str(), &e, 10);
       if (v.empty() || *e || g < 0 || g > (1 << 20)) throw bad("guard must be a row count in [0, 1048576]");
       o.guard_rows = g;
+    } else if (k == "ragged_stats") {
+      if (v != "0" && v != "1") throw bad("ragged_stats must be 0 or 1");
+      o.ragged_stats = v == "1";
     } else if (k == "log") {
       if (v != "0" && v != "1") throw bad("log must be 0 or 1");
       o.log = v == "1";
     } else {
-      throw bad("unknown knob (known: impl, pad_mask, guard, log)");
+      throw bad("unknown knob (known: impl, pad_mask, guard, ragged_stats, log)");
     }
   }
   return o;
@@ -216,8 +219,7 @@ class CudnnSdpa : public Backend {
       return g->tensor(TA().set_name(name).set_uid(uid).set_dim({b + 1, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(off_t));
     };
     auto q_ro = offsets("q_ragged_offset", kQOff), k_ro = offsets("k_ragged_offset", kKOff),
-         v_ro = offsets("v_ragged_offset", kVOff), o_ro = offsets("o_ragged_offset", kOOff),
-         s_ro = offsets("stats_ragged_offset", kStatsOff);
+         v_ro = offsets("v_ragged_offset", kVOff), o_ro = offsets("o_ragged_offset", kOOff);
     // THD: token-major rows of h*d; the batch stride is unused once a ragged offset is bound.
     auto Q = g->tensor(TA().set_name("Q").set_uid(kQ).set_dim({b, hq, sq, d}).set_stride({sq * hq * d, d, hq * d, 1}).set_ragged_offset(q_ro));
     auto K = g->tensor(TA().set_name("K").set_uid(kK).set_dim({b, hkv, skv, d}).set_stride({skv * hkv * d, d, hkv * d, 1}).set_ragged_offset(k_ro));
@@ -238,8 +240,11 @@ class CudnnSdpa : public Backend {
                                                           : fe::AttentionImplementation_t::AUTO);
     auto [O, Stats] = g->sdpa(Q, K, V, attrs);
     O->set_output(true).set_uid(kO).set_dim({b, hq, sq, dv}).set_stride({sq * hq * dv, dv, hq * dv, 1}).set_ragged_offset(o_ro);
-    Stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim({b, hq, sq, 1})
-        .set_stride({sq * hq, 1, hq, 1}).set_ragged_offset(s_ro);
+    Stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim({b, hq, sq, 1});
+    if (opt_.ragged_stats)  // THD: row-major [stats rows, hq]
+      Stats->set_stride({sq * hq, 1, hq, 1}).set_ragged_offset(offsets("stats_ragged_offset", kStatsOff));
+    else  // padded BHS1: [b, hq, s_q]
+      Stats->set_stride({hq * sq, sq, 1, 1});
 
     cudnnHandle_t h = handle().h;
     step("validate", g->validate());
@@ -262,13 +267,13 @@ class CudnnSdpa : public Backend {
     const float fill = poison_value(c.poison);
     DeviceBuffer dq((size_t(p.q_rows + G) * hq * d) * esz), dk((size_t(p.kv_rows + G) * hkv * d) * esz),
         dvb((size_t(p.kv_rows + G) * hkv * dv) * esz), dout((size_t(p.o_rows + G) * hq * dv) * esz),
-        dstats(size_t(p.stats_rows + G) * hq * 4), dws{size_t(ws_bytes)};
+        dstats(size_t((opt_.ragged_stats ? p.stats_rows : b * sq) + G) * hq * 4), dws{size_t(ws_bytes)};
     auto hqbuf = encode(c.dtype, in.q, hq * d, G, fill), hkbuf = encode(c.dtype, in.k, hkv * d, G, fill),
          hvbuf = encode(c.dtype, in.v, hkv * dv, G, fill);
     dq.upload(hqbuf.data(), hqbuf.size());
     dk.upload(hkbuf.data(), hkbuf.size());
     dvb.upload(hvbuf.data(), hvbuf.size());
-    const size_t o_elems = size_t(p.o_rows + G) * hq * dv, s_elems = size_t(p.stats_rows + G) * hq;
+    const size_t o_elems = size_t(p.o_rows + G) * hq * dv, s_elems = size_t((opt_.ragged_stats ? p.stats_rows : b * sq) + G) * hq;
     auto obuf = sentinel_buffer(c.dtype, o_elems), sbuf = sentinel_buffer(DType::F32, s_elems);
     dout.upload(obuf.data(), obuf.size());
     dstats.upload(sbuf.data(), sbuf.size());
@@ -287,7 +292,8 @@ class CudnnSdpa : public Backend {
     std::unordered_map<int64_t, void*> pack = {
         {kQ, dq.p}, {kK, dk.p}, {kV, dvb.p}, {kO, dout.p}, {kStats, dstats.p},
         {kQOff, put_offsets(p.q_off)}, {kKOff, put_offsets(p.k_off)}, {kVOff, put_offsets(p.v_off)},
-        {kOOff, put_offsets(p.o_off)}, {kStatsOff, put_offsets(p.stats_off)}};
+        {kOOff, put_offsets(p.o_off)}};
+    if (opt_.ragged_stats) pack[kStatsOff] = put_offsets(p.stats_off);
     if (pad_mask) {
       pack[kSeqQ] = put(p.seq_q.data(), p.seq_q.size() * 4);
       pack[kSeqKv] = put(p.seq_kv.data(), p.seq_kv.size() * 4);
@@ -298,7 +304,7 @@ class CudnnSdpa : public Backend {
     dout.download(obuf.data(), obuf.size());
     dstats.download(sbuf.data(), sbuf.size());
     // Every row comes back, pad slots included (the oracle checks them for clobbering).
-    const size_t o_in = size_t(p.o_rows) * hq * dv, s_in = size_t(p.stats_rows) * hq;
+    const size_t o_in = size_t(p.o_rows) * hq * dv, s_in = size_t(opt_.ragged_stats ? p.stats_rows : b * sq) * hq;
     int64_t guard_writes = 0;
     for (size_t i = 0; i < o_elems; ++i) {
       float v;
@@ -315,9 +321,15 @@ class CudnnSdpa : public Backend {
     for (size_t i = 0; i < s_elems; ++i) {
       float v;
       memcpy(&v, sbuf.data() + 4 * i, 4);
-      if (i < s_in) out.lse[i] = v;
-      else guard_writes += !is_sentinel(v);
+      if (i >= s_in) guard_writes += !is_sentinel(v);
+      else if (opt_.ragged_stats) out.lse[i] = v;
     }
+    if (!opt_.ragged_stats)  // [b, hq, s_q] -> the entries' stats rows (valid rows only)
+      for (int64_t e = 0; e < b; ++e)
+        for (int64_t hh = 0; hh < hq; ++hh)
+          for (int64_t i = 0; i < p.entries[size_t(e)].q_len; ++i)
+            memcpy(&out.lse[size_t((p.entries[size_t(e)].stats_row0 + i) * hq + hh)],
+                   sbuf.data() + 4 * size_t((e * hq + hh) * sq + i), 4);
     if (guard_writes > 0)
       return {RunStatus::Error,
               fmt::format("cuDNN wrote {} elements past the end of O/stats (guard band of {} rows; plan {})",
@@ -341,7 +353,7 @@ namespace {
 const bool registered = [] {
   register_backend({"cudnn-sdpa",
                     "cuDNN fused SDPA forward via the cuDNN frontend graph API (THD, ragged offsets per tensor; "
-                    "knobs impl=composite|unified|auto, pad_mask=1|0|auto, guard=N, log=1)",
+                    "knobs impl=composite|unified|auto, pad_mask=1|0|auto, guard=N, ragged_stats=1|0, log=1)",
                     [](const std::string& knobs) {
                       auto o = parse_knobs(knobs);
                       return std::make_unique<CudnnSdpa>(knobs.empty() ? "cudnn-sdpa" : "cudnn-sdpa:" + knobs, o);

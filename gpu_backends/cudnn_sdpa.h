@@ -16,6 +16,9 @@
 //                                sequence has the full s_q/s_kv (the no-mask shape old SDPA_FWD takes)
 //   guard=N                      rows of guard band past every buffer (default 64): inputs hold the
 //                                poison there, outputs the sentinel; a write into it is an error
+//   ragged_stats=1|0             stats in THD with their own ragged offset (default 1, as TE does
+//                                from cuDNN 9.6); 0: the padded [b, hq, s_q] layout, scattered back
+//                                to the stats rows on the host (valid rows only)
 //   log=1                        print the problem, the implementation and the chosen plan to stderr
 // A graph cuDNN declines (validate, heuristics, support check, plan build) is SKIPPED with the call
 // and cuDNN's message; an execution or CUDA failure is an ERROR naming the call.
@@ -32,6 +35,7 @@ struct SdpaOptions {
   Impl impl = Impl::Composite;
   PadMask pad_mask = PadMask::On;
   int64_t guard_rows = 64;
+  bool ragged_stats = true;
   bool log = false;
 };
 

@@ -7,7 +7,7 @@
 #   AO_BIN_DIR=.deps/device-bin  prebuilt attn-oracle + ao_cudnn_tests and a lib/ of the non-CUDA
 #                            shared libraries they need (made here by scripts/device/cudnn-pack.sh and
 #                            carried, since the device image has no Debian -dev packages); built when missing
-#   AO_FUZZ_SECONDS=120      fuzz budget per cuDNN version
+#   AO_FUZZ_SECONDS=120      fuzz budget per cuDNN version (AO_FUZZ_SEED=8008: same cases on each)
 #   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:/opt/.../nvidia/cudnn/lib"  (default: searched)
 # Writes into OUT_DIR (default $OUT): env.txt, <ver>.log (everything), summary.tsv (one row per case
 # run: version, backend, verdict, case, reason), found.tgz (shrunk fuzz failures, report dirs).
@@ -64,6 +64,8 @@ echo "cudnn libraries: $AO_CUDNN_LIBS" >>"$out/env.txt"
 B=cudnn-sdpa:log=1
 U=cudnn-sdpa:impl=unified,pad_mask=auto,log=1
 A=cudnn-sdpa:impl=auto,log=1
+V=cudnn-sdpa:impl=unified,log=1
+S=cudnn-sdpa:ragged_stats=0,log=1
 cases() { cat <<EOF
 # Q1: TE-style padded THD, the ragged offsets bound per tensor
 $B op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16
@@ -99,6 +101,18 @@ $B op=sdpa docs=4096 cp=8 rank=7 hq=4 hkv=1 dim=64 seed=46
 $B op=sdpa lens=1000,300 padded_offsets=0,1024,1536 cp=4 rank=3 hq=4 hkv=2 dim=64 poison=nan seed=47
 $B op=sdpa docs=300,200 pad=5 mask=causal window=64 hq=4 hkv=2 dim=64 poison=nan seed=48
 $B op=sdpa q_lens=40,90 kv_lens=300,90 mask=bottomright window=32 hq=4 hkv=2 dim=64 poison=nan seed=49
+# s_q = 1 with GQA (cudnn-frontend #1083 class): which heads get stats; MHA, s_q = 2, padded stats
+$B op=sdpa q_lens=1*3 kv_lens=100,37,64 mask=bottomright hq=8 hkv=8 dim=64 seed=50
+$B op=sdpa q_lens=2*3 kv_lens=100,37,64 mask=bottomright hq=8 hkv=2 dim=64 seed=51
+$B op=sdpa q_lens=1*3 kv_lens=100,37,64 mask=none hq=8 hkv=2 dim=64 seed=52
+$S op=sdpa q_lens=1*3 kv_lens=100,37,64 mask=bottomright hq=8 hkv=2 dim=64 seed=42
+$S op=sdpa docs=1 hq=2 hkv=1 dim=8
+$S op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16
+$S op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 poison=nan seed=31
+# the single SDPA_FWD operation with seq lens + padding mask bound (cuDNN >= 9.15 takes them)
+$V op=sdpa docs=128,128,128 pad=5,0,9 tail=17 mask=none hq=4 hkv=4 dim=64 poison=nan seed=27
+$V op=sdpa q_lens=40,33,7 kv_lens=40,33,7 q_offsets=5,70,120,140 kv_offsets=0,45,100,110 o_offsets=0,50,90 stats_offsets=3,60,100 mask=none hq=4 hkv=2 dim=64 poison=nan seed=25
+$V op=sdpa q_lens=1*3 kv_lens=100,37,64 mask=none hq=8 hkv=2 dim=64 seed=52
 EOF
 }
 
@@ -151,7 +165,7 @@ for spec in $AO_CUDNN_LIBS; do
     fi
     stamp "fuzz ${fuzz_s}s"
     if "$bin/attn-oracle" fuzz --help >/dev/null 2>&1; then
-      timeout $((fuzz_s + 60)) "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --seed 8008 --budget "${fuzz_s}s" \
+      timeout $((fuzz_s + 60)) "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --seed "${AO_FUZZ_SEED:-8008}" --budget "${fuzz_s}s" \
         --out "$found/fuzz-$tag" --max-failures 20 2>&1 | tail -60
       echo "fuzz exit: ${PIPESTATUS[0]}"
     else
