@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -331,4 +332,39 @@ TEST(ExecCli, ReproExitCodesThroughExec) {
   EXPECT_EQ(WEXITSTATUS(std::system((base + "--fault exit3\" >/dev/null").c_str())), 1);
   EXPECT_EQ(WEXITSTATUS(std::system((base + "--fault skip\" >/dev/null").c_str())), 125);
   EXPECT_EQ(WEXITSTATUS(std::system(("AO_EXEC_TIMEOUT=-1 " + base + "\" >/dev/null 2>&1").c_str())), 2);
+}
+
+// The warm host (ao_serve.py + ao_client.py) that the device campaign uses to amortise the torch
+// import: the same verdicts and exit codes travel through it.
+TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
+  REQUIRE_NUMPY();
+  TempDir d;
+  const std::string sock = d.path + "/ao.sock";
+  const std::string dir = std::string(AO_SOURCE_DIR) + "/scripts/backends/";
+  ASSERT_EQ(std::system((std::string(kPython) + " '" + dir + "ao_serve.py' --no-torch --socket '" + sock +
+                         "' 2>/dev/null &").c_str()),
+            0);
+  for (int i = 0; i < 100 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(sock)) << "ao_serve.py did not start";
+  ExecOptions o;
+  o.timeout_s = 60;
+  auto client = [&](const std::string& args) {
+    auto be = make_exec_backend(std::string(kPython) + " '" + dir + "ao_client.py' --socket '" + sock + "' numpy_ref " + args, o);
+    auto ref = make_backend("cpu-ref");
+    return run_case(parse_case(std::string(kIdxCp) + "8"), *be, *ref);
+  };
+  EXPECT_EQ(client("").verdict.kind, Verdict::Pass);
+  EXPECT_EQ(client("--bug topleft").verdict.kind, Verdict::Fail);
+  EXPECT_EQ(client("--fault skip").verdict.kind, Verdict::Skipped);
+  auto e = client("--fault exit3");
+  EXPECT_EQ(e.verdict.kind, Verdict::Error);
+  EXPECT_NE(e.verdict.reason.find("planted failure"), std::string::npos) << e.verdict.reason;
+  EXPECT_EQ(client("--fault dtype").verdict.kind, Verdict::Error);
+  EXPECT_EQ(std::system((std::string(kPython) + " -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('" + sock +
+                         "'); s.sendall(b'{\\\"adapter\\\": \\\"__quit__\\\"}\\n'); s.recv(99)\"").c_str()),
+            0);
+  fs::remove(sock);
+  auto gone = client("");
+  EXPECT_EQ(gone.verdict.kind, Verdict::Error);
+  EXPECT_NE(gone.verdict.reason.find("no ao_serve.py"), std::string::npos) << gone.verdict.reason;
 }

@@ -87,12 +87,12 @@ def sdpa(case, topleft_bug):
     return {"o": o, "lse": lse}
 
 
-def main():
+def run(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--fault", default="")
     ap.add_argument("--bug", default="", choices=["", "topleft"])
     ap.add_argument("case_dir")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     case = CaseDir(a.case_dir)
     f = a.fault
     if f == "exit3":
@@ -109,10 +109,10 @@ def main():
         skip("numpy_ref: this adapter declines the case (planted skip)")
     main_out = "topk" if case.op == "indexer" else "o"
     if f == "nowrite":
-        return
+        return 0
     if f == "missing":
         os.remove(os.path.join(a.case_dir, main_out + ".npy"))
-        return
+        return 0
     outs = indexer(case, a.bug == "topleft") if case.op == "indexer" else sdpa(case, a.bug == "topleft")
     if f == "nan":
         seg = case.segments[0]
@@ -131,7 +131,8 @@ def main():
     if f == "garbage":
         with open(path, "wb") as fh:
             fh.write(b"this is not a numpy file\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""`exec:` adapter: PyTorch attention over the padded-THD case, read through the bound ragged offsets.
+
+  usage: torch_varlen_sdpa.py [--impl varlen|sdpa] CASE_DIR
+  --impl varlen: torch.nn.attention.varlen.varlen_attn (Flash Attention, fp16/bf16) on the packed valid
+                 rows of every query segment; causal = bottom-right alignment over keys cropped to
+                 pos0+valid (window_size=(-1,0), or (window-1,0) with a sliding window); LSE from the
+                 kernel (return_aux). GQA by repeating K/V heads (2.11's varlen_attn has no enable_gqa).
+  --impl sdpa:   torch.nn.functional.scaled_dot_product_attention per segment with the exact boolean
+                 mask (any dtype; PyTorch picks the kernel); it returns no LSE, so the LSE is computed by
+                 the adapter in fp32 from the same inputs (that check then tests the adapter, not SDPA).
+Outputs are written only at valid rows (through o/stats offsets); pad slots keep the sentinel.
+Exits 125 (skip) for op=indexer, for cases an implementation cannot express, or without CUDA.
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ao_exec import CaseDir, log_timing, skip  # noqa: E402
+
+
+def run(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--impl", default="varlen", choices=["varlen", "sdpa"])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("case_dir")
+    a = ap.parse_args(argv)
+    case = CaseDir(a.case_dir)
+    if case.op != "sdpa":
+        skip("torch_varlen_sdpa: serves op=sdpa only")
+    import torch
+    if a.device == "cuda" and not torch.cuda.is_available():
+        skip("torch_varlen_sdpa: no CUDA device")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device(a.device)
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[case.meta["dtype"]]
+    hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
+    g = hq // hkv
+    q = torch.from_numpy(case.input("q")).to(dev).to(dt)
+    k = torch.from_numpy(case.input("k")).to(dev).to(dt)
+    v = torch.from_numpy(case.input("v")).to(dev).to(dt)
+    o = torch.from_numpy(case.output("o")).to(dev)
+    lse = torch.from_numpy(case.output("lse")).to(dev)
+    segs = [s for s in case.segments if s["valid"] > 0]
+    # Keys of each segment: a row at position p sees document keys [lo(p), hi(p)); the segment's key
+    # extent is [0, key_hi) with key_hi = max hi over its rows.
+    spans = []
+    for s in segs:
+        d = case.docs[s["doc"]]
+        if case.mask == "none":
+            key_hi = d["kv_len"]
+        else:
+            key_hi = min(max(s["pos0"] + s["valid"], 0), d["kv_len"])
+        spans.append(key_hi)
+
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    if a.impl == "varlen":
+        try:
+            from torch.nn.attention.varlen import AuxRequest, varlen_attn
+        except ImportError as e:
+            skip(f"torch_varlen_sdpa: torch {torch.__version__} has no torch.nn.attention.varlen ({e})")
+        if dt == torch.float32:
+            skip("torch_varlen_sdpa: varlen_attn (Flash Attention) takes fp16/bf16 only")
+        for s, key_hi in zip(segs, spans):
+            # Bottom-right causal over keys [0, key_hi) puts row i at key_hi - valid + i; that is the row's
+            # position only when key_hi == pos0 + valid (rows past the document's keys are not expressible).
+            if case.mask != "none" and key_hi != s["pos0"] + s["valid"]:
+                skip(f"torch_varlen_sdpa: segment at pos0={s['pos0']} with {s['valid']} rows needs keys past "
+                     f"the document's {case.docs[s['doc']]['kv_len']} (not expressible as bottom-right causal)")
+        qs, ks, vs, cq, ck = [], [], [], [0], [0]
+        for s, key_hi in zip(segs, spans):
+            d = case.docs[s["doc"]]
+            qs.append(q[s["row0"]:s["row0"] + s["valid"]])
+            ks.append(k[d["kv_off"]:d["kv_off"] + key_hi])
+            vs.append(v[d["kv_off"]:d["kv_off"] + key_hi])
+            cq.append(cq[-1] + s["valid"])
+            ck.append(ck[-1] + key_hi)
+        Q = torch.cat(qs)
+        Kp = torch.cat(ks).repeat_interleave(g, dim=1)
+        Vp = torch.cat(vs).repeat_interleave(g, dim=1)
+        cu_q = torch.tensor(cq, dtype=torch.int32, device=dev)
+        cu_k = torch.tensor(ck, dtype=torch.int32, device=dev)
+        if case.mask == "none":
+            win = (-1, -1)
+        elif case.window > 0:
+            win = (case.window - 1, 0)
+        else:
+            win = (-1, 0)
+        out, l = varlen_attn(Q, Kp, Vp, cu_q, cu_k, max(s["valid"] for s in segs), max(spans),
+                             return_aux=AuxRequest(lse=True), scale=case.scale, window_size=win)
+        if l.shape == (hq, Q.shape[0]):
+            l = l.transpose(0, 1)
+        for j, s in enumerate(segs):
+            o[s["o_row0"]:s["o_row0"] + s["valid"]] = out[cq[j]:cq[j + 1]].float()
+            lse[s["stats_row0"]:s["stats_row0"] + s["valid"]] = l[cq[j]:cq[j + 1]].float()
+    else:
+        import torch.nn.functional as F
+        for s, key_hi in zip(segs, spans):
+            d = case.docs[s["doc"]]
+            n = s["valid"]
+            kh = max(key_hi, 1)
+            pos = torch.arange(n, device=dev) + s["pos0"]
+            j = torch.arange(kh, device=dev)
+            if case.mask == "none":
+                allowed = torch.ones(n, kh, dtype=torch.bool, device=dev)
+            else:
+                allowed = j[None, :] <= pos[:, None]
+                if case.window > 0:
+                    allowed &= j[None, :] > pos[:, None] - case.window
+            allowed &= j[None, :] < key_hi
+            qb = q[s["row0"]:s["row0"] + n].transpose(0, 1)[None]            # [1, hq, n, D]
+            kb = k[d["kv_off"]:d["kv_off"] + kh].transpose(0, 1)[None]      # [1, hkv, S, D]
+            vb = v[d["kv_off"]:d["kv_off"] + kh].transpose(0, 1)[None]
+            ob = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=allowed[None, None], scale=case.scale,
+                                                enable_gqa=(g > 1))
+            o[s["o_row0"]:s["o_row0"] + n] = ob[0].transpose(0, 1).float()
+            # LSE by the adapter (fp32, same inputs): SDPA's public API does not return it.
+            kr = kb.float().repeat_interleave(g, dim=1)
+            sc = (qb.float() @ kr.transpose(-1, -2)) * case.scale
+            sc = sc.masked_fill(~allowed[None, None], float("-inf"))
+            lse[s["stats_row0"]:s["stats_row0"] + n] = torch.logsumexp(sc, dim=-1)[0].transpose(0, 1)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    case.save("o", o.cpu().numpy().astype(np.float32))
+    case.save("lse", lse.cpu().numpy().astype(np.float32))
+    log_timing("torch_varlen_sdpa", secs, case=case.meta["case"], impl=a.impl, torch=torch.__version__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))
