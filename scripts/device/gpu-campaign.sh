@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# cuda-indexer / cuda-sdpa device campaign (issue 5). Run on the H200 from the repo root:
+#   scripts/device/gpu-campaign.sh [quick|full] [OUT_DIR]
+#   quick: environment, ao_gpu_tests, the 8k seed cases and one 131k case (a first look)
+#   full:  environment, ao_gpu_tests, compute-sanitizer memcheck (tests + large layouts), the corpus
+#          gate against both backends and every bug knob, the seeds' cases at full size with the CPU
+#          oracle on sampled rows (rows=$AO_ROWS), a timing table; JSON + Markdown under OUT_DIR.
+# Binaries: AO_BIN_DIR (default .deps/gpu-bin, made by scripts/device/gpu-pack.sh and carried); built
+# on the device when missing or not runnable.
+set -uo pipefail
+mode=${1:-full}
+dest=${2:-${OUT:-gpu-campaign-out}}
+# At most 8 files come back from a device call: work in a scratch folder, pack it on exit.
+out=$(mktemp -d)
+mkdir -p "$dest"
+trap 'tar -czf "$dest/campaign-$mode.tgz" -C "$out" . ; cp "$out"/env.txt "$dest"/ 2>/dev/null; for f in "$out"/*.json; do [[ -e $f ]] && cp "$f" "$dest"/; done' EXIT
+root=$(pwd)
+bin=${AO_BIN_DIR:-.deps/gpu-bin}
+rows=${AO_ROWS:-256}
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+
+# ---- environment -------------------------------------------------------------------------------
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "git: $(git rev-parse --short HEAD 2>/dev/null) ($(git status --porcelain 2>/dev/null | wc -l) changed paths)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  echo "cuda (nvcc): $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
+  echo "cudnn (torch wheel): $(python3 -c 'import torch; print(torch.backends.cudnn.version())' 2>/dev/null)"
+  ls /usr/lib/x86_64-linux-gnu/libcudnn.so.* /usr/local/cuda/lib64/libcudnn.so.* 2>/dev/null | head -2 | sed 's/^/cudnn (system): /'
+  echo "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -o 'Version .*' | head -1)"
+  echo "cmake: $(cmake --version 2>/dev/null | head -1) | g++: $(g++ --version 2>/dev/null | head -1)"
+  grep PRETTY_NAME /etc/os-release 2>/dev/null
+  echo "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+  for h in eigen3/Eigen/Dense fmt/format.h CLI/CLI.hpp nlohmann/json.hpp gtest/gtest.h; do
+    [[ -e /usr/include/$h ]] && echo "header $h: present" || echo "header $h: missing"
+  done
+} >"$out/env.txt" 2>&1
+cat "$out/env.txt"
+
+runnable() { [[ -x "$1" ]] && ! ldd "$1" 2>/dev/null | grep -q "not found"; }
+[[ -d "$bin/lib" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/$bin/lib
+if ! runnable "$bin/attn-oracle" || ! runnable "$bin/ao-gpu-campaign"; then
+  stamp "no runnable binaries in $bin; building on the device"
+  bin=build-device
+  { cmake -S . -B "$bin" -DAO_NCCL_LIBRARY=OFF -DAO_CUDNN_FRONTEND_INCLUDE_DIR=/nonexistent &&
+    cmake --build "$bin" -j"$(nproc)" --target attn-oracle ao_gpu_tests ao-gpu-campaign &&
+    cp "$bin/gpu_backends/ao_gpu_tests" "$bin/gpu_backends/ao-gpu-campaign" "$bin/"; } >"$out/build.log" 2>&1 ||
+    { stamp "device build failed"; tail -30 "$out/build.log"; exit 1; }
+fi
+echo "binaries: $bin" | tee -a "$out/env.txt"
+AO="$bin/attn-oracle"; CAMP="$bin/ao-gpu-campaign"
+
+# ---- GPU tests ---------------------------------------------------------------------------------
+stamp "ao_gpu_tests"
+"$bin/ao_gpu_tests" --gtest_brief=1 >"$out/gpu_tests.txt" 2>&1; echo "ao_gpu_tests exit $?" | tee -a "$out/gpu_tests.txt"
+grep -E "PASSED|FAILED|SKIPPED \]" "$out/gpu_tests.txt" | head -20
+
+# ---- plans: expect=<pass|fail> backend=<spec> <case> --------------------------------------------
+seeds() {  # the seed PR's cases at full size (GLM-5.2 indexer dims), keys cropped as its call sites do
+  local g="heads=32 dim=128 topk=2048 dtype=bf16 crop=1 seed=7 rows=$rows"
+  for L in 8192 32768 131072; do for r in 0 15 31; do echo "op=indexer docs=$L cp=32 rank=$r $g"; done; done
+  for P in 8192,4096 65536,65536 131008,64; do for r in 0 15 31; do echo "op=indexer docs=$P cp=32 rank=$r $g"; done; done
+  for r in 0 15 31; do echo "op=indexer docs=131000,37 padded_offsets=0,131008,131072 cp=32 rank=$r $g"; done
+}
+plan_seeds() {
+  seeds | while read -r c; do
+    echo "expect=pass backend=cuda-indexer $c"
+    echo "expect=fail backend=cuda-indexer:mask=topleft $c"
+    echo "expect=pass backend=cuda-indexer:mask=bottomright $c"
+  done
+  # bottom-right over the uncropped key extent is wrong: the same cases without crop
+  for c in "docs=8192 rank=15" "docs=131072 rank=31" "docs=65536,65536 rank=0" "docs=131000,37 padded_offsets=0,131008,131072 rank=31"; do
+    echo "expect=fail backend=cuda-indexer:mask=bottomright op=indexer $c cp=32 heads=32 dim=128 topk=2048 seed=7 rows=$rows"
+    echo "expect=pass backend=cuda-indexer op=indexer $c cp=32 heads=32 dim=128 topk=2048 seed=7 rows=$rows"
+  done
+}
+plan_quick() {
+  seeds | grep "docs=8192 " | while read -r c; do
+    echo "expect=pass backend=cuda-indexer $c"; echo "expect=fail backend=cuda-indexer:mask=topleft $c"; done
+  echo "expect=pass backend=cuda-indexer op=indexer docs=131072 cp=32 rank=31 heads=32 dim=128 topk=2048 crop=1 seed=7 rows=64"
+  echo "expect=fail backend=cuda-indexer:mask=topleft op=indexer docs=65536,65536 cp=32 rank=31 heads=32 dim=128 topk=2048 crop=1 seed=7 rows=64"
+  echo "expect=pass backend=cuda-sdpa op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan"
+  echo "expect=fail backend=cuda-sdpa:tail-read=1 op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan"
+}
+plan_timing() {  # correct kernels only; --repeat gives medians
+  for c in "docs=8192 rank=31" "docs=32768 rank=31" "docs=131072 rank=0" "docs=131072 rank=31" "docs=65536,65536 rank=31" "docs=131008,64 rank=31"; do
+    echo "expect=pass backend=cuda-indexer op=indexer $c cp=32 heads=32 dim=128 topk=2048 crop=1 seed=7 rows=16"
+  done
+  echo "expect=pass backend=cuda-indexer op=indexer docs=32768 heads=32 dim=128 topk=2048 seed=7 rows=16"
+  echo "expect=pass backend=cuda-sdpa op=sdpa docs=32768 hq=32 hkv=8 dim=128 seed=7 rows=16"
+  echo "expect=pass backend=cuda-sdpa op=sdpa docs=8192*4 pad=64 hq=32 hkv=8 dim=128 seed=7 rows=16"
+}
+plan_sanitize() {  # memcheck: the widest layouts, each mask mode, padded CP with pad chunks
+  local g="heads=32 dim=128 topk=2048 crop=1 seed=7 rows=8"
+  echo "expect=pass backend=cuda-indexer op=indexer docs=131072 cp=32 rank=31 $g"
+  echo "expect=pass backend=cuda-indexer op=indexer docs=131000,37 padded_offsets=0,131008,131072 cp=32 rank=31 $g"
+  echo "expect=fail backend=cuda-indexer:mask=topleft op=indexer docs=65536,65536 cp=32 rank=31 $g"
+  echo "expect=fail backend=cuda-indexer:mask=bottomright op=indexer docs=131000,37 padded_offsets=0,131008,131072 cp=32 rank=0 heads=32 dim=128 topk=2048 seed=7 rows=8"
+  echo "expect=pass backend=cuda-sdpa op=sdpa docs=4096,4000 pad=0,96 tail=128 hq=8 hkv=2 dim=128 seed=7 rows=8"
+  echo "expect=fail backend=cuda-sdpa:tail-read=1 op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright"
+  echo "expect=fail backend=cuda-sdpa:derived-offsets=1 op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"
+}
+
+run_plan() {  # name, repeat
+  local name=$1 rep=${2:-0}
+  stamp "plan $name"
+  "plan_$name" >"$out/plan_$name.txt"
+  "$CAMP" --plan "$out/plan_$name.txt" --json "$out/$name.json" --repeat "$rep" >"$out/$name.log" 2>&1
+  echo "plan $name exit $?" | tee -a "$out/$name.log"
+  tail -3 "$out/$name.log"
+}
+
+if [[ $mode == quick ]]; then
+  run_plan quick 2
+  stamp "memcheck on the sdpa/indexer tests (quick look)"
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/ao_gpu_tests" --gtest_filter='CudaIndexer.*:CudaSdpa.*' \
+    >"$out/memcheck_tests.txt" 2>&1; echo "memcheck exit $?" | tee -a "$out/memcheck_tests.txt"
+  tail -4 "$out/memcheck_tests.txt"
+  stamp done; exit 0
+fi
+
+# ---- full --------------------------------------------------------------------------------------
+run_plan seeds 0
+run_plan timing 5
+stamp "memcheck: ao_gpu_tests"
+timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/ao_gpu_tests" >"$out/memcheck_tests.txt" 2>&1
+echo "memcheck ao_gpu_tests exit $?" | tee -a "$out/memcheck_tests.txt"; tail -3 "$out/memcheck_tests.txt"
+stamp "memcheck: large layouts"
+plan_sanitize >"$out/plan_sanitize.txt"
+timeout 400 compute-sanitizer --tool memcheck --error-exitcode 99 "$CAMP" --plan "$out/plan_sanitize.txt" \
+  --json "$out/sanitize.json" >"$out/memcheck_layouts.txt" 2>&1
+echo "memcheck layouts exit $?" | tee -a "$out/memcheck_layouts.txt"; tail -4 "$out/memcheck_layouts.txt"
+if [[ -d corpus ]]; then
+  for b in cuda-indexer cuda-sdpa cuda-indexer:mask=topleft cuda-indexer:mask=bottomright cuda-sdpa:derived-offsets=1 cuda-sdpa:tail-read=1; do
+    stamp "gate corpus/ --backend $b"
+    "$AO" gate corpus/ --backend "$b" >"$out/gate_${b//[:=]/_}.txt" 2>&1
+    echo "exit $?" >>"$out/gate_${b//[:=]/_}.txt"; tail -2 "$out/gate_${b//[:=]/_}.txt"
+  done
+fi
+stamp done
