@@ -6,3 +6,5 @@ scripts/install-deps.sh --with-chromium  # chromium: the report.html render test
 scripts/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)" --timeout 900
+# libFuzzer targets: a clang build in build-libfuzzer/ and a bounded run of each (60 s; see the script).
+cd .. && fuzz/run-libfuzzer.sh

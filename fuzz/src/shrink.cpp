@@ -224,6 +224,8 @@ std::vector<Case> shrink_candidates(const Case& c, const LayoutLimits& lim) {
       n.kv_pad = n.q_pad;
     });
   }
+  if (!c.q_offsets.empty() && c.q_offsets != c.kv_offsets) with([](Case& n) { n.q_offsets.clear(); });
+  if (!c.kv_offsets.empty() && c.q_offsets != c.kv_offsets) with([](Case& n) { n.kv_offsets.clear(); });
   if (!c.o_offsets.empty()) with([](Case& n) { n.o_offsets.clear(); });
   if (!c.stats_offsets.empty()) with([](Case& n) { n.stats_offsets.clear(); });
   if (c.tail > 0) with([](Case& n) { n.tail = 0; });

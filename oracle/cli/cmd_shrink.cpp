@@ -45,7 +45,8 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                       std::cerr << fmt::format("shrink: {} steps ({} runs{}); original failing: {}\n  minimal failing: {}\n",
                                                s.steps, s.runs, s.budget_exhausted ? ", run budget exhausted" : "",
                                                failing_summary(r.verdict), failing_summary(fin.verdict));
-                      std::cout << print_case(s.minimal) << "\n";
+                      std::cerr << std::flush;
+                      std::cout << print_case(s.minimal) << std::endl;
                       return 0;
                     }};
 });
