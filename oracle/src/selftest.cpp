@@ -187,7 +187,7 @@ std::string format_selftest(const SelftestResult& r, bool verbose) {
   for (const auto& m : r.models) w0 = std::max(w0, m.size());
   s += fmt::format("{:<{}}", "", w0);
   for (size_t f = 0; f < r.families.size(); ++f) s += fmt::format(" {:>9}", fmt::format("F{:02}", f + 1));
-  s += "\n" + fmt::format("{:<{}}", "cpu-ref", w0);
+  s += fmt::format("\n{:<{}}", "cpu-ref", w0);
   for (auto k : r.ref) s += fmt::format(" {:>9}", k == Verdict::Pass ? "pass" : "FAIL");
   s += "\n";
   for (size_t b = 0; b < r.models.size(); ++b) {
@@ -202,7 +202,7 @@ std::string format_selftest(const SelftestResult& r, bool verbose) {
   for (const auto& [metric, models] : r.killed_by) {
     std::set<std::string> uniq(models.begin(), models.end());
     std::string list;
-    for (const auto& m : uniq) list += (list.empty() ? "" : ", ") + m.substr(8);
+    for (const auto& m : uniq) list += fmt::format("{}{}", list.empty() ? "" : ", ", m.substr(8));
     s += fmt::format("  {:<30} {}\n", metric, list);
   }
   if (verbose) {
@@ -219,7 +219,7 @@ std::string format_selftest(const SelftestResult& r, bool verbose) {
     s += "selftest: PASS (every observable bug detected, cpu-ref passes everywhere, every gated metric killed)\n";
   } else {
     s += "selftest: FAIL\n";
-    for (const auto& p : r.problems) s += "  - " + p + "\n";
+    for (const auto& p : r.problems) s += fmt::format("  - {}\n", p);
   }
   return s;
 }

@@ -165,6 +165,8 @@ TEST(Reports, ReproReportDirWritesAllThree) {
   EXPECT_EQ(j["cases"][1]["verdict"], "fail");
   EXPECT_EQ(j["cases"][1]["backend"], "cpu-bug:derived-offsets");
   EXPECT_NE(slurp(dir / "out" / "report.md").find("**1 passed, 1 failed"), std::string::npos);
-  if (have_python3()) EXPECT_EQ(check_junit_with_python(dir / "out" / "report.xml", 2, 1, 0, 0), 0);
+  if (have_python3()) {
+    EXPECT_EQ(check_junit_with_python(dir / "out" / "report.xml", 2, 1, 0, 0), 0);
+  }
   fs::remove_all(dir);
 }
