@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 
 #include "attn_oracle/harness.h"
@@ -41,5 +42,12 @@ inline RawRun run_raw(const std::string& line, const std::string& backend) {
 }
 
 inline std::string describe(const CaseResult& r) { return format_result(r); }
+
+// Test names for case-line parameters: letters, digits and '_' only (CTest and gtest filters).
+inline std::string case_name(const ::testing::TestParamInfo<const char*>& info) {
+  std::string s = "c" + std::to_string(info.index) + "_";
+  for (const char* p = info.param; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return s;
+}
 
 }  // namespace ao::gputest

@@ -39,7 +39,7 @@ TEST_P(IndexerPasses, MaskOffsetsMatchesCpuRef) {
   EXPECT_GT(r.verdict.find("rows_checked")->value, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, IndexerPasses, ::testing::ValuesIn(kPassLines));
+INSTANTIATE_TEST_SUITE_P(Layouts, IndexerPasses, ::testing::ValuesIn(kPassLines), gputest::case_name);
 
 // The seed PR's bug: right on rank 0's front chunk (it starts at position 0), wrong on every other chunk.
 TEST(CudaIndexer, TopLeftIsCaughtOnEveryChunkButRankZeroFront) {

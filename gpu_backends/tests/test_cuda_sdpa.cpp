@@ -34,7 +34,7 @@ TEST_P(SdpaPasses, MatchesCpuRef) {
   EXPECT_GT(r.verdict.find("rows_checked")->value, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, SdpaPasses, ::testing::ValuesIn(kPassLines));
+INSTANTIATE_TEST_SUITE_P(Layouts, SdpaPasses, ::testing::ValuesIn(kPassLines), gputest::case_name);
 
 // TE's [a a a 1 b b 2 2 c c c c 3]: addressing by prefix(lens) shifts every sequence after the first.
 TEST(CudaSdpa, DerivedOffsetsIsCaught) {
