@@ -60,6 +60,17 @@ void fill_uploaded(DeviceTensor& t, const std::vector<float>& h) {
 
 }  // namespace
 
+void alloc_tensor(DeviceTensor& t, Storage st, int64_t rows, int64_t width) { alloc(t, st, rows, width); }
+
+void generate_tensor(DeviceTensor& t, Storage st, int64_t rows, int64_t width, const Case& c, uint32_t tensor,
+                     const std::vector<int64_t>& tokens) {
+  alloc(t, st, rows, width);
+  DeviceBuffer<int64_t> d_tokens;
+  d_tokens.upload(tokens);
+  fill_generated(t, c, tensor, d_tokens);
+  AO_CUDA(cudaDeviceSynchronize());  // d_tokens is freed on return
+}
+
 DeviceInputs make_device_inputs(const Layout& l, Storage st, bool from_host, const Inputs* host) {
   const Case& c = l.c;
   DeviceInputs d;

@@ -35,6 +35,12 @@ std::vector<int64_t> kv_token_ids(const Layout& l);
 // (from_host = true: the knob inputs=host, for inputs that did not come from the generator).
 DeviceInputs make_device_inputs(const Layout& l, Storage st, bool from_host, const Inputs* host);
 
+// One tensor of `rows` x `width` generated on the device from per-row canonical token ids (-1: pad
+// slot, filled with the case's poison): the building block of make_device_inputs and of cp-run.
+void alloc_tensor(DeviceTensor& t, Storage st, int64_t rows, int64_t width);
+void generate_tensor(DeviceTensor& t, Storage st, int64_t rows, int64_t width, const Case& c, uint32_t tensor,
+                     const std::vector<int64_t>& tokens);
+
 // Copies a device tensor back as fp32 values (bf16 widened exactly): used by the bit-identity tests.
 std::vector<float> download_f32(const DeviceTensor& t);
 

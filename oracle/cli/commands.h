@@ -26,6 +26,9 @@ struct CommandRegistrar {
 
 std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim);
 std::string join_case_args(const std::vector<std::string>& args);
+// This process's command line (main() records it; cp-run re-executes it once per rank).
+void set_cli_argv(int argc, char** argv);
+const std::vector<std::string>& cli_argv();
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results);
 
 }  // namespace ao

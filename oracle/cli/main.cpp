@@ -50,6 +50,7 @@ int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string
 
 int main(int argc, char** argv) {
   using namespace ao;
+  set_cli_argv(argc, argv);
   CLI::App app{"attn-oracle: correctness oracle and differential fuzzer for attention kernels"};
   app.require_subcommand(1);
   LayoutLimits lim;

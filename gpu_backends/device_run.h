@@ -1,0 +1,16 @@
+// A GPU backend whose kernel can run on inputs already on the device: `cp-run` generates each rank's
+// chunks on its own GPU, all-gathers K/V with NCCL, and hands the result in here.
+#pragma once
+#include "attn_oracle/tensors.h"
+#include "device_inputs.h"
+
+namespace ao::gpu {
+
+class DeviceRunnable {
+ public:
+  virtual ~DeviceRunnable() = default;
+  // Fills `out` (host buffers, pre-sentinelled) from the kernel's device outputs.
+  virtual void run_on_device(const Layout& l, const DeviceInputs& in, Outputs& out) = 0;
+};
+
+}  // namespace ao::gpu
