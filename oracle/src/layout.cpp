@@ -67,12 +67,14 @@ std::vector<int64_t> place(const std::string& off_key, const std::vector<int64_t
   }
   int64_t end = off[B - 1] + lens[B - 1];
   if (implied_cap >= 0 && capacity >= 0 && implied_cap != capacity && !given.empty())
-    throw CaseError(cap_key, fmt::format("{}", capacity),
+    throw CaseError(cap_key ? cap_key : off_key, cap_key ? fmt::format("{}", capacity) : list_str(given),
                     fmt::format("disagrees with the last entry of {} ({})", off_key, implied_cap));
   if (capacity >= 0 && tail > 0) throw CaseError("tail", fmt::format("{}", tail), "give capacity or tail, not both");
-  cap = capacity >= 0 ? capacity : std::max(implied_cap, end) + tail;
+  // cap_key == nullptr: the capacity is another buffer's (O/stats follow Q), not a key the user gave.
+  cap = capacity >= 0 ? capacity : (implied_cap >= 0 ? implied_cap : end) + tail;
   if (end > cap)
-    throw CaseError(capacity >= 0 ? cap_key : off_key, capacity >= 0 ? fmt::format("{}", capacity) : list_str(given),
+    throw CaseError(capacity >= 0 && cap_key ? cap_key : off_key,
+                    capacity >= 0 && cap_key ? fmt::format("{}", capacity) : list_str(given),
                     fmt::format("sequence {} ends at row {}, past the capacity of {} rows", B - 1, end, cap));
   return off;
 }
@@ -118,16 +120,20 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
   }
 
   int64_t qcap = 0, kvcap = 0, ocap = 0, scap = 0;
-  auto q_off = place(c.q_offsets == c.kv_offsets && !c.q_offsets.empty() ? "padded_offsets" : "q_offsets",
-                     c.q_offsets, c.q_pad == c.kv_pad && !c.q_pad.empty() ? "pad" : "q_pad", c.q_pad, c.q_lens,
-                     c.q_capacity, "q_capacity", c.tail, qcap);
+  const bool one_capacity = c.q_capacity >= 0 && c.q_capacity == c.kv_capacity;
+  const char* qcap_key = one_capacity ? "capacity" : "q_capacity";
+  const char* kvcap_key = one_capacity ? "capacity" : "kv_capacity";
+  const char* q_off_key = c.q_offsets == c.kv_offsets && !c.q_offsets.empty() ? "padded_offsets" : "q_offsets";
+  const char* q_pad_key = c.q_pad == c.kv_pad && !c.q_pad.empty() ? "pad" : "q_pad";
+  auto q_off = place(q_off_key, c.q_offsets, q_pad_key, c.q_pad, c.q_lens,
+                     c.q_capacity, qcap_key, c.tail, qcap);
   auto kv_off = place(c.q_offsets == c.kv_offsets && !c.kv_offsets.empty() ? "padded_offsets" : "kv_offsets",
                       c.kv_offsets, c.q_pad == c.kv_pad && !c.kv_pad.empty() ? "pad" : "kv_pad", c.kv_pad,
-                      c.kv_lens, c.kv_capacity, "kv_capacity", c.tail, kvcap);
-  auto o_off = c.o_offsets.empty() ? q_off : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, qcap, "q_capacity", 0, ocap);
+                      c.kv_lens, c.kv_capacity, kvcap_key, c.tail, kvcap);
+  auto o_off = c.o_offsets.empty() ? q_off : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, qcap, nullptr, 0, ocap);
   auto s_off = c.stats_offsets.empty() ? q_off
                                        : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens, qcap,
-                                               "q_capacity", 0, scap);
+                                               nullptr, 0, scap);
 
   int64_t pq = 0, pkv = 0;
   for (size_t b = 0; b < B; ++b) {
@@ -152,15 +158,22 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
     for (size_t b = 0; b < B; ++b) {
       auto& d = l.docs[b];
       if (d.q_padded % parts != 0) {
-        bool explicit_off = !c.q_offsets.empty() || !c.q_pad.empty() || c.tail > 0;
-        throw CaseError(explicit_off ? (c.q_offsets.empty() ? (c.tail > 0 && b + 1 == B ? "tail" : "pad") : "padded_offsets") : "docs",
-                        explicit_off ? list_str(c.q_offsets.empty() ? c.q_pad : c.q_offsets) : list_str(c.q_lens),
+        // The key that set this padded length: the capacity / tail (last document), offsets, pads, or lengths.
+        const bool last = b + 1 == B;
+        const bool by_cap = last && c.q_capacity >= 0, by_tail = last && !by_cap && c.tail > 0;
+        const char* key = by_cap ? qcap_key : by_tail ? "tail" : !c.q_offsets.empty() ? q_off_key
+                        : !c.q_pad.empty() ? q_pad_key : "docs";
+        throw CaseError(key,
+                        by_cap ? fmt::format("{}", c.q_capacity) : by_tail ? fmt::format("{}", c.tail)
+                        : !c.q_offsets.empty() ? list_str(c.q_offsets) : !c.q_pad.empty() ? list_str(c.q_pad)
+                                               : list_str(c.q_lens),
                         fmt::format("document {} has (padded) length {}, not a multiple of {} ({} cp={})", b,
                                     d.q_padded, parts, c.cp_scheme == CpScheme::Zigzag ? "2*cp for zigzag" : "cp for contiguous", c.cp));
       }
     }
-    if (qcap % parts != 0)
-      throw CaseError("q_capacity", fmt::format("{}", qcap), fmt::format("must be a multiple of {} under CP", parts));
+    if (qcap % parts != 0)  // every padded length is a multiple, so the first offset is not
+      throw CaseError(q_off_key, list_str(c.q_offsets),
+                      fmt::format("the first sequence starts at row {}, not a multiple of {} under CP", q_off[0], parts));
     l.q_rows = l.o_rows = l.stats_rows = qcap / c.cp;
     for (size_t b = 0; b < B; ++b) {
       auto& d = l.docs[b];
@@ -215,8 +228,8 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
   }
   if (bytes > double(lim.max_bytes))
     throw CaseError("docs", list_str(c.q_lens),
-                    fmt::format("tensors need {:.2f} GiB, over the memory cap of {:.2f} GiB (--max-mem)",
-                                bytes / double(1 << 30), double(lim.max_bytes) / double(1 << 30)));
+                    fmt::format("tensors need {:.0f} bytes ({:.2f} GiB), over the memory cap of {} bytes ({:.2f} GiB, --max-mem)",
+                                bytes, bytes / double(1 << 30), lim.max_bytes, double(lim.max_bytes) / double(1 << 30)));
   l.tensor_bytes = int64_t(bytes);
 
   l.row_segment.assign(size_t(l.q_rows), -1);
