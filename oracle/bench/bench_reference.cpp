@@ -1,0 +1,103 @@
+// Throughput of the CPU references against an OpenBLAS GEMM baseline measured in the same run and
+// with the same thread count (one thread per physical core). Counters: GFLOP/s of the useful work
+// (multiply-adds over allowed keys only, not tile padding), so "ours / sgemm" is the ratio the
+// performance targets are stated in. Cases are case lines: --indexer-case=..., --sdpa-case=...
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "attn_oracle/reference.h"
+#include "../src/reference_plan.h"
+
+namespace {
+
+using namespace ao;
+
+void gemm_baseline(benchmark::State& st, bool fp64, int n) {
+  const int threads = detail::reference_threads();
+  openblas_set_num_threads(threads);
+  const size_t e = size_t(n) * size_t(n);
+  std::vector<float> a(e, 0.5f), b(e, 0.25f), c(e);
+  std::vector<double> ad(fp64 ? e : 0, 0.5), bd(fp64 ? e : 0, 0.25), cd(fp64 ? e : 0);
+  for (auto _ : st) {
+    if (fp64)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, ad.data(), n, bd.data(), n, 0.0,
+                  cd.data(), n);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                  c.data(), n);
+    benchmark::ClobberMemory();
+  }
+  st.counters["GFLOP"] = benchmark::Counter(2.0 * n * n * double(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = threads;
+}
+
+// Multiply-adds x 2 over the allowed keys of every checked row.
+double useful_flops(const Layout& l) {
+  double keys = 0;
+  for (int64_t r : l.check_rows) {
+    if (!l.valid_row(r)) continue;
+    int64_t lo, hi;
+    l.allowed_range(l.seg_of(r).doc, l.pos_of(r), lo, hi);
+    keys += double(std::max<int64_t>(hi - lo, 0));
+  }
+  if (l.c.op == Op::Indexer) return 2.0 * keys * l.c.heads * l.c.dim;
+  return 2.0 * keys * l.c.hq * (l.c.dim + l.c.dim_v);
+}
+
+void reference_case(benchmark::State& st, const std::string& line) {
+  const Layout l = make_layout(parse_case(line));
+  const Inputs in = make_inputs(l);
+  Outputs out = make_sentinel_outputs(l);
+  for (auto _ : st) {
+    if (l.c.op == Op::Indexer)
+      reference_indexer(l, in, out);
+    else
+      reference_sdpa(l, in, out);
+    benchmark::ClobberMemory();
+  }
+  st.counters["GFLOP"] = benchmark::Counter(useful_flops(l) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = detail::reference_threads();
+  st.SetLabel(line);
+}
+
+std::string flag(int argc, char** argv, const char* name, const char* dflt) {
+  const size_t n = std::strlen(name);
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], name, n) == 0 && argv[i][n] == '=') return argv[i] + n + 1;
+  return dflt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  // One CP rank of a 32k-token document at the seed's dims (cp=32 rank=31: 1024 rows x ~16k keys).
+  const std::string idx = flag(argc, argv, "--indexer-case",
+                               "op=indexer docs=32768 cp=32 rank=31 heads=32 dim=128 topk=2048 seed=7");
+  // A 32k-token pack of 4 documents, 8 heads x 128, causal.
+  const std::string sdpa = flag(argc, argv, "--sdpa-case", "op=sdpa docs=8192*4 hq=8 hkv=8 dim=128 seed=7");
+  const int reps = std::max(1, std::atoi(flag(argc, argv, "--reps", "3").c_str()));
+  auto reg = [](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+  };
+  // The machine may be shared: each repetition measures the baselines right before its cases, and
+  // scripts/bench.sh takes the median over repetitions of the per-repetition ratios.
+  for (int r = 0; r < reps; ++r) {
+    const std::string t = "/rep:" + std::to_string(r);
+    reg("sgemm_2048" + t, [](benchmark::State& s) { gemm_baseline(s, false, 2048); });
+    reg("dgemm_2048" + t, [](benchmark::State& s) { gemm_baseline(s, true, 2048); });
+    reg("indexer_fp32" + t, [idx](benchmark::State& s) { reference_case(s, idx); });
+    reg("indexer_fp64" + t, [idx](benchmark::State& s) { reference_case(s, idx + " precision=fp64"); });
+    reg("sdpa_fp32" + t, [sdpa](benchmark::State& s) { reference_case(s, sdpa); });
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
