@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iostream>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -96,6 +98,8 @@ std::string cp_layout(Gen& g, int family_kind, bool indexer, int ratio) {
   if (!zig) s += " cp_scheme=contiguous";
   if (ratio > 1) s += fmt::format(" ratio={}", ratio);
   if (g.coin(0.3)) s += " crop=1";
+  if (indexer && g.coin(0.4)) s += g.coin() ? " mask=topleft" : " mask=none";  // positions stay absolute
+  if (!indexer && g.coin(0.3)) s += fmt::format(" window={}", g.uni(1, 40));
   if (ql == kvl)
     s += " docs=" + list(ql);
   else
@@ -117,7 +121,6 @@ std::string cp_layout(Gen& g, int family_kind, bool indexer, int ratio) {
     if (g.coin(0.5)) s += " kv_pad=" + list(kvpad);
     if (g.coin(0.3)) s += fmt::format(" tail={}", parts * g.uni(1, 2));
   }
-  (void)indexer;
   return s;
 }
 
@@ -181,7 +184,8 @@ std::string gen_indexer(uint64_t seed, int fam) {
       break;
     }
     case 11: {  // rows= sampling on larger documents
-      s += " docs=" + list(lens(g, g.uni(1, 3), 500, 0)) + fmt::format(" rows={}", g.uni(1, 40));
+      // Documents past the reference's 512-key tile.
+      s += " docs=" + list(lens(g, g.uni(1, 3), 1300, 0)) + fmt::format(" rows={}", g.uni(1, 40));
       if (g.coin(0.4)) s = "op=indexer heads=2 dim=16" + cp_layout(g, 2, true, 1) + fmt::format(" rows={}", g.uni(1, 20));
       break;
     }
@@ -495,6 +499,80 @@ INSTANTIATE_TEST_SUITE_P(Families, IndexerCross, ::testing::Range(0, 12),
                          [](const auto& info) { return std::string(kIndexerFamilies[info.param]); });
 INSTANTIATE_TEST_SUITE_P(Families, SdpaCross, ::testing::Range(0, 12),
                          [](const auto& info) { return std::string(kSdpaFamilies[info.param]); });
+
+// The generators must keep producing every layout family they claim (checked on the same seeds).
+TEST(NaiveCrossCheck, GeneratorsCoverEveryFamily) {
+  for (bool indexer : {true, false}) {
+    std::map<std::string, int> seen;
+    for (int fam = 0; fam < 12; ++fam)
+      for (int i = 0; i < kCasesPerFamily; ++i) {
+        const uint64_t gseed = kGenSeed + uint64_t(indexer ? 0 : 100000) + uint64_t(fam) * 1000 + uint64_t(i);
+        const Case c = parse_case(indexer ? gen_indexer(gseed, fam) : gen_sdpa(gseed, fam));
+        const naive::NaiveLayout nl = naive::derive(c);
+        auto hit = [&](const std::string& k, bool b) { seen[k] += b; };
+        hit("multi_doc", c.q_lens.size() > 1);
+        hit("empty_doc", std::count(c.q_lens.begin(), c.q_lens.end(), 0) > 0);
+        hit("q_pad_slots", std::count(nl.row_owner.begin(), nl.row_owner.end(), -1) > 0);
+        hit("kv_pad_slots", std::count(nl.kv_owner.begin(), nl.kv_owner.end(), -1) > 0);
+        hit("explicit_offsets", !c.q_offsets.empty() || !c.kv_offsets.empty());
+        hit("q_ne_kv_offsets", nl.q_off != nl.kv_off);
+        hit("q_len_ne_kv_len", c.q_lens != c.kv_lens);
+        hit("tail", c.tail > 0);
+        hit("mask_none", c.mask == MaskKind::None);
+        hit("mask_topleft", c.mask == MaskKind::TopLeft);
+        hit("mask_bottomright", c.mask == MaskKind::BottomRight);
+        for (int cp : {2, 3, 4, 8}) hit(fmt::format("cp{}", cp), c.cp == cp);
+        hit("zigzag", c.cp > 1 && c.cp_scheme == CpScheme::Zigzag);
+        hit("contiguous", c.cp > 1 && c.cp_scheme == CpScheme::Contiguous);
+        hit("rank_last", c.cp > 1 && c.rank == c.cp - 1);
+        hit("crop", c.crop);
+        bool part = false, whole = false, no_key = false, short_row = false, long_row = false;
+        for (const auto& sg : nl.segs) {
+          part |= sg.valid > 0 && sg.valid < sg.rows;
+          whole |= c.cp > 1 && sg.rows > 0 && sg.valid == 0;
+        }
+        for (const auto& r : nl.rows) {
+          if (!r.valid) continue;
+          int64_t lo, hi;
+          naive::allowed(c, nl, r.doc, r.pos, lo, hi);
+          no_key |= hi == lo;
+          if (indexer) {
+            short_row |= hi - lo > 0 && hi - lo < c.topk;
+            long_row |= hi - lo > c.topk;
+          }
+        }
+        hit("chunk_partly_padding", part);
+        hit("chunk_wholly_padding", whole);
+        hit("row_without_keys", no_key);
+        for (DType d : {DType::F32, DType::BF16, DType::F16}) hit(dtype_name(d), c.dtype == d);
+        hit("rows_sampled", c.rows > 0);
+        for (Poison p : {Poison::NaN, Poison::Inf, Poison::Large, Poison::None})
+          hit(fmt::format("poison{}", int(p)), c.poison == p);
+        if (indexer) {
+          hit("ratio", c.ratio > 1);
+          hit("ratio_cp", c.ratio > 1 && c.cp > 1);
+          hit("levels", c.levels > 0);
+          hit("topk_above_allowed", short_row);
+          hit("topk_below_allowed", long_row);
+          hit("doc_past_key_tile", *std::max_element(c.kv_lens.begin(), c.kv_lens.end()) > 512);
+        } else {
+          hit("window", c.window > 0);
+          hit("window_cp", c.window > 0 && c.cp > 1);
+          hit("gqa", c.hq > c.hkv);
+          hit("mqa", c.hq > 1 && c.hkv == 1);
+          hit("dim_v", c.dim_v != c.dim);
+          hit("o_offsets", !c.o_offsets.empty());
+          hit("stats_offsets", !c.stats_offsets.empty());
+        }
+      }
+    std::string summary;
+    for (const auto& [k, n] : seen) {
+      EXPECT_GE(n, 3) << (indexer ? "indexer" : "sdpa") << " family feature " << k;
+      summary += fmt::format(" {}={}", k, n);
+    }
+    std::cout << (indexer ? "indexer" : "sdpa") << " layouts by feature:" << summary << "\n";
+  }
+}
 
 // The cross-check must be able to fail: each bug model's Quirks on the production path is caught.
 int failures_of(const std::function<void()>& f) {
