@@ -28,9 +28,12 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="do not pre-import torch (tests)")
     a = ap.parse_args()
     if not a.no_torch:
-        import torch
-        if torch.cuda.is_available():
-            torch.zeros(1, device="cuda")
+        try:  # warm torch and CUDA once; adapters that need torch report its absence themselves
+            import torch
+            if torch.cuda.is_available():
+                torch.zeros(1, device="cuda")
+        except ImportError as e:
+            print(f"ao_serve: torch not importable ({e}); serving anyway", file=sys.stderr, flush=True)
     if os.path.exists(a.socket):
         os.remove(a.socket)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -65,6 +65,8 @@ def run(argv):
             from torch.nn.attention.varlen import AuxRequest, varlen_attn
         except ImportError as e:
             skip(f"torch_varlen_sdpa: torch {torch.__version__} has no torch.nn.attention.varlen ({e})")
+        if int(case.dims["dim_v"]) != int(case.dims["dim"]):
+            skip("torch_varlen_sdpa: varlen_attn needs dim_v == dim")
         if dt == torch.float32:
             skip("torch_varlen_sdpa: varlen_attn (Flash Attention) takes fp16/bf16 only")
         for s, key_hi in zip(segs, spans):
@@ -92,8 +94,11 @@ def run(argv):
             win = (case.window - 1, 0)
         else:
             win = (-1, 0)
-        out, l = varlen_attn(Q, Kp, Vp, cu_q, cu_k, max(s["valid"] for s in segs), max(spans),
-                             return_aux=AuxRequest(lse=True), scale=case.scale, window_size=win)
+        try:  # a shape the kernel refuses (head dim, dtype, ...) is a decline: skipped, with its message
+            out, l = varlen_attn(Q, Kp, Vp, cu_q, cu_k, max(s["valid"] for s in segs), max(spans),
+                                 return_aux=AuxRequest(lse=True), scale=case.scale, window_size=win)
+        except (RuntimeError, ValueError, NotImplementedError) as e:
+            skip(f"torch_varlen_sdpa: varlen_attn declined the case: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
         if l.shape == (hq, Q.shape[0]):
             l = l.transpose(0, 1)
         for j, s in enumerate(segs):
