@@ -29,7 +29,7 @@ for t in fuzz_case_line fuzz_differential; do
   mkdir -p "$work"
   echo "libfuzzer: $t for ${secs}s"
   # New inputs go to the work dir (first); the committed corpus is only read.
-  if ASAN_OPTIONS=detect_leaks=1 "$bdir/fuzz/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 \
+  if OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 "$bdir/fuzz/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 \
        -error_exitcode=77 -timeout_exitcode=77 -print_final_stats=1 -artifact_prefix="$bdir/$t-" \
        "$work" "fuzz/corpus/$t" >"$bdir/$t.log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^#[0-9]+ *DONE" "$bdir/$t.log" | sed "s/^/  /" || true
