@@ -1,6 +1,7 @@
 // Case-line parser and canonical printer. Value-level validation lives here (numbers, enums,
 // ranges of single keys); structural validation (offsets, CP divisibility, memory) in layout.cpp.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -273,6 +274,12 @@ Case parse_case(const std::string& line) {
   if ((seen.count("docs") + seen.count("lens")) > 1 ||
       ((seen.count("docs") || seen.count("lens")) && (seen.count("q_lens") || seen.count("kv_lens"))))
     throw CaseError("docs", "", "give docs/lens, or q_lens with kv_lens, not both");
+  // The other both-buffer aliases: one would silently override the other, depending on key order.
+  static const std::array<std::array<const char*, 3>, 3> kAliases = {
+      {{"pad", "q_pad", "kv_pad"}, {"padded_offsets", "q_offsets", "kv_offsets"}, {"capacity", "q_capacity", "kv_capacity"}}};
+  for (const auto& [both, q, kv] : kAliases)
+    if (seen.count(both) && (seen.count(q) || seen.count(kv)))
+      throw CaseError(seen.count(q) ? q : kv, "", fmt::format("give {}, or {} / {}, not both", both, q, kv));
   // One side given alone: the other follows it.
   if (seen.count("q_lens") && !seen.count("kv_lens")) c.kv_lens = c.q_lens;
   if (seen.count("kv_lens") && !seen.count("q_lens")) c.q_lens = c.kv_lens;

@@ -263,6 +263,12 @@ TEST(CaseLineReject, RangeAndOpSpecificKeys) {
       {"op=indexer docs=3 kv_lens=3", {"docs", "kv_lens"}},
       {"op=indexer lens=3 docs=3", {"docs", "lens"}},
       {"op=indexer q_lens=3,4 kv_lens=3", {"kv_lens"}},
+      // both-buffer aliases together with a per-buffer key: one would silently override the other
+      {"op=sdpa lens=3,2 padded_offsets=0,4 q_offsets=0,5", {"q_offsets", "padded_offsets"}},
+      {"op=sdpa lens=3,2 kv_offsets=0,3 padded_offsets=0,4", {"kv_offsets", "padded_offsets"}},
+      {"op=sdpa docs=3,2 pad=1 q_pad=2", {"q_pad", "pad"}},
+      {"op=sdpa docs=3,2 kv_pad=2 pad=1", {"kv_pad", "pad"}},
+      {"op=sdpa docs=3,2 capacity=9 kv_capacity=8", {"kv_capacity", "capacity"}},
   };
   for (const auto& b : bad) expect_rejected(b);
 }
