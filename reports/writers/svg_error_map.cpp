@@ -255,6 +255,7 @@ std::string svg_error_map(const CaseArtifacts& a, const std::string& id) {
 
   // One verdict cell per buffer row (worst over O and LSE), with labels when rows are wide enough.
   o += svg::text(kLeft - 10, y + 10, "row verdict", "bl", "end");
+  o += "<g shape-rendering=\"crispEdges\">";
   for (int64_t r = 0; r < rb.count(); ++r) {
     const Cell& c = row_worst[size_t(r)];
     std::string fill, tag;
@@ -281,6 +282,7 @@ std::string svg_error_map(const CaseArtifacts& a, const std::string& id) {
     }
     if (sx >= 30 && !tag.empty()) o += svg::text(kLeft + (double(r) + 0.5) * sx, y + 29, tag, c.st >= kClobbered ? "tb" : "tg", "middle");
   }
+  o += "</g>";
   o += svg::rect(kLeft, y, W, 16, "fill=\"none\" stroke=\"#374151\" stroke-width=\"1\"");
   y += sx >= 30 ? 34 : 20;
 

@@ -61,6 +61,8 @@ void draw_bar(std::string& o, const std::string& id, const Geo& g, double h, con
   o += svg::rect(g.x(0), g.y, kBarW, h, "fill=\"none\" stroke=\"#374151\" stroke-width=\"1\"");
 }
 
+void ghost(std::string& o, const Layout& l, bool small, double& y);
+
 // Non-CP: one bar per distinct placement (Q, K/V, O, stats), plus the prefix(lens) placement when the
 // bound offsets differ from it.
 void plain_bars(std::string& o, const Layout& l, const std::string& id, double& y) {
@@ -92,6 +94,7 @@ void plain_bars(std::string& o, const Layout& l, const std::string& id, double& 
   merge("O", o_off, q_len, l.o_rows);
   merge("stats", s_off, q_len, l.stats_rows);
   const bool small = l.docs.size() <= 64;
+  bool first = true;
   for (const auto& b : bufs) {
     Geo g{y, b.rows};
     std::vector<Span> spans;
@@ -105,8 +108,14 @@ void plain_bars(std::string& o, const Layout& l, const std::string& id, double& 
     draw_bar(o, id, g, 26, b.name + " buffer", fmt::format("{} rows", b.rows), spans, end, true);
     tick_labels(o, g, 26, ticks, "tk");
     y += 50;
+    if (first && packed != q_off) ghost(o, l, small, y);  // right under the Q buffer it refers to
+    first = false;
   }
-  if (packed != q_off) {  // what a kernel that derives offsets from the lengths addresses
+}
+
+// Where a kernel that derives each sequence's start from the lengths (prefix sums) puts them.
+void ghost(std::string& o, const Layout& l, bool small, double& y) {
+  {
     Geo g{y, l.q_rows};
     o += svg::text(kLeft - 10, y + 8, "prefix(lens) offsets", "bl", "end");
     o += svg::text(kLeft - 10, y + 20, "ignoring the bound ones", "bs", "end");

@@ -181,9 +181,9 @@ std::string draw_panel(const CaseArtifacts& a, const std::vector<RowPicks>& pick
     }
     if (!d.empty()) o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>", d, kLimitColour);
   }
-  // Document boundaries in the KV buffer, and the key axis.
+  // Document boundaries in the KV buffer (when few enough to read), and the key axis.
   for (const auto& d : l.docs)
-    if (d.kv_off > p.k0 && d.kv_off < p.k1) {
+    if (l.docs.size() <= 32 && d.kv_off > p.k0 && d.kv_off < p.k1) {
       const double x = p.x + double(d.kv_off - p.k0) / double(p.k1 - p.k0) * p.w;
       o += svg::line(x, geo.y0, x, geo.y0 + geo.h(), "stroke=\"#111827\" stroke-width=\"1.5\" stroke-dasharray=\"3 2\"");
     }
@@ -305,8 +305,8 @@ std::string svg_selection_map(const CaseArtifacts& a, const std::string& id) {
   for (size_t i = 0; i < nseg; ++i) {
     const auto& s = l.segments[i];
     const double y = geo.y(s.row0);
-    const double x1 = spark_x + spark_w;
-    o += svg::line(left - 6, y, x1, y, "stroke=\"#111827\" stroke-width=\"1\" stroke-opacity=\"0.6\"");
+    if (nseg > 32) break;  // too many to draw; the table below lists the first ones
+    o += svg::line(left - 6, y, spark_x + spark_w, y, "stroke=\"#111827\" stroke-width=\"1\" stroke-opacity=\"0.6\"");
     if (nseg > 16) continue;
     const double yh = geo.y(s.row0 + s.rows) - y;
     const double yt = y + std::min(yh / 2, 30.0);
@@ -354,7 +354,8 @@ std::string svg_selection_map(const CaseArtifacts& a, const std::string& id) {
   std::string t = "<table class=\"reach\"><tr><th>segment</th><th>Q rows</th><th>positions (q_causal_offset)</th>"
                   "<th>checked rows</th><th>mean overlap</th><th>reference: max(pick − causal limit)</th>"
                   "<th>backend: max(pick − causal limit)</th><th>rows whose backend picks all lie in [0, row − first row]</th></tr>";
-  for (size_t i = 0; i < nseg && i < 64; ++i) {
+  std::vector<std::string> rows_bad, rows_ok;
+  for (size_t i = 0; i < nseg; ++i) {
     const auto& s = l.segments[i];
     const int64_t base = l.docs[size_t(s.doc)].kv_off;
     int64_t n = 0, local = 0;
@@ -385,16 +386,28 @@ std::string svg_selection_map(const CaseArtifacts& a, const std::string& id) {
     }
     auto reach = [](int64_t v) { return v == INT64_MIN ? std::string("–") : fmt::format("{}", v); };
     const bool bad = got_reach != INT64_MIN && ref_reach != INT64_MIN && got_reach != ref_reach;
-    t += fmt::format("<tr><td>{}</td><td>{}–{}</td><td>{}–{} ({})</td><td>{}</td><td>{:.3f}</td><td>{}</td>"
+    auto& dst = bad || (n && ov < double(n)) ? rows_bad : rows_ok;
+    if (rows_bad.size() >= 16 && &dst == &rows_bad) { dst.emplace_back(); continue; }  // counted, not shown
+    if (rows_bad.size() + rows_ok.size() >= 16 && &dst == &rows_ok) { dst.emplace_back(); continue; }
+    dst.push_back(fmt::format("<tr><td>{}</td><td>{}–{}</td><td>{}–{} ({})</td><td>{}</td><td>{:.3f}</td><td>{}</td>"
                      "<td{}>{}{}</td><td>{}</td></tr>",
                      s.chunk >= 0 ? fmt::format("doc {} chunk {}", s.doc, s.chunk) : fmt::format("doc {}", s.doc), s.row0,
                      s.row0 + s.rows - 1, s.pos0, s.pos0 + s.rows - 1, s.pos0, n, n ? ov / double(n) : 0.0, reach(ref_reach),
                      bad ? " class=\"bad\"" : "", reach(got_reach),
                      got_reach != INT64_MIN && s.pos0 > 0 && got_reach == -s.pos0 ? " (= −q_causal_offset)" : "",
-                     s.pos0 > 0 ? fmt::format("{} of {}", local, n) : std::string("–"));
+                     s.pos0 > 0 ? fmt::format("{} of {}", local, n) : std::string("–")));
   }
+  size_t shown = 0;
+  for (const auto* v : {&rows_bad, &rows_ok})
+    for (const auto& row : *v)
+      if (!row.empty() && shown < 16) {
+        t += row;
+        ++shown;
+      }
   t += "</table>";
-  if (nseg > 64) t += fmt::format("<p class=\"note\">{} more segments not listed.</p>", nseg - 64);
+  if (shown < nseg)
+    t += fmt::format("<p class=\"note\">{} of {} segments listed ({} with overlap &lt; 1 or a different reach; those first).</p>",
+                     shown, nseg, rows_bad.size());
   return svgs + t;
 }
 
