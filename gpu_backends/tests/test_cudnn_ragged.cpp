@@ -110,4 +110,7 @@ TEST(CudnnRagged, KnobsAreParsedAndBadOnesNamed) {
   EXPECT_THROW(parse_knobs("impl=fast"), CaseError);
   EXPECT_THROW(parse_knobs("guard=-1"), CaseError);
   EXPECT_THROW(parse_knobs("colour=red"), CaseError);
+  EXPECT_TRUE(parse_knobs("").ragged_stats);
+  EXPECT_FALSE(parse_knobs("ragged_stats=0").ragged_stats);
+  EXPECT_THROW(parse_knobs("ragged_stats=2"), CaseError);
 }

@@ -78,3 +78,9 @@ TEST(CudnnSdpa, DeclinedGraphsAreSkippedWithCudnnsMessage) {
   else
     EXPECT_EQ(u.verdict.kind, Verdict::Pass) << format_result(u);
 }
+
+TEST(CudnnSdpa, PaddedStatsLayoutScattersBackToTheStatsRows) {
+  NEED_CUDNN("cudnn-sdpa:ragged_stats=0");
+  const auto r = run(*backend, *ref, "op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 seed=31");
+  EXPECT_EQ(r.verdict.kind, Verdict::Pass) << format_result(r);
+}

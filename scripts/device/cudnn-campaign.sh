@@ -149,9 +149,9 @@ for spec in $AO_CUDNN_LIBS; do
     stamp "question cases"
     for f in "$qdir"/*.case; do
       be=$(sed -n '1s/^# backend: //p' "$f")
-      timeout 150 "$bin/attn-oracle" gate "$f" --backend "$be" --report-dir "$found/q-$tag-$(basename "$f" .case)" >"$out/gate.txt" 2>&1
+      timeout 150 "$bin/attn-oracle" gate "$f" --backend "$be" --report-dir "$found/q-$tag-$(basename "$f" .case)" >"$out/gate.txt" 2>"$out/gate.err"
       echo "gate exit: $?"
-      cat "$out/gate.txt"; summarise "$tag" <"$out/gate.txt"
+      cat "$out/gate.err" "$out/gate.txt"; summarise "$tag" <"$out/gate.txt"  # log=1 lines go to stderr
     done
     stamp "gate"
     shopt -s nullglob globstar
@@ -177,6 +177,6 @@ for spec in $AO_CUDNN_LIBS; do
 done
 
 tar -czf "$out/found.tgz" -C "$out" found questions 2>/dev/null
-rm -rf "$found" "$qdir" "$out/gate.txt"
+rm -rf "$found" "$qdir" "$out/gate.txt" "$out/gate.err"
 awk -F'\t' 'NR>1{n[$1" "$3]++} END{for(k in n) print k, n[k]}' "$summary" | sort
 stamp "campaign finished"
