@@ -52,15 +52,11 @@ gate() {  # name, case file, backend...
 
 gate indexer "$work/indexer.case" "exec:$client torch_indexer"
 gate sdpa "$work/sdpa.case" "exec:$client torch_varlen_sdpa --impl varlen" "exec:$client torch_varlen_sdpa --impl sdpa"
-# A kernel-like variant: bf16 matmuls (scores rounded to bf16) on the seed's single-document cases.
-grep -hE '^op=indexer' corpus/seeds/dsa-single-doc-cp32.case > "$work/idx-bf16.case"
-[[ -n "${AO_CAMPAIGN_QUICK:-}" ]] && head -2 "$work/idx-bf16.case" > "$work/x" && mv "$work/x" "$work/idx-bf16.case"
-gate indexer-bf16 "$work/idx-bf16.case" "exec:$client torch_indexer --compute input"
 # The cuda-indexer plugin (built here or carried in .ext-bin by scripts/build-gpu-plugin.sh): correct
 # and with the seed's chunk-local mask re-created by its knob.
 plug="$PWD/.ext-bin/libao_cuda_indexer_plugin.so"
 [[ -f "$plug" ]] || bash scripts/build-gpu-plugin.sh "$plug" > "$OUT/plugin-build.txt" 2>&1
-grep -hE '^op=indexer' corpus/seeds/*.case > "$work/idx-seeds.case"
+grep -hE '^op=indexer docs=(8192|32768|8192,4096) ' corpus/seeds/*.case > "$work/idx-seeds.case"
 [[ -n "${AO_CAMPAIGN_QUICK:-}" ]] && head -2 "$work/idx-seeds.case" > "$work/x" && mv "$work/x" "$work/idx-seeds.case"
 gate plugin "$work/idx-seeds.case" "plugin:$plug"
 gate plugin-topleft "$work/idx-seeds.case" "plugin:$plug:mask=topleft"
@@ -68,6 +64,10 @@ gate plugin-topleft "$work/idx-seeds.case" "plugin:$plug:mask=topleft"
 t0=$SECONDS
 AO="$AO" bash scripts/bisect.sh --plugin-demo > "$OUT/bisect-plugin-demo.txt" 2>&1
 echo "bisect --plugin-demo: exit $? in $((SECONDS - t0)) s" | tee -a "$OUT/bisect-plugin-demo.txt"
+# A kernel-like variant: bf16 matmuls (scores rounded to bf16) on the seed's single-document cases.
+grep -hE '^op=indexer' corpus/seeds/dsa-single-doc-cp32.case > "$work/idx-bf16.case"
+[[ -n "${AO_CAMPAIGN_QUICK:-}" ]] && head -2 "$work/idx-bf16.case" > "$work/x" && mv "$work/x" "$work/idx-bf16.case"
+gate indexer-bf16 "$work/idx-bf16.case" "exec:$client torch_indexer --compute input"
 # Cold start of one adapter process (no warm host), for the record.
 t0=$(date +%s%N)
 "$AO" repro op=indexer docs=8192 cp=32 rank=31 heads=32 dim=128 topk=2048 crop=1 seed=7 rows=64 \
