@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Benchmarks the CPU oracle against baselines measured in the same run and prints one table
+# (case, ours, baseline, ratio) with the machine's core count. Nothing here runs in CI.
+#   scripts/bench.sh            full run (131k-token CP rank: several minutes on 2 cores)
+#   scripts/bench.sh --quick    32k-token document for the side-by-side and the full check
+# Env: BUILD (build dir, default build-bench), REPS (interleaved repetitions, default 3), KEEP (keep
+#      the raw results in this folder; re-print with scripts/bench/table.py),
+#      PYTHON_TORCH (python with torch, default .venv/bin/python when present).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0; [[ "${1:-}" == "--quick" ]] && quick=1
+build=${BUILD:-build-bench}
+reps=${REPS:-3}
+if [[ -n "${KEEP:-}" ]]; then out=$KEEP; mkdir -p "$out"; else out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
+
+log=$out/build.log
+if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DAO_WITH_CUDA=OFF -DAO_BUILD_TESTS=OFF &&
+       cmake --build "$build" -j"$(nproc)" --target attn-oracle ao_bench; } >"$log" 2>&1; then
+  cat "$log"; echo "bench: build failed" >&2; exit 1
+fi
+ao=$build/attn-oracle
+
+echo "bench: Google Benchmark (GEMM baselines interleaved with the reference cases, $reps reps) ..." >&2
+"$build/oracle/bench/ao_bench" --reps="$reps" --benchmark_format=json --benchmark_out="$out/gbench.json" \
+  --benchmark_out_format=json >/dev/null
+
+# Full check of one CP rank (repro --backend cpu-ref: inputs, the reference as backend, the reference,
+# the comparator) under /usr/bin/time -v: wall, user+sys, peak RSS. RSS also at smaller documents.
+docs=(8192 32768 131072); side=131072
+((quick)) && { docs=(8192 32768); side=32768; }
+for d in "${docs[@]}"; do
+  echo "bench: full check, doc=$d ..." >&2
+  /usr/bin/time -v "$ao" repro op=indexer docs=$d cp=32 rank=31 heads=32 dim=128 topk=2048 seed=7 \
+    --backend cpu-ref >"$out/check_$d.txt" 2>"$out/check_$d.time" || true
+done
+
+# What a user would otherwise write, same case shape, same run. numpy: Debian's, on OpenBLAS; the two
+# OPENBLAS_* variables (set on some machines for old OpenBLAS builds) are unset for this command only.
+echo "bench: numpy baseline, doc=$side ..." >&2
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 scripts/bench/indexer_baseline.py --impl numpy --doc $side \
+  >"$out/numpy.json" 2>"$out/numpy.err" || echo '{"impl": "numpy", "error": "failed"}' >"$out/numpy.json"
+py_torch=${PYTHON_TORCH:-}
+[[ -z "$py_torch" && -x .venv/bin/python ]] && py_torch=.venv/bin/python
+if [[ -n "$py_torch" ]] && "$py_torch" -c "import torch" >"$out/torch.err" 2>&1; then
+  echo "bench: torch baseline, doc=$side ..." >&2
+  "$py_torch" scripts/bench/indexer_baseline.py --impl torch --doc $side >"$out/torch.json" 2>>"$out/torch.err" ||
+    echo '{"impl": "torch", "error": "failed"}' >"$out/torch.json"
+else
+  reason=$(tail -1 "$out/torch.err" 2>/dev/null || true)
+  python3 -c 'import json,sys; print(json.dumps({"impl": "torch", "error": sys.argv[1]}))' \
+    "torch not importable${py_torch:+ by $py_torch}: ${reason:-no python with torch (set PYTHON_TORCH)}" >"$out/torch.json"
+fi
+
+python3 scripts/bench/table.py "$out" "$side" "${docs[@]}"

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Prints scripts/bench.sh's table from the files it collected: table.py OUT_DIR SIDE_DOC DOC... ."""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+out, side, docs = sys.argv[1], int(sys.argv[2]), [int(d) for d in sys.argv[3:]]
+
+
+def gbench():
+    by = {}
+    for b in json.load(open(os.path.join(out, "gbench.json")))["benchmarks"]:
+        m = re.match(r"([^/]+)/rep:(\d+)", b["name"])
+        if m and b.get("run_type", "iteration") == "iteration":
+            by.setdefault(m.group(1), {})[int(m.group(2))] = b
+    return by
+
+
+def rates(b):
+    """GFLOP/s by wall time, and by process CPU time per thread (robust on a shared machine)."""
+    wall = b["GFLOP"]
+    return wall, wall * b["real_time"] / b["cpu_time"] * b["threads"]
+
+
+def ratio(by, ours, base):
+    rw, rc, ow, bw = [], [], [], []
+    for rep, o in by.get(ours, {}).items():
+        if rep not in by.get(base, {}):
+            continue
+        (o_w, o_c), (b_w, b_c) = rates(o), rates(by[base][rep])
+        rw.append(o_w / b_w); rc.append(o_c / b_c); ow.append(o_w); bw.append(b_w)
+    if not rw:
+        return None
+    med = statistics.median
+    return med(ow), med(bw), med(rw), med(rc), int(by[ours][0]["threads"])
+
+
+def time_v(path):
+    t = open(path).read()
+    g = lambda k: re.search(re.escape(k) + r":\s*(\S+)", t)
+    wall = g("Elapsed (wall clock) time (h:mm:ss or m:ss)").group(1).split(":")
+    sec = sum(float(x) * 60 ** i for i, x in enumerate(reversed(wall)))
+    return {"wall": sec, "cpu": float(g("User time (seconds)").group(1)) + float(g("System time (seconds)").group(1)),
+            "rss": int(g("Maximum resident set size (kbytes)").group(1)) * 1024}
+
+
+def check(d):
+    txt = open(os.path.join(out, f"check_{d}.txt")).read()
+    m = re.findall(r"time: backend ([\d.]+) s, reference ([\d.]+) s", txt)
+    v = re.search(r"verdict: (\w+)", txt)
+    r = time_v(os.path.join(out, f"check_{d}.time"))
+    r.update(backend=float(m[0][0]) if m else float("nan"), reference=float(m[0][1]) if m else float("nan"),
+             verdict=v.group(1) if v else "?")
+    return r
+
+
+rows = []
+add = lambda *c: rows.append([str(x) for x in c])
+by = gbench()
+for name, base, what, target in [
+        ("indexer_fp32", "sgemm_2048", "indexer fp32 score GFLOP/s (131k doc, cp=32 rank=31, 512 rows x ~65k keys, 32x128)", ">= 0.70"),
+        ("indexer_fp64", "dgemm_2048", "indexer fp64 score GFLOP/s (same case) vs dgemm", "report"),
+        ("indexer_fp64", "sgemm_2048", "indexer fp64 score GFLOP/s (same case) vs sgemm", "report"),
+        ("sdpa_fp32", "sgemm_2048", "sdpa fp32 GFLOP/s (32k-token pack 4x8192, 8 heads x 128, causal)", "report")]:
+    r = ratio(by, name, base)
+    if r:
+        add(what, f"{r[0]:.1f}", f"{base.split('_')[0]} 2048^3: {r[1]:.1f}", f"{r[2]:.2f} (cpu-time {r[3]:.2f})", target)
+
+chk = {d: check(d) for d in docs}
+c = chk[side]
+py = {}
+for impl in ("numpy", "torch"):
+    try:
+        py[impl] = json.loads(open(os.path.join(out, f"{impl}.json")).read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        py[impl] = {"error": "no result"}
+ok = {k: v for k, v in py.items() if "seconds" in v}
+ours_cpu = c["cpu"] / 2  # the repro runs the reference twice (as backend and as reference): an upper bound
+for impl, v in py.items():
+    if "seconds" in v:
+        add(f"indexer reference, doc={side} rank 31 ({v['rows']} rows x {v['keys']} keys) vs {impl} fp32 [{v['info']}]",
+            f"{c['reference']:.1f} s", f"{v['seconds']:.1f} s", f"{v['seconds'] / c['reference']:.2f}x "
+            f"(cpu-time {v['cpu_seconds'] / ours_cpu:.2f}x)", ">= 1.5x vs the faster")
+    else:
+        add(f"indexer reference vs {impl}", f"{c['reference']:.1f} s", "not run", v.get("error", "?"), "")
+if ok:
+    best = min(ok.values(), key=lambda v: v["seconds"])
+    add(f"  faster baseline = {best['impl']}", f"{c['reference']:.1f} s", f"{best['seconds']:.1f} s",
+        f"{best['seconds'] / c['reference']:.2f}x", ">= 1.5x")
+check_s = c["wall"] - c["backend"]
+add(f"full check doc={side} (inputs + reference + comparator = repro wall - backend run), verdict {c['verdict']}",
+    f"{check_s:.1f} s", f"repro wall {c['wall']:.1f} s, cpu {c['cpu']:.1f} s", "", "<= 30 s" if side == 131072 else "")
+for d in docs:
+    add(f"peak RSS, full check doc={d} (repro, two output sets)", f"{chk[d]['rss'] / 2**20:.0f} MiB",
+        f"per 1k tokens {chk[d]['rss'] / 2**20 / (d / 1024):.2f} MiB", "", "<= 2048 MiB, linear")
+
+w = [max(len(r[i]) for r in rows + [["case", "ours", "baseline", "ratio", "target"]]) for i in range(5)]
+line = lambda r: "| " + " | ".join(x.ljust(w[i]) for i, x in enumerate(r)) + " |"
+print(line(["case", "ours", "baseline", "ratio", "target"]))
+print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+for r in rows:
+    print(line(r))
+lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+cores = re.search(r"Core\(s\) per socket:\s*(\d+)", lscpu)
+sockets = re.search(r"Socket\(s\):\s*(\d+)", lscpu)
+model = re.search(r"Model name:\s*(.+)", lscpu)
+phys = int(cores.group(1)) * int(sockets.group(1)) if cores and sockets else "?"
+print(f"\nmachine: {os.cpu_count()} CPUs, {phys} physical cores ({model.group(1).strip() if model else '?'}); "
+      f"threads used: {next(iter(by.values()))[0]['threads'] if by else '?'}; load average now: "
+      f"{' '.join(open('/proc/loadavg').read().split()[:3])}")
+print("ratios: medians over interleaved repetitions, by wall time and by process CPU time per thread "
+      "(the latter is robust when other jobs share the cores)")
