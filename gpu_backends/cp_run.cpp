@@ -311,6 +311,12 @@ int spawn_ranks(const CpRunOptions& o) {
 }  // namespace
 
 int cp_run(const CpRunOptions& o) {
+  {  // bad input is exit 2 even where no GPU could run it
+    const Layout l = make_layout(parse_case(o.case_line));
+    auto b = make_backend(o.backend);
+    if (!dynamic_cast<DeviceRunnable*>(b.get()))
+      throw CaseError("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");
+  }
   if (auto why = unavailable_reason(); !why.empty()) {
     std::cout << "cp-run: skipped: " << why << "\n";
     return 125;

@@ -29,6 +29,9 @@ CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {
   sub->add_option("--rendezvous", a->rendezvous, "file for the NCCL id (shared file system under srun)");
   sub->add_option("--report-dir", a->report_dir, "write per-rank reports here");
   return AppCommand{sub, [a, &app]() -> int {
+    const Layout l = make_layout(parse_case(join_case_args(a->case_args)));  // bad input: exit 2 anywhere
+    if (l.c.cp % a->gpus != 0)
+      throw CaseError("cp", std::to_string(l.c.cp), "cannot be folded over --gpus " + std::to_string(a->gpus));
 #if defined(AO_HAVE_NCCL)
     gpu::CpRunOptions o;
     o.case_line = join_case_args(a->case_args);
