@@ -34,7 +34,7 @@ for m in $models; do
     echo "$fc" >> "$tmp/cases"
     sed -n 's/.*first_failure_seconds=\([0-9.]*\).*/\1/p' <<<"$res" >> "$tmp/secs"
     sed -n 's/^    shrunk (\([0-9]*\) steps.*/\1/p' <<<"$out" | head -1 >> "$tmp/steps"
-    [[ -z "$example" ]] && example=$(sed -n 's/^    shrunk ([0-9]* steps, [0-9]* runs): //p' <<<"$out" | head -1)
+    [[ -z "$example" ]] && example=$(sed -n 's/^    shrunk ([^)]*): //p' <<<"$out" | head -1)
   done
   echo "| $m | $found/$seeds | $(median < "$tmp/cases") | $(median < "$tmp/secs") | $(median < "$tmp/steps") | \`$example\` |"
 done

@@ -68,8 +68,8 @@ std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
                    opt.gen.dims == DimsProfile::Glm ? "glm" : "small", f.index);
   s += fmt::format("# original: {}\n", f.original);
   s += fmt::format("# original failing: {}\n", failing_summary(f.original_result.verdict));
-  s += fmt::format("# shrunk in {} steps ({} runs); shrunk failing: {}\n", f.steps, f.runs,
-                   failing_summary(f.shrunk_result.verdict));
+  s += fmt::format("# shrunk in {} steps ({} runs{}); shrunk failing: {}\n", f.steps, f.runs,
+                   f.shrink_budget_exhausted ? ", run budget exhausted" : "", failing_summary(f.shrunk_result.verdict));
   s += f.shrunk + "\n";
   return s;
 }
@@ -122,6 +122,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       f.shrunk = print_case(sr.minimal);
       f.steps = sr.steps;
       f.runs = sr.runs;
+      f.shrink_budget_exhausted = sr.budget_exhausted;
       if (!by_shrunk.count(f.shrunk)) {
         f.shrunk_result = run_case(sr.minimal, *backend, *vs, opt.lim);
         if (!opt.out_dir.empty()) {
@@ -161,8 +162,9 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
     out += fmt::format("  first failure: case {} of this shard after {:.3f} s; shrinking took {:.1f} s in all\n",
                        s.first_failure_case, s.first_failure_seconds, s.shrink_seconds);
   for (const auto& f : s.unique) {
-    out += fmt::format("  FAIL case #{}: {}\n    shrunk ({} steps, {} runs): {}\n    failing: {}\n", f.index,
-                       f.original, f.steps, f.runs, f.shrunk, failing_summary(f.shrunk_result.verdict));
+    out += fmt::format("  FAIL case #{}: {}\n    shrunk ({} steps, {} runs{}): {}\n    failing: {}\n", f.index,
+                       f.original, f.steps, f.runs, f.shrink_budget_exhausted ? ", run budget exhausted" : "",
+                       f.shrunk, failing_summary(f.shrunk_result.verdict));
     if (!f.file.empty()) out += fmt::format("    {} {}\n", f.already_known ? "known:" : "wrote:", f.file);
   }
   out += fmt::format("fuzz-result cases={} failed={} unique={} skipped={} invalid={} first_failure_case={} "

@@ -14,7 +14,7 @@ struct FuzzArgs {
   std::string backend, vs = "cpu-ref", budget = "60s", shard = "0/1", out = "corpus/found", dims = "small",
               op = "any";
   uint64_t seed = 1;
-  int shrink_runs = 200, max_failures = 0;
+  int shrink_runs = 300, max_failures = 0;
   bool no_save = false;
 };
 

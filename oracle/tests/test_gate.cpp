@@ -1,6 +1,7 @@
 // The CI gate: exit codes (pass, fail, skipped, --require-run, bad line with file:line), reports,
-// and the corpus's own "# catches: <backend>" claims (each annotated case must fail under that bug
-// model, so the committed corpus has teeth; the CTest test gate_corpus_cpu_ref replays it on cpu-ref).
+// and the corpus's own "# catches: <backend>" claims and found/ files' "# backend:" lines (each such
+// case must fail under that bug model, so the committed corpus has teeth; the CTest test
+// gate_corpus_cpu_ref replays the whole corpus on cpu-ref).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -99,7 +100,7 @@ TEST(Gate, BadLineNamesFileLineAndKeyAndRunsNothing) {
 
 TEST(Gate, CorpusCatchesClaimsHold) {
   const std::string root = std::string(AO_SOURCE_DIR) + "/corpus";
-  const auto files = collect_case_files({root + "/seeds", root + "/edge"});
+  const auto files = collect_case_files({root + "/seeds", root + "/edge", root + "/found"});
   ASSERT_FALSE(files.empty());
   auto ref = make_backend("cpu-ref");
   int claims = 0;
@@ -113,6 +114,10 @@ TEST(Gate, CorpusCatchesClaimsHold) {
         claim = line.substr(11);
         continue;
       }
+      if (line.rfind("# backend: ", 0) == 0) {  // found/ files: the backend the case was shrunk against
+        claim = line.substr(11, line.find(' ', 11) - 11);
+        continue;
+      }
       const std::string text = case_text_of_line(line);
       if (text.empty() || claim.empty()) continue;
       // Large seed cases are checked at reduced dims here: the claim is about the layout.
@@ -122,7 +127,18 @@ TEST(Gate, CorpusCatchesClaimsHold) {
         c.dim = 32;
         c.topk = std::min(c.topk, 256);
       }
-      auto bug = make_backend(claim);
+      // A claim against a backend that cannot run here (a GPU kernel's found cases) is not checked.
+      std::unique_ptr<Backend> bug;
+      try {
+        bug = make_backend(claim);
+      } catch (const CaseError&) {
+        claim.clear();
+        continue;
+      }
+      if (!bug->unavailable_reason().empty()) {
+        claim.clear();
+        continue;
+      }
       const CaseResult r = run_case(c, *bug, *ref);
       EXPECT_EQ(r.verdict.kind, Verdict::Fail) << file << ":" << n << " claims " << claim << ": " << r.case_line;
       ++claims;

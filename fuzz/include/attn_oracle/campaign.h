@@ -28,7 +28,7 @@ struct CampaignOptions {
   int shard = 0, shards = 1;   // this shard runs case numbers shard, shard+shards, ...
   std::string out_dir;         // empty: write nothing
   GenOptions gen;
-  int shrink_runs = 200;
+  int shrink_runs = 300;
   int max_failures = 0;        // stop after this many failing cases (0: run the whole budget)
   LayoutLimits lim;
   bool progress = false;       // a \r progress line on stderr
@@ -39,6 +39,7 @@ struct FoundCase {
   std::string original, shrunk, file;
   CaseResult original_result, shrunk_result;
   int steps = 0, runs = 0;
+  bool shrink_budget_exhausted = false;  // the shrinker stopped on its run budget, not at a minimum
   bool already_known = false;  // the file existed before this campaign
 };
 
