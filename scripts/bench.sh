@@ -5,6 +5,7 @@
 #   scripts/bench.sh --quick    32k-token document for the side-by-side and the full check
 # Env: BUILD (build dir, default build-bench), REPS (interleaved repetitions, default 3), KEEP (keep
 #      the raw results in this folder; re-print with scripts/bench/table.py),
+#      PYTHON_NUMPY (python with numpy; default: the first of python3, /usr/bin/python3 that has it),
 #      PYTHON_TORCH (python with torch, default .venv/bin/python when present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,11 @@ done
 # What a user would otherwise write, same case shape, same run. numpy: Debian's, on OpenBLAS; the two
 # OPENBLAS_* variables (set on some machines for old OpenBLAS builds) are unset for this command only.
 echo "bench: numpy baseline, doc=$side ..." >&2
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 scripts/bench/indexer_baseline.py --impl numpy --doc $side \
+py_numpy=${PYTHON_NUMPY:-}
+if [[ -z "$py_numpy" ]]; then  # the first python that has numpy (Debian's python3-numpy is /usr/bin/python3's)
+  for p in python3 /usr/bin/python3; do "$p" -c "import numpy" 2>/dev/null && { py_numpy=$p; break; }; done
+fi
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${py_numpy:-python3}" scripts/bench/indexer_baseline.py --impl numpy --doc $side \
   >"$out/numpy.json" 2>"$out/numpy.err" || echo '{"impl": "numpy", "error": "failed"}' >"$out/numpy.json"
 py_torch=${PYTHON_TORCH:-}
 [[ -z "$py_torch" && -x .venv/bin/python ]] && py_torch=.venv/bin/python
