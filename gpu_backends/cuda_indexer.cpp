@@ -52,7 +52,6 @@ class CudaIndexer : public GpuBackend, public DeviceRunnable {
     if (c.dim > kIdxMaxDim || c.dim % 4 != 0)
       return fmt::format("dim={} unsupported (a multiple of 4, at most {})", c.dim, kIdxMaxDim);
     if (c.heads > kIdxMaxHeads) return fmt::format("heads={} is over the kernel's limit of {}", c.heads, kIdxMaxHeads);
-    if (c.precision == Precision::F64) return "precision=fp64 asks for fp64 arithmetic; this kernel accumulates in fp32";
     return {};
   }
 

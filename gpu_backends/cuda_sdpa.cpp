@@ -43,7 +43,6 @@ class CudaSdpa : public GpuBackend, public DeviceRunnable {
     if (c.op != Op::Sdpa) return "cuda-sdpa serves op=sdpa only";
     if (c.dim > kSdpaMaxDim || c.dim_v > kSdpaMaxDim)
       return fmt::format("dim={} dim_v={} unsupported (at most {})", c.dim, c.dim_v, kSdpaMaxDim);
-    if (c.precision == Precision::F64) return "precision=fp64 asks for fp64 arithmetic; this kernel computes in fp32";
     return {};
   }
 

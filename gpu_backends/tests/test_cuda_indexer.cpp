@@ -18,6 +18,7 @@ const char* kPassLines[] = {
     "op=indexer docs=512 cp=4 rank=3 heads=4 dim=32 topk=16 seed=2",
     "op=indexer docs=256,128 cp=2 rank=1 heads=4 dim=32 topk=24 seed=3",
     "op=indexer docs=200,60 padded_offsets=0,256,320 cp=4 rank=3 heads=4 dim=32 topk=16 seed=4",
+    "op=indexer docs=200,60 padded_offsets=0,256,320 cp=4 rank=1 heads=4 dim=32 topk=16 seed=4",  // chunk 6 partly pad
     "op=indexer docs=200,60 padded_offsets=0,256,320 cp=4 rank=0 heads=4 dim=32 topk=16 seed=4 crop=1",
     "op=indexer docs=1024 cp=2 rank=1 heads=4 dim=32 topk=64 levels=6 seed=5",
     "op=indexer docs=384 cp=2 rank=0 heads=3 dim=20 topk=32 dtype=fp32 seed=6",
@@ -107,7 +108,8 @@ TEST(CudaIndexer, PadRowsAreFilledOrUntouched) {
   const size_t K = 8;
   for (int64_t r = 100; r < 103; ++r)
     for (size_t e = 0; e < K; ++e) EXPECT_EQ(raw.got.topk[size_t(r) * K + e], kSentinelIndex) << "row " << r;
-  auto cp = run_raw("op=indexer docs=200,60 padded_offsets=0,256,320 cp=4 rank=3 heads=4 dim=32 topk=16 seed=4",
+  // rank 0 holds chunk 7 of both documents: wholly padding in doc 0, half padding in doc 1
+  auto cp = run_raw("op=indexer docs=200,60 padded_offsets=0,256,320 cp=4 rank=0 heads=4 dim=32 topk=16 seed=4",
                     "cuda-indexer");
   int64_t pad_rows = 0;
   for (int64_t r = 0; r < cp.l.q_rows; ++r) {
