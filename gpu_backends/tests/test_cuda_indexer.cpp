@@ -46,7 +46,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, IndexerPasses, ::testing::ValuesIn(kPassLines)
 TEST(CudaIndexer, TopLeftIsCaughtOnEveryChunkButRankZeroFront) {
   AO_REQUIRE_GPU();
   for (int rank : {0, 1, 3}) {
-    const std::string line = "op=indexer docs=1024 cp=4 heads=4 dim=32 topk=32 seed=21 rank=" + std::to_string(rank);
+    std::string line = "op=indexer docs=1024 cp=4 heads=4 dim=32 topk=32 seed=21 rank=";
+    line += std::to_string(rank);
     auto raw = run_raw(line, "cuda-indexer:mask=topleft");
     ASSERT_EQ(raw.st.kind, RunStatus::Ok) << raw.st.reason;
     EXPECT_EQ(compare(raw.l, raw.in, raw.got, raw.ref).kind, Verdict::Fail) << line;
