@@ -249,6 +249,8 @@ struct FaultCase {
   const char* reason_has;
 };
 
+void PrintTo(const FaultCase& f, std::ostream* os) { *os << "--fault " << f.fault << " (" << f.op << ")"; }
+
 class ExecFault : public ::testing::TestWithParam<FaultCase> {};
 
 TEST_P(ExecFault, IsAClearBackendFailure) {
