@@ -343,8 +343,8 @@ TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
   TempDir d;
   const std::string sock = d.path + "/ao.sock";
   const std::string dir = std::string(AO_SOURCE_DIR) + "/scripts/backends/";
-  ASSERT_EQ(std::system((std::string(kPython) + " '" + dir + "ao_serve.py' --no-torch --socket '" + sock +
-                         "' 2>/dev/null &").c_str()),
+  ASSERT_EQ(std::system((std::string(kPython) + " '" + dir + "ao_serve.py' --no-torch --idle-exit 60 --socket '" + sock +
+                         "' >/dev/null 2>&1 &").c_str()),
             0);
   for (int i = 0; i < 100 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(fs::exists(sock)) << "ao_serve.py did not start";

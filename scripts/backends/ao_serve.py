@@ -26,6 +26,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--socket", required=True)
     ap.add_argument("--no-torch", action="store_true", help="do not pre-import torch (tests)")
+    ap.add_argument("--idle-exit", type=float, default=0, help="exit after this many idle seconds (0: never)")
     a = ap.parse_args()
     if not a.no_torch:
         try:  # warm torch and CUDA once; adapters that need torch report its absence themselves
@@ -40,8 +41,15 @@ def main():
     srv.bind(a.socket)
     srv.listen(4)
     print(f"ao_serve: listening on {a.socket}", file=sys.stderr, flush=True)
+    if a.idle_exit > 0:
+        srv.settimeout(a.idle_exit)
     while True:
-        conn, _ = srv.accept()
+        try:
+            conn, _ = srv.accept()
+        except socket.timeout:
+            print("ao_serve: idle, exiting", file=sys.stderr)
+            break
+        conn.settimeout(None)
         with conn:
             data = b""
             while not data.endswith(b"\n"):
@@ -70,7 +78,10 @@ def main():
                     traceback.print_exc()
                     code = 1
             conn.sendall((json.dumps({"code": code, "stderr": err.getvalue()}) + "\n").encode())
-    os.remove(a.socket)
+    try:
+        os.remove(a.socket)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
