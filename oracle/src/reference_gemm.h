@@ -20,7 +20,8 @@ class BlasSingleThread {
   BlasSingleThread() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
   ~BlasSingleThread() { openblas_set_num_threads(saved_); }
 #else
-  BlasSingleThread() = default;
+  BlasSingleThread() {}   // user-provided, so a guard object is not an "unused variable"
+  ~BlasSingleThread() {}
 #endif
   BlasSingleThread(const BlasSingleThread&) = delete;
   BlasSingleThread& operator=(const BlasSingleThread&) = delete;
