@@ -37,7 +37,7 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
   for (const auto& spec : a.backends) {
     auto be = make_backend(spec);
     for (const auto& e : entries) {
-      results.push_back(run_case(e.c, *be, *vs, lim));
+      results.push_back(run_case(e.c, *be, *vs, lim, !a.report_dir.empty()));  // artifacts: report.html
       const auto& r = results.back();
       where.push_back(fmt::format("{}:{}", e.file, e.line));
       std::string v = verdict_name(r.verdict.kind);

@@ -1,8 +1,48 @@
 #include "attn_oracle/harness.h"
 
+#include <atomic>
+
 #include <fmt/format.h>
 
 namespace ao {
+
+namespace {
+
+// Bytes of artifacts alive in this process; each CaseArtifacts gives its share back when freed.
+std::atomic<int64_t> g_artifact_bytes{0};
+constexpr int64_t kArtifactBudget = int64_t(1) << 30;
+
+// The pictures use indices of checked rows (indexer) or O and LSE (SDPA); see CaseArtifacts.
+std::shared_ptr<const CaseArtifacts> keep(const Layout& l, Outputs& got, Outputs& ref) {
+  auto a = std::make_unique<CaseArtifacts>();
+  a->layout = l;
+  if (l.c.op == Op::Indexer) {
+    const size_t K = size_t(l.c.topk);
+    for (int64_t r : l.check_rows) {
+      a->got.topk.insert(a->got.topk.end(), got.topk.begin() + long(size_t(r) * K), got.topk.begin() + long(size_t(r + 1) * K));
+      a->ref.topk.insert(a->ref.topk.end(), ref.topk.begin() + long(size_t(r) * K), ref.topk.begin() + long(size_t(r + 1) * K));
+    }
+  } else {
+    a->got.o = std::move(got.o);
+    a->got.lse = std::move(got.lse);
+    a->ref.o = std::move(ref.o);
+    a->ref.lse = std::move(ref.lse);
+  }
+  const int64_t bytes = int64_t(sizeof(float)) * int64_t(a->got.topk.size() + a->ref.topk.size() + a->got.o.size() +
+                                                         a->ref.o.size() + a->got.lse.size() + a->ref.lse.size()) +
+                        int64_t(sizeof(int32_t)) * int64_t(l.row_segment.size()) +
+                        int64_t(sizeof(int64_t)) * int64_t(l.check_rows.size());
+  if (g_artifact_bytes.fetch_add(bytes) + bytes > kArtifactBudget) {
+    g_artifact_bytes -= bytes;
+    return nullptr;
+  }
+  return std::shared_ptr<const CaseArtifacts>(a.release(), [bytes](const CaseArtifacts* p) {
+    g_artifact_bytes -= bytes;
+    delete p;
+  });
+}
+
+}  // namespace
 
 CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts) {
   const Layout l = make_layout(c, lim);
@@ -34,11 +74,7 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
     return res;
   }
   res.verdict = compare(l, in, got, ref);
-  if (keep_artifacts && res.verdict.kind == Verdict::Fail) {
-    got.scores = {};  // the pictures use indices, O and LSE only
-    ref.scores = {};
-    res.artifacts = std::make_shared<const CaseArtifacts>(CaseArtifacts{l, std::move(got), std::move(ref)});
-  }
+  if (keep_artifacts && res.verdict.kind == Verdict::Fail) res.artifacts = keep(l, got, ref);
   return res;
 }
 

@@ -69,8 +69,14 @@ TEST(ReportHtml, ArtifactsOnlyForFailingCasesWhenAsked) {
   EXPECT_EQ(run(kTePadded, "cpu-bug:derived-offsets", false).artifacts, nullptr);  // not asked
   const auto r = run(kTePadded, "cpu-bug:derived-offsets");
   ASSERT_NE(r.artifacts, nullptr);
-  EXPECT_TRUE(r.artifacts->got.scores.empty());
   EXPECT_EQ(r.artifacts->layout.o_rows, 13);
+  EXPECT_EQ(r.artifacts->got.o.size(), r.artifacts->ref.o.size());
+  // Indexer: only the checked rows' top-k are kept (bounded memory for long sampled cases).
+  const auto big = run("op=indexer docs=131072 cp=32 rank=31 heads=2 dim=16 topk=256 rows=256", "cpu-bug:topleft-cp");
+  ASSERT_NE(big.artifacts, nullptr);
+  EXPECT_EQ(big.artifacts->got.topk.size(), big.artifacts->layout.check_rows.size() * 256);
+  EXPECT_LT(big.artifacts->layout.check_rows.size(), size_t(big.artifacts->layout.q_rows));
+  EXPECT_TRUE(big.artifacts->got.scores.empty());
 }
 
 TEST(ReportHtml, SeedIndexerTopLeftIsAChunkLocalTriangle) {

@@ -102,7 +102,9 @@ std::string case_section(const CaseResult& r, size_t i, bool pictures) {
                    r.verdict.reason.empty() ? "" : " — " + esc(r.verdict.reason));
   if (!r.verdict.metrics.empty()) s += "<div class=\"cols\">" + metrics_table(r.verdict) + worst_table(r.verdict) + "</div>";
   if (!r.artifacts) {
-    if (!err) s += "<p class=\"note\">No pictures: the outputs of this case were not kept (run_case without keep_artifacts).</p>";
+    if (!err)
+      s += "<p class=\"note\">No pictures: the outputs of this case were not kept (run_case without keep_artifacts, "
+           "or the process's 1 GiB artifact budget was spent).</p>";
   } else if (!pictures) {
     s += "<p class=\"note\">Pictures omitted: the report reached its size budget; re-run this case alone with "
          "<code>attn-oracle repro … --report-dir</code>.</p>";

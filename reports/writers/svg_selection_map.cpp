@@ -33,12 +33,13 @@ std::vector<RowPicks> collect(const CaseArtifacts& a) {
   const size_t K = size_t(l.c.topk);
   std::vector<RowPicks> out;
   out.reserve(l.check_rows.size());
-  for (int64_t r : l.check_rows) {
+  for (size_t i = 0; i < l.check_rows.size(); ++i) {  // artifacts hold the checked rows, in order
+    const int64_t r = l.check_rows[i];
     RowPicks p;
     p.row = r;
     std::vector<int32_t> g, x;
     for (size_t e = 0; e < K; ++e) {
-      const int32_t v = a.got.topk[size_t(r) * K + e], w = a.ref.topk[size_t(r) * K + e];
+      const int32_t v = a.got.topk[i * K + e], w = a.ref.topk[i * K + e];
       if (v == kSentinelIndex) p.unwritten = true;
       else if (v >= 0 && v < l.kv_rows) g.push_back(v);
       else if (v != -1) ++p.invalid;

@@ -8,9 +8,11 @@
 
 namespace ao {
 
-// What the report pictures need from a failing case: its layout and both output sets (score tensors
-// dropped). Kept only when asked for (a report directory) and only for failing cases; the writers
-// downsample it, so the report stays small even though these are full-size buffers.
+// What the report pictures need from a failing case: its layout and both output sets. Kept only when
+// asked for (a report directory) and only for failing cases. Bounded: the indexer keeps top-k of the
+// checked rows only (got/ref.topk row i = layout.check_rows[i]; scores dropped), SDPA keeps O and LSE;
+// all kept artifacts of a process share a 1 GiB budget (past it a failing case keeps none). The
+// writers downsample further, so a report stays small whatever the case size.
 struct CaseArtifacts {
   Layout layout;
   Outputs got, ref;
