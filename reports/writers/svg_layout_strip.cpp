@@ -208,9 +208,9 @@ void cp_bars(std::string& o, const Layout& l, const std::string& id, double& y) 
     const int64_t g0 = l.docs[size_t(s.doc)].q_off + s.pos0;
     o += svg::rect(g.x(g0), g.y - 1, g.x(g0 + s.rows) - g.x(g0), h + 2,
                    "fill=\"none\" stroke=\"#2563eb\" stroke-width=\"3\"");
-    if (nseg <= 8)
-      o += svg::text((g.x(g0) + g.x(g0 + s.rows)) / 2, g.y + h + 30 + 12.0 * double(i % 2),
-                     fmt::format("chunk {} @ pos {}", s.chunk, s.pos0), "hl", "middle");
+    if (nseg <= 8)  // kept inside the bar's span so labels at either end stay readable
+      o += svg::text(std::clamp((g.x(g0) + g.x(g0 + s.rows)) / 2, kLeft + 70, kLeft + kBarW - 70),
+                     g.y + h + 30 + 12.0 * double(i % 2), fmt::format("chunk {} @ pos {}", s.chunk, s.pos0), "hl", "middle");
   }
   draw_bar(o, id, lg, lh, fmt::format("rank {} local Q", c.rank), fmt::format("{} rows (= global / cp)", l.q_rows),
            lspans, l.q_rows, false);
@@ -222,9 +222,11 @@ void cp_bars(std::string& o, const Layout& l, const std::string& id, double& y) 
     const auto& s = l.segments[i];
     o += svg::rect(lg.x(s.row0), lg.y, lg.x(s.row0 + s.rows) - lg.x(s.row0), lh,
                    "fill=\"none\" stroke=\"#2563eb\" stroke-width=\"2\"");
+    const svg::Rgb bg = svg::ramp(ramp, c.cp > 1 ? double(c.rank) / double(c.cp - 1) : 0);
+    const bool dark = 0.299 * bg.r + 0.587 * bg.g + 0.114 * bg.b < 150;  // white text only on dark fills
     if (nseg <= 8)
       o += svg::text((lg.x(s.row0) + lg.x(s.row0 + s.rows)) / 2, lg.y + lh / 2 + 4,
-                     fmt::format("chunk {} · q_causal_offset {}", s.chunk, s.pos0), "cw", "middle");
+                     fmt::format("chunk {} · q_causal_offset {}", s.chunk, s.pos0), dark ? "cw" : "cp", "middle");
   }
   tick_labels(o, lg, lh, lticks, "tk");
   // Rank colour legend.
