@@ -79,22 +79,27 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
   for (size_t b = 0; b < l.docs.size(); ++b)
     for (int64_t s = 0; s < l.docs[b].kv_len; ++s) kv_doc[size_t(l.docs[b].kv_off + s)] = int32_t(b);
 
-  int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0, fill_rows = 0, unwritten = 0,
-          pad_written = 0, rows_scored = 0;
-  double ov_min = 1, ov_sum = 0, rc_min = 1, rc_sum = 0;
-  std::vector<RowNote> notes;
   const double kmax = max_abs_key(l, in);
 
-  for (int64_t r : l.check_rows) {
+  // Per-row judgement; rows are independent, so they run in parallel and are summed in row order.
+  struct RowStats {
+    int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0;
+    bool unwritten = false, bad_fill = false, bad = false;
+    double ov = 1, rc = 1;
+  };
+  const auto& rows = l.check_rows;
+  std::vector<RowStats> st(rows.size());
+#pragma omp parallel for schedule(dynamic, 16)
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const int64_t r = rows[ri];
+    RowStats& x = st[ri];
     const auto& seg = l.seg_of(r);
     const auto& d = l.docs[size_t(seg.doc)];
     const int32_t* b = got.topk.data() + size_t(r) * K;
     const int32_t* rr = ref.topk.data() + size_t(r) * K;
     int64_t lo = 0, hi = 0;
-    const bool valid = l.valid_row(r);
-    if (valid) l.allowed_range(seg.doc, l.pos_of(r), lo, hi);
+    if (l.valid_row(r)) l.allowed_range(seg.doc, l.pos_of(r), lo, hi);
     const size_t expect = std::min<size_t>(K, size_t(hi - lo));
-    bool row_unwritten = false, row_bad = false;
     size_t fills = 0;
     std::unordered_set<int32_t> seen, in_ref;
     for (size_t e = 0; e < K; ++e)
@@ -103,33 +108,61 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
     std::vector<int32_t> to_score;
     for (size_t e = 0; e < K; ++e) {
       const int32_t v = b[e];
-      if (v == kSentinelIndex) { row_unwritten = true; continue; }
+      if (v == kSentinelIndex) { x.unwritten = true; continue; }
       if (v == -1) { ++fills; continue; }
-      if (!seen.insert(v).second) { ++dups; row_bad = true; continue; }
-      if (v < 0 || v >= l.kv_rows || kv_doc[size_t(v)] < 0) { ++out_of_range; row_bad = true; continue; }
-      if (kv_doc[size_t(v)] != seg.doc) { ++cross_doc; row_bad = true; continue; }
+      if (!seen.insert(v).second) { ++x.dups; x.bad = true; continue; }
+      if (v < 0 || v >= l.kv_rows || kv_doc[size_t(v)] < 0) { ++x.out_of_range; x.bad = true; continue; }
+      if (kv_doc[size_t(v)] != seg.doc) { ++x.cross_doc; x.bad = true; continue; }
       const int64_t s = v - d.kv_off;
-      if (s < lo || s >= hi) { ++out_of_causal; row_bad = true; continue; }
+      if (s < lo || s >= hi) { ++x.out_of_causal; x.bad = true; continue; }
       if (in_ref.count(v)) { ++inter; ++good; } else { to_score.push_back(v); }
     }
-    if (row_unwritten) ++unwritten;
-    if (!row_unwritten && fills != K - expect) { ++fill_rows; row_bad = true; }
+    if (!x.unwritten && fills != K - expect) { x.bad_fill = true; x.bad = true; }
     if (!to_score.empty()) {
-      double kth = INFINITY;
-      for (int32_t x : in_ref) kth = std::min(kth, exact_indexer_score(l, in, r, x));
       const double tol = indexer_score_tolerance(l, in, r, kmax);
+      // kth = the lowest exact score in R. The reference's own scores (when it wrote finite ones) say
+      // which entries can be lowest: only those within 2*tol of its lowest need an exact score.
+      // (Not with a score_tol override: the margin must cover the reference's own rounding.)
+      const float* rs = ref.scores.size() == ref.topk.size() && l.c.score_tol < 0 ? ref.scores.data() + size_t(r) * K
+                                                                                 : nullptr;
+      double ref_min = INFINITY;
+      for (size_t e = 0; rs && e < K; ++e)
+        if (rr[e] >= 0) {
+          if (!std::isfinite(rs[e])) { rs = nullptr; break; }
+          ref_min = std::min(ref_min, double(rs[e]));
+        }
+      double kth = INFINITY;
+      for (size_t e = 0; e < K; ++e)
+        if (rr[e] >= 0 && (!rs || double(rs[e]) <= ref_min + 2 * tol))
+          kth = std::min(kth, exact_indexer_score(l, in, r, rr[e]));
       for (int32_t v : to_score)
         if (in_ref.size() < expect || exact_indexer_score(l, in, r, v) >= kth - tol) ++good;
     }
-    const double ov = expect ? double(inter) / double(expect) : (seen.empty() ? 1.0 : 0.0);
-    const double rc = expect ? double(std::min(good, expect)) / double(expect) : (seen.empty() ? 1.0 : 0.0);
-    ov_min = std::min(ov_min, ov);
-    rc_min = std::min(rc_min, rc);
-    ov_sum += ov;
-    rc_sum += rc;
+    x.ov = expect ? double(inter) / double(expect) : (seen.empty() ? 1.0 : 0.0);
+    x.rc = expect ? double(std::min(good, expect)) / double(expect) : (seen.empty() ? 1.0 : 0.0);
+  }
+  int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0, fill_rows = 0, unwritten = 0,
+          pad_written = 0, rows_scored = 0;
+  double ov_min = 1, ov_sum = 0, rc_min = 1, rc_sum = 0;
+  std::vector<RowNote> notes;
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const auto& x = st[ri];
+    out_of_causal += x.out_of_causal;
+    cross_doc += x.cross_doc;
+    out_of_range += x.out_of_range;
+    dups += x.dups;
+    fill_rows += x.bad_fill;
+    unwritten += x.unwritten;
+    ov_min = std::min(ov_min, x.ov);
+    rc_min = std::min(rc_min, x.rc);
+    ov_sum += x.ov;
+    rc_sum += x.rc;
     ++rows_scored;
-    if (ov < 1 || rc < 1 || row_bad || row_unwritten)
-      notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), std::min(ov, rc)});
+    if (x.ov < 1 || x.rc < 1 || x.bad || x.unwritten) {
+      const int64_t r = rows[ri];
+      const auto& seg = l.seg_of(r);
+      notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), std::min(x.ov, x.rc)});
+    }
   }
   // Q rows outside every segment are pad slots: a write there (anything but sentinel or -1) clobbers.
   if (c.pad_writes == PadWrites::Forbid)
