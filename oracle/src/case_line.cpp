@@ -214,7 +214,7 @@ const std::vector<std::pair<std::string, std::string>>& case_keys() {
       {"precision", "fp32 | fp64 reference arithmetic"},
       {"scale", "score scale (indexer default 1, sdpa 1/sqrt(dim))"},
       {"rows", "all | N: check N sampled rows plus every segment's boundary rows"},
-      {"levels", "quantise inputs to N distinct values (tie stress)"},
+      {"levels", "round inputs to the nearest multiple of 2/N, ties away from 0 (about N values: tie stress)"},
       {"atol, rtol, lse_tol", "sdpa tolerances (defaults per dtype)"},
       {"score_tol, min_recall", "indexer tie tolerance override, minimum tie-aware recall"},
       {"pad_writes", "forbid | allow writes into output pad slots"},

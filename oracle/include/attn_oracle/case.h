@@ -44,7 +44,7 @@ struct Case {
   Precision precision = Precision::F32;
   double scale = 0;                                // 0 = op default (indexer 1, sdpa 1/sqrt(dim))
   int64_t rows = 0;                                // rows to check: 0 = all, N = N sampled + boundaries
-  uint32_t levels = 0;                             // quantise inputs to N distinct values (tie stress)
+  uint32_t levels = 0;                             // round inputs to multiples of 2/N (tie stress)
   double atol = -1, rtol = -1, lse_tol = -1, score_tol = -1, min_recall = -1;  // -1 = defaults
   PadWrites pad_writes = PadWrites::Forbid;
 

@@ -5,7 +5,7 @@
 //  * Documents b have valid lengths q_len/kv_len and per-tensor ragged offsets (rows) into Q/K/V/O/stats
 //    buffers. Rows of a buffer not covered by a valid row are pad slots (gaps, capacity).
 //  * cp == 1: one segment per document; row i of document b sits at position pos0 + i with
-//    pos0 = 0 (top-left) or kv_len - q_len (bottom-right).
+//    pos0 = 0 (top-left) or kv_len*ratio - q_len (bottom-right; ratio is 1 for sdpa).
 //  * cp > 1 (zigzag): the padded document length P (offset difference, a multiple of 2*cp) is cut into
 //    2*cp chunks of c = P/(2cp); rank r holds chunks r and 2cp-1-r, stored locally at q_off/cp.
 //    Their rows sit at positions [r*c, (r+1)*c) and [(2cp-1-r)*c, (2cp-r)*c); rows at positions >= L

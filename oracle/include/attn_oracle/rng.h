@@ -25,7 +25,8 @@ AO_HD float uniform_pm1(uint64_t h) {
   return float(int32_t(uint32_t(h >> 40)) - (1 << 23)) * (1.0f / float(1 << 23));
 }
 
-// `levels` > 0 quantises to that many distinct values (tie stress, as vLLM's top-k tests do).
+// `levels` = N > 1 rounds to the nearest multiple of 2/N, ties away from zero: N+1 values for even N,
+// N for odd N (plus -(N+1)/N at u = -1); tie stress, as vLLM's top-k tests do.
 AO_HD float generated_value(uint64_t seed, uint32_t tensor, uint64_t index, uint32_t levels) {
   float u = uniform_pm1(counter_hash(seed, tensor, index));
   if (levels > 1) {
