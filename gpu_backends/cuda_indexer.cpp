@@ -20,7 +20,7 @@ namespace ao::gpu {
 
 namespace {
 
-class CudaIndexer : public GpuBackend, public DeviceRunnable {
+class CudaIndexer : public DeviceKernelBackend {
  public:
   explicit CudaIndexer(const std::string& knobs) {
     const auto kv = parse_knobs("cuda-indexer", knobs, {"mask", "inputs", "scratch_gib"});
@@ -52,21 +52,6 @@ class CudaIndexer : public GpuBackend, public DeviceRunnable {
     if (c.dim > kIdxMaxDim || c.dim % 4 != 0)
       return fmt::format("dim={} unsupported (a multiple of 4, at most {})", c.dim, kIdxMaxDim);
     if (c.heads > kIdxMaxHeads) return fmt::format("heads={} is over the kernel's limit of {}", c.heads, kIdxMaxHeads);
-    return {};
-  }
-
-  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
-    const Case& c = l.c;
-    times_ = {};
-    EventTimer ev(4);
-    ev.mark(0);
-    const Storage st = c.dtype == DType::BF16 ? Storage::BF16 : Storage::F32;
-    DeviceInputs din = make_device_inputs(l, st, from_host_, &in);
-    ev.mark(1);
-    times_.inputs_ms = ev.ms(0, 1);
-    run_on_device(l, din, out);
-    ev.mark(2);
-    times_.total_ms = ev.ms(0, 2);
     return {};
   }
 
@@ -160,7 +145,6 @@ class CudaIndexer : public GpuBackend, public DeviceRunnable {
   }
   std::string name_;
   IdxMask mask_ = IdxMask::Offsets;
-  bool from_host_ = false;
   double scratch_gib_ = 4;
 };
 

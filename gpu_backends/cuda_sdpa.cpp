@@ -21,7 +21,7 @@ bool flag(const std::string& knobs, const std::string& k, const std::string& v) 
   return v == "1";
 }
 
-class CudaSdpa : public GpuBackend, public DeviceRunnable {
+class CudaSdpa : public DeviceKernelBackend {
  public:
   explicit CudaSdpa(const std::string& knobs) {
     const auto kv = parse_knobs("cuda-sdpa", knobs, {"derived-offsets", "tail-read", "inputs"});
@@ -43,21 +43,6 @@ class CudaSdpa : public GpuBackend, public DeviceRunnable {
     if (c.op != Op::Sdpa) return "cuda-sdpa serves op=sdpa only";
     if (c.dim > kSdpaMaxDim || c.dim_v > kSdpaMaxDim)
       return fmt::format("dim={} dim_v={} unsupported (at most {})", c.dim, c.dim_v, kSdpaMaxDim);
-    return {};
-  }
-
-  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
-    const Case& c = l.c;
-    times_ = {};
-    EventTimer ev(4);
-    ev.mark(0);
-    const Storage st = c.dtype == DType::BF16 ? Storage::BF16 : Storage::F32;
-    DeviceInputs din = make_device_inputs(l, st, from_host_, &in);
-    ev.mark(1);
-    times_.inputs_ms = ev.ms(0, 1);
-    run_on_device(l, din, out);
-    ev.mark(2);
-    times_.total_ms = ev.ms(0, 2);
     return {};
   }
 
@@ -142,7 +127,7 @@ class CudaSdpa : public GpuBackend, public DeviceRunnable {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::string name_;
-  bool derived_ = false, tail_ = false, from_host_ = false;
+  bool derived_ = false, tail_ = false;
 };
 
 [[maybe_unused]] const bool registered = [] {

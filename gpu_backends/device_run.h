@@ -3,6 +3,7 @@
 #pragma once
 #include "attn_oracle/tensors.h"
 #include "device_inputs.h"
+#include "gpu_backend.h"
 
 namespace ao::gpu {
 
@@ -11,6 +12,16 @@ class DeviceRunnable {
   virtual ~DeviceRunnable() = default;
   // Fills `out` (host buffers, pre-sentinelled) from the kernel's device outputs.
   virtual void run_on_device(const Layout& l, const DeviceInputs& in, Outputs& out) = 0;
+};
+
+// The CUDA kernels' Backend::run: inputs generated on the device (or uploaded with the knob
+// inputs=host), then run_on_device; phase times in last_times().
+class DeviceKernelBackend : public GpuBackend, public DeviceRunnable {
+ public:
+  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) final;
+
+ protected:
+  bool from_host_ = false;
 };
 
 }  // namespace ao::gpu
