@@ -16,6 +16,9 @@ std::string report_html(const std::vector<CaseResult>& results);
 // Writes report.json, report.md, report.xml and report.html into dir (created if missing).
 void write_report_files(const std::string& dir, const std::vector<CaseResult>& results);
 
+// Escapes text for XML/HTML text and attribute values (& < > " '; control bytes become spaces).
+std::string xml_escape(const std::string& s);
+
 // Version string of this build (git describe at configure time).
 const char* tool_version();
 

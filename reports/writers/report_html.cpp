@@ -14,7 +14,6 @@ namespace ao {
 
 namespace {
 
-using svg::esc;
 
 constexpr size_t kPictureBudget = size_t(6) << 20;  // stop drawing pictures once the page is this big
 
@@ -74,7 +73,7 @@ std::string metrics_table(const Verdict& v) {
   std::string s = "<table class=\"metrics\"><tr><th>metric</th><th>value</th><th>gate</th></tr>";
   for (const auto& m : v.metrics)
     s += fmt::format("<tr{}><td>{}</td><td class=\"num\">{}</td><td>{}{}</td></tr>", m.failed ? " class=\"failed\"" : "",
-                     esc(m.name), fmt_value(m.value), esc(m.rule), m.failed ? " — FAILED" : "");
+                     xml_escape(m.name), fmt_value(m.value), xml_escape(m.rule), m.failed ? " — FAILED" : "");
   return s + "</table>";
 }
 
@@ -91,15 +90,15 @@ std::string worst_table(const Verdict& v) {
 std::string case_section(const CaseResult& r, size_t i, bool pictures) {
   const bool err = r.verdict.kind == Verdict::Error;
   std::string s = fmt::format("<section class=\"case{}\" id=\"case-{}\">", err ? " error" : "", i + 1);
-  s += fmt::format("<h2>{} case {} · <code>{}</code> vs <code>{}</code></h2>", badge(r.verdict.kind), i + 1, esc(r.backend),
-                   esc(r.vs));
-  s += fmt::format("<pre class=\"line\">{}</pre>", esc(r.case_line));
+  s += fmt::format("<h2>{} case {} · <code>{}</code> vs <code>{}</code></h2>", badge(r.verdict.kind), i + 1, xml_escape(r.backend),
+                   xml_escape(r.vs));
+  s += fmt::format("<pre class=\"line\">{}</pre>", xml_escape(r.case_line));
   s += fmt::format("<p class=\"meta\">backend <code>{}</code>{} · reference <code>{}</code> · attn-oracle {} · "
                    "time: backend {:.3f} s, reference {:.3f} s</p>",
-                   esc(r.backend), r.backend_version.empty() ? "" : " (" + esc(r.backend_version) + ")", esc(r.vs),
-                   esc(tool_version()), r.backend_seconds, r.ref_seconds);
+                   xml_escape(r.backend), r.backend_version.empty() ? "" : " (" + xml_escape(r.backend_version) + ")", xml_escape(r.vs),
+                   xml_escape(tool_version()), r.backend_seconds, r.ref_seconds);
   s += fmt::format("<p class=\"meta\"><b>verdict: {}</b>{}</p>", verdict_name(r.verdict.kind),
-                   r.verdict.reason.empty() ? "" : " — " + esc(r.verdict.reason));
+                   r.verdict.reason.empty() ? "" : " — " + xml_escape(r.verdict.reason));
   if (!r.verdict.metrics.empty()) s += "<div class=\"cols\">" + metrics_table(r.verdict) + worst_table(r.verdict) + "</div>";
   if (!r.artifacts) {
     if (!err)
@@ -139,7 +138,7 @@ std::string report_html(const std::vector<CaseResult>& results) {
   s += "<h1>attn-oracle report</h1>";
   s += fmt::format("<p class=\"sum\"><b>{} passed, {} failed, {} errors, {} skipped</b> ({} cases) · attn-oracle {}</p>\n",
                    n[Verdict::Pass], n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped], results.size(),
-                   esc(tool_version()));
+                   xml_escape(tool_version()));
   s += "<table class=\"cases\"><tr><th>#</th><th>verdict</th><th>backend</th><th>vs</th><th>case</th>"
        "<th>failing metrics / reason</th></tr>";
   for (size_t i = 0; i < results.size(); ++i) {
@@ -148,7 +147,7 @@ std::string report_html(const std::vector<CaseResult>& results) {
     s += fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td>"
                      "<td><code>{}</code></td><td>{}</td></tr>",
                      detail ? fmt::format("<a href=\"#case-{0}\">{0}</a>", i + 1) : fmt::format("{}", i + 1),
-                     badge(r.verdict.kind), esc(r.backend), esc(r.vs), esc(r.case_line), esc(r.verdict.reason));
+                     badge(r.verdict.kind), xml_escape(r.backend), xml_escape(r.vs), xml_escape(r.case_line), xml_escape(r.verdict.reason));
   }
   s += "</table>\n";
   for (size_t i = 0; i < results.size(); ++i) {

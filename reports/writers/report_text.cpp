@@ -8,7 +8,6 @@
 
 namespace ao {
 
-namespace {
 std::string xml_escape(const std::string& s) {
   std::string o;
   for (char ch : s) {
@@ -24,6 +23,8 @@ std::string xml_escape(const std::string& s) {
   }
   return o;
 }
+
+namespace {
 std::string md_escape(const std::string& s) {
   std::string o;
   for (char ch : s) o += ch == '|' ? std::string("\\|") : std::string(1, ch);

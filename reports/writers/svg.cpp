@@ -1,5 +1,7 @@
 #include "svg.h"
 
+#include "report.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -7,22 +9,6 @@
 
 namespace ao::svg {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') o += ' '; else o += ch;
-    }
-  }
-  return o;
-}
 
 std::string num(double x) {
   if (!std::isfinite(x)) return "0";
@@ -129,7 +115,7 @@ std::string runs_path(const CellRuns& runs, const std::string& colour, const std
 std::string text(double x, double y, const std::string& s, const std::string& cls, const char* anchor) {
   return fmt::format("<text x=\"{}\" y=\"{}\"{}{}>{}</text>", num(x), num(y),
                      cls.empty() ? "" : fmt::format(" class=\"{}\"", cls),
-                     std::string(anchor) == "start" ? "" : fmt::format(" text-anchor=\"{}\"", anchor), esc(s));
+                     std::string(anchor) == "start" ? "" : fmt::format(" text-anchor=\"{}\"", anchor), xml_escape(s));
 }
 
 std::string rect(double x, double y, double w, double h, const std::string& attrs) {

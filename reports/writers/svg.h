@@ -1,14 +1,15 @@
-// Small SVG building blocks for the report pictures: escaping, compact numbers, colours, binning of
+// Small SVG building blocks for the report pictures (escaping: xml_escape in report.h): compact numbers, colours, binning of
 // long axes, and CellRuns, which draws a set of grid cells as horizontal runs in one <path>, so a
 // map of 100k cells costs a few hundred kB instead of megabytes of <rect>s.
 #pragma once
+#include "report.h"
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ao::svg {
 
-std::string esc(const std::string& s);  // text and attribute escaping (& < > " ')
+
 std::string num(double x);              // at most 2 decimals, no trailing zeros, never "-0"
 
 struct Rgb { double r, g, b; };
