@@ -15,26 +15,16 @@
 
 #include "attn_oracle/backend.h"
 #include "attn_oracle/bisect.h"
+#include "cli_run.h"
 
 using namespace ao;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Cmd {
-  int code;
-  std::string out;
-};
-Cmd run_sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-Cmd run_cli(const std::string& args) { return run_sh(std::string(AO_CLI) + " " + args); }
+using test::Cmd;
+using test::run_cli;
+using test::run_sh;
 
 // Backends that misbehave the ways a kernel library under bisect can.
 class Misbehaving : public Backend {

@@ -2,21 +2,16 @@
 // visible skip (exit 125 with the reason), never a pass. The GPU evidence is reports/gpu/cp-run-*.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
+
+#include "cli_run.h"
 
 namespace {
 
 int run(const std::string& args, std::string& out) {
-  std::string cmd = std::string(AO_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  out.clear();
-  while (p && fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  const int st = p ? pclose(p) : -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  const auto r = ao::test::run_cli(args);
+  out = r.out;
+  return r.code;
 }
 
 }  // namespace

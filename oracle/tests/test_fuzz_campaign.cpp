@@ -9,6 +9,7 @@
 
 #include "attn_oracle/campaign.h"
 #include "attn_oracle/case_file.h"
+#include "cli_run.h"
 
 using namespace ao;
 namespace fs = std::filesystem;
@@ -22,20 +23,9 @@ fs::path temp_dir(const std::string& name) {
   return p;
 }
 
-struct Cmd {
-  int code;
-  std::string out;
-};
-Cmd run_cli(const std::string& args) {
-  std::string cmd = std::string(AO_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using test::Cmd;
+using test::run_cli;
+using test::run_sh;
 
 }  // namespace
 
