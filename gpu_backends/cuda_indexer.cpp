@@ -62,7 +62,6 @@ class CudaIndexer : public DeviceKernelBackend {
 
     std::vector<IdxSeg> segs;
     std::vector<IdxTile> tiles;
-    int64_t ext = 1;
     for (const auto& s : l.segments) {
       IdxSeg g;
       g.row0 = s.row0;
@@ -71,16 +70,9 @@ class CudaIndexer : public DeviceKernelBackend {
       g.pos0 = s.pos0;
       g.key_len = s.key_len;
       g.kv_off = l.docs[size_t(s.doc)].kv_off;
-      ext = std::max(ext, s.key_len);
-      for (int64_t i0 = 0; i0 < s.rows; i0 += kIdxTileRows) {
-        IdxTile t;
-        t.seg = int32_t(segs.size());
-        t.i0 = i0;
-        tiles.push_back(t);
-      }
-      segs.push_back(g);
+      add_indexer_segment(g, segs, tiles);
     }
-    const int64_t ld = (ext + kIdxTileKeys - 1) / kIdxTileKeys * kIdxTileKeys;
+    const int64_t ld = indexer_scores_ld(segs);
     const size_t K = size_t(c.topk);
     const size_t nout = size_t(l.q_rows) * K;
     if (out.topk.size() != nout) out.topk.assign(nout, kSentinelIndex);

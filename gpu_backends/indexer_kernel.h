@@ -6,7 +6,9 @@
 // ascending key order (the oracle's tie rule), sorted by (score desc, key asc); -1 / -inf fill.
 // Returned indices are K/V buffer rows. Only rows of segments are written; pad rows get all -1.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -63,6 +65,23 @@ struct IdxProblem {
   int32_t* out_idx = nullptr;     // [q_rows, topk]
   float* out_score = nullptr;     // [q_rows, topk]
 };
+
+// Appends a query segment and its kIdxTileRows-row tiles (pad rows included: they get -1 fill).
+inline void add_indexer_segment(const IdxSeg& g, std::vector<IdxSeg>& segs, std::vector<IdxTile>& tiles) {
+  for (int64_t i0 = 0; i0 < g.rows; i0 += kIdxTileRows) {
+    IdxTile t;
+    t.seg = int32_t(segs.size());
+    t.i0 = i0;
+    tiles.push_back(t);
+  }
+  segs.push_back(g);
+}
+// Row stride of the score scratch: a multiple of kIdxTileKeys covering every segment's key extent.
+inline int64_t indexer_scores_ld(const std::vector<IdxSeg>& segs) {
+  int64_t ext = 1;
+  for (const auto& g : segs) ext = std::max(ext, g.key_len);
+  return (ext + kIdxTileKeys - 1) / kIdxTileKeys * kIdxTileKeys;
+}
 
 void launch_indexer_scores(const IdxProblem& p, cudaStream_t s);
 void launch_indexer_topk(const IdxProblem& p, cudaStream_t s);

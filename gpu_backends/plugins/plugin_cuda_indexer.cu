@@ -49,7 +49,6 @@ struct Dev {
 int run_indexer(const ao_layout* l, const ao_tensors* t, IdxMask mask) {
   std::vector<IdxSeg> segs;
   std::vector<IdxTile> tiles;
-  int64_t ext = 1;
   for (int i = 0; i < l->num_segments; ++i) {
     const ao_segment& s = l->segments[i];
     IdxSeg g;
@@ -59,16 +58,9 @@ int run_indexer(const ao_layout* l, const ao_tensors* t, IdxMask mask) {
     g.pos0 = s.pos0;
     g.key_len = s.key_len;
     g.kv_off = l->docs[s.doc].kv_off;
-    ext = std::max(ext, s.key_len);
-    for (int64_t i0 = 0; i0 < s.rows; i0 += kIdxTileRows) {
-      IdxTile tl;
-      tl.seg = int32_t(segs.size());
-      tl.i0 = i0;
-      tiles.push_back(tl);
-    }
-    segs.push_back(g);
+    add_indexer_segment(g, segs, tiles);
   }
-  const int64_t ld = (ext + kIdxTileKeys - 1) / kIdxTileKeys * kIdxTileKeys;
+  const int64_t ld = indexer_scores_ld(segs);
   const size_t nq = size_t(l->q_rows) * l->heads * l->dim, nk = size_t(l->kv_rows) * l->dim;
   const bool bf16 = l->dtype == AO_DTYPE_BF16;
   std::vector<uint16_t> qb, kb;
