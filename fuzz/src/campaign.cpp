@@ -1,13 +1,23 @@
 #include "attn_oracle/campaign.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
+#include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "attn_oracle/case_file.h"
+#include "attn_oracle/interrupt.h"
 #include "attn_oracle/shrink.h"
 
 namespace ao {
@@ -60,6 +70,88 @@ std::string failing_summary(const Verdict& v) {
   return s;
 }
 
+std::string failure_signature(const std::string& backend, const Case& m, const Verdict& v) {
+  std::string verdict = verdict_name(v.kind);
+  if (v.kind == Verdict::Fail) {
+    std::string names;
+    for (const auto& n : failing_metrics(v)) names += (names.empty() ? "" : ",") + n;
+    verdict += "[" + names + "]";
+  }
+  const char* mask = m.mask == MaskKind::None ? "none" : m.mask == MaskKind::TopLeft ? "topleft" : "bottomright";
+  bool pad = m.tail > 0 || m.q_capacity >= 0 || m.kv_capacity >= 0 || !m.o_offsets.empty() ||
+             !m.stats_offsets.empty();
+  try {  // gaps before, between or after documents in any buffer, CP chunk padding included
+    const Layout l = make_layout(m);
+    int64_t q = 0, kv = 0;
+    for (const auto& d : l.docs) {
+      pad |= d.q_padded != d.q_len || d.kv_off != d.packed_kv_off || (!l.is_cp() && d.q_off != d.packed_q_off);
+      q += d.q_padded;
+      kv += d.kv_len;
+    }
+    pad |= l.kv_rows != kv || (l.is_cp() ? l.q_rows * m.cp : l.q_rows) != q;
+  } catch (const CaseError&) {
+    pad = true;  // cannot happen for a shrunk case (the shrinker keeps valid cases only)
+  }
+  const size_t docs = m.q_lens.size();
+  return fmt::format("{} {} op={} mask={} window={} cp={} docs={} pad={} dtype={}", backend, verdict,
+                     m.op == Op::Indexer ? "indexer" : "sdpa", mask, m.window > 0 ? "yes" : "no",
+                     m.cp > 1 ? "yes" : "no", docs >= 3 ? "3+" : std::to_string(docs), pad ? "yes" : "no",
+                     m.dtype == DType::F32 ? "f32" : "16bit");
+}
+
+bool smaller_case(const Case& a, const Case& b) {
+  auto key = [](const Case& c) {
+    const int64_t tokens = std::accumulate(c.q_lens.begin(), c.q_lens.end(), int64_t(0)) +
+                           std::accumulate(c.kv_lens.begin(), c.kv_lens.end(), int64_t(0));
+    return std::make_tuple(tokens, c.q_lens.size(), print_case(c).size());
+  };
+  return key(a) < key(b);
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  // Hidden and not *.case: a gate never picks up a temporary left by a crash.
+  const fs::path tmp = dir / fmt::format(".{}.tmp.{}", p.filename().string(), ::getpid());
+  auto fail = [&](const std::string& what) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return std::runtime_error(fmt::format("cannot {} {}: {}", what, tmp.string(), why));
+  };
+  ::unlink(tmp.c_str());  // a stale temporary of a crashed run with this pid
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw fail("create");
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw fail("write");
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    throw fail("fsync");
+  }
+  if (::close(fd) != 0) throw fail("close");
+  if (::rename(tmp.c_str(), p.c_str()) != 0) throw fail("rename to " + path + ":");
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);  // the rename itself survives a crash
+    ::close(dfd);
+  }
+}
+
+bool valid_found_file(const std::string& path, const LayoutLimits& lim) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0 || ec) return false;
+  try {
+    return !read_case_files({path}, lim).empty();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
   std::string s;
   s += "# found by attn-oracle fuzz (shrunk regression)\n";
@@ -69,10 +161,36 @@ std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
   s += fmt::format("# original: {}\n", f.original);
   s += fmt::format("# original failing: {}\n", failing_summary(f.original_result.verdict));
   s += fmt::format("# shrunk in {} steps ({} runs{}); shrunk failing: {}\n", f.steps, f.runs,
-                   f.shrink_budget_exhausted ? ", run budget exhausted" : "", failing_summary(f.shrunk_result.verdict));
+                   shrink_stop_note(f.shrink_stop), failing_summary(f.shrunk_result.verdict));
+  s += fmt::format("# signature: {}\n", f.signature);
   s += f.shrunk + "\n";
   return s;
 }
+
+namespace {
+
+// Signatures of the valid found files already in `dir` (those written with a `# signature:` line).
+std::map<std::string, std::string> known_signatures(const std::string& dir, const LayoutLimits& lim) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".case" && it->is_regular_file(ec)) files.push_back(it->path().string());
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::string line, sig;
+    for (int n = 0; n < 64 && std::getline(in, line); ++n)
+      if (line.rfind("# signature: ", 0) == 0) {
+        sig = line.substr(13);
+        break;
+      }
+    if (!sig.empty() && !out.count(sig) && valid_found_file(file, lim)) out[sig] = file;
+  }
+  return out;
+}
+
+}  // namespace
 
 CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   using clock = std::chrono::steady_clock;
@@ -81,61 +199,92 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   auto backend = make_backend(opt.backend);
   auto vs = make_backend(opt.vs);
   CampaignSummary s;
-  std::map<std::string, size_t> by_shrunk;
-  if (!opt.out_dir.empty()) fs::create_directories(opt.out_dir);
+  std::map<std::string, size_t> by_signature;  // -> index into s.unique
+  std::map<std::string, std::string> known;    // signature -> file that existed before the campaign
+  if (!opt.out_dir.empty()) {
+    fs::create_directories(opt.out_dir);
+    known = known_signatures(opt.out_dir, opt.lim);
+  }
+  ShrinkOptions so;
+  so.max_runs = opt.shrink_runs;
+  so.lim = opt.lim;
+  if (opt.budget.seconds > 0)
+    so.deadline = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(opt.budget.seconds));
+  // Points f.file at a valid file for f: one known before the campaign, or f's own, written now.
+  auto save = [&](FoundCase& f) {
+    if (opt.out_dir.empty()) return;
+    if (auto it = known.find(f.signature); it != known.end()) {
+      f.file = it->second;
+      f.already_known = true;
+      return;
+    }
+    f.file = (fs::path(opt.out_dir) / (case_hash(f.shrunk) + ".case")).string();
+    std::error_code ec;
+    f.already_known = valid_found_file(f.file, opt.lim);
+    if (f.already_known) return;
+    f.resaved = fs::exists(fs::symlink_status(f.file, ec));
+    write_file_atomically(f.file, found_case_text(opt, f));
+  };
   double last_progress = -1;
   for (uint64_t k = 0;; ++k) {
+    if ((s.interrupted = interrupted()) != 0) break;
     if (opt.budget.cases > 0 && s.cases >= opt.budget.cases) break;
     if (opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds) break;
     if (opt.max_failures > 0 && s.failed >= uint64_t(opt.max_failures)) break;
     const uint64_t index = uint64_t(opt.shard) + k * uint64_t(opt.shards);
-    ++s.cases;
     Case c;
     try {
       c = generate_case(opt.seed, index, opt.gen);
     } catch (const CaseError& e) {
+      ++s.cases;
       ++s.invalid;
       s.invalid_lines.push_back(fmt::format("case #{}: generator produced an invalid case: {}", index, e.what()));
       continue;
     }
     CaseResult r = run_case(c, *backend, *vs, opt.lim);
+    if ((s.interrupted = interrupted()) != 0) break;  // a run cut short proves nothing: not counted
+    ++s.cases;
     if (r.verdict.kind == Verdict::Pass) {
       ++s.passed;
     } else if (r.verdict.kind == Verdict::Skipped) {
       ++s.skipped;
     } else {
       ++s.failed;
+      s.failing_indices.push_back(index);
       if (s.first_failure_case < 0) {
         s.first_failure_case = int64_t(k + 1);
         s.first_failure_seconds = elapsed();
       }
       const double ts = elapsed();
-      ShrinkOptions so;
-      so.max_runs = opt.shrink_runs;
-      so.lim = opt.lim;
-      ShrinkResult sr = shrink_case(c, fails_like(r, *backend, *vs, opt.lim), so);
-      s.shrink_seconds += elapsed() - ts;
       FoundCase f;
+      f.shrunk_result = r;
+      const ShrinkResult sr = shrink_case(c, fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result), so);
+      s.shrink_seconds += elapsed() - ts;
       f.index = index;
       f.original = r.case_line;
       f.original_result = r;
       f.shrunk = print_case(sr.minimal);
       f.steps = sr.steps;
       f.runs = sr.runs;
-      f.shrink_budget_exhausted = sr.budget_exhausted;
-      if (!by_shrunk.count(f.shrunk)) {
-        f.shrunk_result = run_case(sr.minimal, *backend, *vs, opt.lim);
-        if (!opt.out_dir.empty()) {
-          f.file = (fs::path(opt.out_dir) / (case_hash(f.shrunk) + ".case")).string();
-          f.already_known = fs::exists(f.file);
-          if (!f.already_known) {
-            std::ofstream out(f.file);
-            out << found_case_text(opt, f);
-            if (!out) throw std::runtime_error("cannot write " + f.file);
-          }
-        }
-        by_shrunk[f.shrunk] = s.unique.size();
+      f.shrink_stop = sr.stop;
+      f.signature = failure_signature(opt.backend, sr.minimal, f.shrunk_result.verdict);
+      if (auto it = by_signature.find(f.signature); it == by_signature.end()) {
+        save(f);
+        by_signature[f.signature] = s.unique.size();
         s.unique.push_back(std::move(f));
+      } else {
+        FoundCase& kept = s.unique[it->second];
+        // A smaller case of the signature replaces the one this campaign wrote; a file that existed
+        // before the campaign is never replaced (the corpus only grows).
+        if (!kept.already_known && smaller_case(sr.minimal, parse_case(kept.shrunk))) {
+          const std::string old_file = kept.file;
+          f.merged = kept.merged + 1;
+          save(f);
+          if (!old_file.empty() && old_file != f.file && !kept.resaved) fs::remove(old_file);
+          kept = std::move(f);
+        } else {
+          ++kept.merged;
+        }
       }
     }
     if (opt.progress && elapsed() - last_progress >= 0.25) {
@@ -157,20 +306,31 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
       "  {} cases in {:.1f} s ({:.0f} cases/s): {} passed, {} failed, {} skipped, {} invalid (generator bugs)\n",
       opt.backend, opt.vs, opt.seed, opt.shard, opt.shards, opt.gen.dims == DimsProfile::Glm ? "glm" : "small",
       s.cases, s.seconds, double(s.cases) / std::max(s.seconds, 1e-9), s.passed, s.failed, s.skipped, s.invalid);
+  if (s.interrupted != 0)
+    out += fmt::format("  INTERRUPTED by signal {}: the counts cover the cases that finished\n", s.interrupted);
   for (const auto& l : s.invalid_lines) out += "  INVALID " + l + "\n";
   if (s.first_failure_case >= 0)
     out += fmt::format("  first failure: case {} of this shard after {:.3f} s; shrinking took {:.1f} s in all\n",
                        s.first_failure_case, s.first_failure_seconds, s.shrink_seconds);
+  uint64_t merged = 0;
+  std::string per_case;
   for (const auto& f : s.unique) {
     out += fmt::format("  FAIL case #{}: {}\n    shrunk ({} steps, {} runs{}): {}\n    failing: {}\n", f.index,
-                       f.original, f.steps, f.runs, f.shrink_budget_exhausted ? ", run budget exhausted" : "",
-                       f.shrunk, failing_summary(f.shrunk_result.verdict));
-    if (!f.file.empty()) out += fmt::format("    {} {}\n", f.already_known ? "known:" : "wrote:", f.file);
+                       f.original, f.steps, f.runs, shrink_stop_note(f.shrink_stop), f.shrunk,
+                       failing_summary(f.shrunk_result.verdict));
+    out += fmt::format("    signature: {}\n", f.signature);
+    if (f.merged > 0) out += fmt::format("    merged: {} more failing case(s) with this signature\n", f.merged);
+    if (!f.file.empty())
+      out += fmt::format("    {} {}\n",
+                         f.already_known ? "known:" : f.resaved ? "rewrote (was empty or unparsable):" : "wrote:",
+                         f.file);
+    merged += f.merged;
+    per_case += fmt::format("{}{}", per_case.empty() ? "" : ",", f.merged);
   }
-  out += fmt::format("fuzz-result cases={} failed={} unique={} skipped={} invalid={} first_failure_case={} "
-                     "first_failure_seconds={:.3f} seconds={:.3f}\n",
-                     s.cases, s.failed, s.unique.size(), s.skipped, s.invalid, s.first_failure_case,
-                     s.first_failure_seconds, s.seconds);
+  out += fmt::format("fuzz-result cases={} failed={} unique={} merged={} merged_per_case={} skipped={} invalid={} "
+                     "first_failure_case={} first_failure_seconds={:.3f} seconds={:.3f} interrupted={}\n",
+                     s.cases, s.failed, s.unique.size(), merged, per_case.empty() ? "-" : per_case, s.skipped,
+                     s.invalid, s.first_failure_case, s.first_failure_seconds, s.seconds, s.interrupted);
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "attn_oracle/interrupt.h"
 #include "attn_oracle/layout.h"
 
 namespace ao {
@@ -283,10 +284,26 @@ std::vector<Case> shrink_candidates(const Case& c, const LayoutLimits& lim) {
   return out;
 }
 
+const char* shrink_stop_note(ShrinkStop s) {
+  switch (s) {
+    case ShrinkStop::Minimum: return "";
+    case ShrinkStop::RunBudget: return ", run budget exhausted";
+    case ShrinkStop::Deadline: return ", stopped at the deadline";
+    case ShrinkStop::Interrupted: return ", interrupted";
+  }
+  return "";
+}
+
 ShrinkResult shrink_case(const Case& failing, const StillFails& still_fails, const ShrinkOptions& opt) {
   ShrinkResult r;
   r.minimal = failing;
   std::set<std::string> seen = {print_case(failing)};
+  // Checked before every run, so no run starts after a stop request or the deadline.
+  auto must_stop = [&] {
+    if (interrupted() != 0) r.stop = ShrinkStop::Interrupted;
+    else if (std::chrono::steady_clock::now() >= opt.deadline) r.stop = ShrinkStop::Deadline;
+    return r.stop != ShrinkStop::Minimum;
+  };
   bool progress = true;
   while (progress && r.runs < opt.max_runs) {
     progress = false;
@@ -294,8 +311,11 @@ ShrinkResult shrink_case(const Case& failing, const StillFails& still_fails, con
       if (!seen.insert(print_case(cand)).second) continue;
       if (!shrinkable_valid(cand, opt.lim)) continue;
       if (r.runs >= opt.max_runs) break;
+      if (must_stop()) return r;
       ++r.runs;
-      if (still_fails(cand)) {
+      const bool fails = still_fails(cand);
+      if (must_stop()) return r;  // a run cut short by a stop request proves nothing
+      if (fails) {
         r.minimal = cand;
         ++r.steps;
         progress = true;
@@ -304,6 +324,7 @@ ShrinkResult shrink_case(const Case& failing, const StillFails& still_fails, con
     }
   }
   r.budget_exhausted = progress && r.runs >= opt.max_runs;
+  if (r.budget_exhausted) r.stop = ShrinkStop::RunBudget;
   return r;
 }
 
@@ -314,21 +335,26 @@ std::set<std::string> failing_metrics(const Verdict& v) {
   return s;
 }
 
-StillFails fails_like(const CaseResult& original, Backend& backend, Backend& vs, const LayoutLimits& lim) {
+StillFails fails_like(const CaseResult& original, Backend& backend, Backend& vs, const LayoutLimits& lim,
+                      CaseResult* last_failing) {
   const bool was_error = original.verdict.kind == Verdict::Error;
   const std::set<std::string> want = failing_metrics(original.verdict);
-  return [&backend, &vs, lim, was_error, want](const Case& c) {
+  return [&backend, &vs, lim, was_error, want, last_failing](const Case& c) {
     CaseResult r;
     try {
       r = run_case(c, backend, vs, lim);
     } catch (const CaseError&) {
       return false;
     }
-    if (was_error) return r.verdict.kind == Verdict::Error;
-    if (r.verdict.kind != Verdict::Fail) return false;
-    for (const auto& m : failing_metrics(r.verdict))
-      if (want.count(m)) return true;
-    return false;
+    if (interrupted() != 0) return false;
+    bool fails = false;
+    if (was_error) {
+      fails = r.verdict.kind == Verdict::Error;
+    } else if (r.verdict.kind == Verdict::Fail) {
+      for (const auto& m : failing_metrics(r.verdict)) fails |= want.count(m) > 0;
+    }
+    if (fails && last_failing) *last_failing = std::move(r);
+    return fails;
   };
 }
 

@@ -1,10 +1,12 @@
-// `attn-oracle fuzz`: a generated-case campaign against a backend (campaign.h); shrinks and saves
-// each new failure as <out>/<hash>.case. Exit 1 if anything failed, 125 if nothing ran, else 0.
+// `attn-oracle fuzz`: a generated-case campaign against a backend (campaign.h); shrinks each failure
+// and saves one smallest case per failure signature as <out>/<hash>.case. Exit 1 if anything failed,
+// 125 if nothing ran, else 0; 128 + signal when SIGINT/SIGTERM stopped it (after the summary).
 #include <unistd.h>
 
 #include <iostream>
 
 #include "attn_oracle/campaign.h"
+#include "attn_oracle/interrupt.h"
 #include "commands.h"
 
 namespace ao {
@@ -48,9 +50,10 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                       o.max_failures = a->max_failures;
                       o.lim = lim;
                       o.progress = isatty(STDERR_FILENO) != 0;
+                      install_interrupt_handlers();
                       const CampaignSummary s = run_campaign(o, std::cerr);
-                      std::cout << format_summary(o, s);
-                      return campaign_exit_code(s);
+                      std::cout << format_summary(o, s) << std::flush;
+                      return s.interrupted != 0 ? 128 + s.interrupted : campaign_exit_code(s);
                     }};
 });
 

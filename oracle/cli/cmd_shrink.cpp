@@ -1,11 +1,13 @@
 // `attn-oracle shrink <case> --backend B`: reduces a failing case (shrink.h). Prints the minimal case
 // line on stdout (pipeable) and the steps/runs and failing metrics on stderr. Exit 0 when a failing
-// case was shrunk, 1 when the given case does not fail with B (nothing to shrink), 2 bad input.
+// case was shrunk, 1 when the given case does not fail with B (nothing to shrink), 2 bad input,
+// 128 + signal when SIGINT/SIGTERM stopped it (the smallest failing case so far is still printed).
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/campaign.h"
+#include "attn_oracle/interrupt.h"
 #include "attn_oracle/shrink.h"
 #include "commands.h"
 
@@ -30,7 +32,12 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                       make_layout(c, lim);
                       auto be = make_backend(a->backend);
                       auto vs = make_backend(a->vs);
+                      install_interrupt_handlers();
                       const CaseResult r = run_case(c, *be, *vs, lim);
+                      if (const int sig = interrupted(); sig != 0) {
+                        std::cerr << fmt::format("shrink: interrupted by signal {} before the case finished\n", sig);
+                        return 128 + sig;
+                      }
                       if (r.verdict.kind != Verdict::Fail && r.verdict.kind != Verdict::Error) {
                         std::cerr << fmt::format("shrink: the case does not fail with {} (verdict {}{}); nothing to shrink\n",
                                                  a->backend, verdict_name(r.verdict.kind),
@@ -40,14 +47,14 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                       ShrinkOptions so;
                       so.max_runs = a->runs;
                       so.lim = lim;
-                      const ShrinkResult s = shrink_case(c, fails_like(r, *be, *vs, lim), so);
-                      const CaseResult fin = run_case(s.minimal, *be, *vs, lim);
+                      CaseResult fin = r;  // the minimal case's result (the predicate keeps the latest failing one)
+                      const ShrinkResult s = shrink_case(c, fails_like(r, *be, *vs, lim, &fin), so);
                       std::cerr << fmt::format("shrink: {} steps ({} runs{}); original failing: {}\n  minimal failing: {}\n",
-                                               s.steps, s.runs, s.budget_exhausted ? ", run budget exhausted" : "",
+                                               s.steps, s.runs, shrink_stop_note(s.stop),
                                                failing_summary(r.verdict), failing_summary(fin.verdict));
                       std::cerr << std::flush;
                       std::cout << print_case(s.minimal) << std::endl;
-                      return 0;
+                      return s.stop == ShrinkStop::Interrupted ? 128 + interrupted() : 0;
                     }};
 });
 
