@@ -241,7 +241,9 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       s.invalid_lines.push_back(fmt::format("case #{}: generator produced an invalid case: {}", index, e.what()));
       continue;
     }
+    const double t_run = elapsed();
     CaseResult r = run_case(c, *backend, *vs, opt.lim);
+    s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t_run);
     if ((s.interrupted = interrupted()) != 0) break;  // a run cut short proves nothing: not counted
     ++s.cases;
     if (r.verdict.kind == Verdict::Pass) {
@@ -258,7 +260,13 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       const double ts = elapsed();
       FoundCase f;
       f.shrunk_result = r;
-      const ShrinkResult sr = shrink_case(c, fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result), so);
+      const StillFails fails = fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result);
+      const ShrinkResult sr = shrink_case(c, [&](const Case& cand) {
+        const double t = elapsed();
+        const bool still = fails(cand);
+        s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
+        return still;
+      }, so);
       s.shrink_seconds += elapsed() - ts;
       f.index = index;
       f.original = r.case_line;
@@ -312,6 +320,9 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   if (s.first_failure_case >= 0)
     out += fmt::format("  first failure: case {} of this shard after {:.3f} s; shrinking took {:.1f} s in all\n",
                        s.first_failure_case, s.first_failure_seconds, s.shrink_seconds);
+  if (opt.budget.seconds > 0)
+    out += fmt::format("  time budget {:.0f} s: no run starts after it; the longest single run took {:.3f} s\n",
+                       opt.budget.seconds, s.longest_run_seconds);
   uint64_t merged = 0;
   std::string per_case;
   for (const auto& f : s.unique) {
@@ -328,9 +339,11 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
     per_case += fmt::format("{}{}", per_case.empty() ? "" : ",", f.merged);
   }
   out += fmt::format("fuzz-result cases={} failed={} unique={} merged={} merged_per_case={} skipped={} invalid={} "
-                     "first_failure_case={} first_failure_seconds={:.3f} seconds={:.3f} interrupted={}\n",
+                     "first_failure_case={} first_failure_seconds={:.3f} seconds={:.3f} longest_run_seconds={:.3f} "
+                     "interrupted={}\n",
                      s.cases, s.failed, s.unique.size(), merged, per_case.empty() ? "-" : per_case, s.skipped,
-                     s.invalid, s.first_failure_case, s.first_failure_seconds, s.seconds, s.interrupted);
+                     s.invalid, s.first_failure_case, s.first_failure_seconds, s.seconds, s.longest_run_seconds,
+                     s.interrupted);
   return out;
 }
 

@@ -314,7 +314,10 @@ ShrinkResult shrink_case(const Case& failing, const StillFails& still_fails, con
       if (must_stop()) return r;
       ++r.runs;
       const bool fails = still_fails(cand);
-      if (must_stop()) return r;  // a run cut short by a stop request proves nothing
+      if (interrupted() != 0) {  // a run cut short by a stop request proves nothing
+        r.stop = ShrinkStop::Interrupted;
+        return r;
+      }
       if (fails) {
         r.minimal = cand;
         ++r.steps;

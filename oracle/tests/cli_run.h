@@ -1,8 +1,12 @@
 // Test helper: run a shell command or the built attn-oracle (AO_CLI), capturing stdout+stderr and
-// the exit code (-1 for a signal death).
+// the exit code (-1 for a signal death); or start the CLI in the background (start_cli) to signal it.
 #pragma once
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -24,5 +28,58 @@ inline Cmd run_sh(const std::string& cmd) {
 }
 
 inline Cmd run_cli(const std::string& args) { return run_sh(std::string(AO_CLI) + " " + args); }
+
+// The CLI running in the background: pid is attn-oracle itself (the shell execs it), out_fd reads
+// its stdout+stderr.
+struct BackgroundCli {
+  pid_t pid = -1;
+  int out_fd = -1;
+};
+
+inline BackgroundCli start_cli(const std::string& args) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    const std::string cmd = "exec " + std::string(AO_CLI) + " " + args;
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return {};
+  }
+  return {pid, fds[0]};
+}
+
+// Collects its output until it exits; after timeout_s it is killed (SIGKILL: code -1).
+inline Cmd finish_cli(BackgroundCli& b, double timeout_s) {
+  std::string out;
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[4096];
+  bool killed = false;
+  for (;;) {
+    pollfd p{b.out_fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      const ssize_t n = read(b.out_fd, buf, sizeof buf);
+      if (n == 0) break;
+      if (n > 0) out.append(buf, size_t(n));
+    }
+    if (!killed && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      kill(b.pid, SIGKILL);
+      killed = true;
+    }
+  }
+  close(b.out_fd);
+  int st = 0;
+  waitpid(b.pid, &st, 0);
+  b = {};
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
 
 }  // namespace ao::test

@@ -2,7 +2,13 @@
 // respects CP divisibility and its run budget, and shrinks real bug-model failures deterministically.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
 #include "attn_oracle/backend.h"
+#include "attn_oracle/interrupt.h"
 #include "attn_oracle/shrink.h"
 
 using namespace ao;
@@ -118,4 +124,99 @@ TEST(FuzzShrink, TePaddedExampleKeepsItsOffsetBug) {
   bool displaced = false;
   for (const auto& d : l.docs) displaced |= d.q_off != d.packed_q_off || d.kv_off != d.packed_kv_off;
   EXPECT_TRUE(displaced) << print_case(r.minimal);
+}
+
+TEST(FuzzShrink, StopsAtTheDeadlineKeepingTheSmallestFailingCase) {
+  using clock = std::chrono::steady_clock;
+  const Case start = parse_case("op=indexer docs=304,8,704,64 cp=4 rank=1 heads=8 dim=32 topk=64 seed=3");
+  ShrinkOptions o;
+  o.max_runs = 1000;
+  // A deadline already passed: nothing runs, the input is the result.
+  o.deadline = clock::now();
+  int calls = 0;
+  const ShrinkResult none = shrink_case(start, [&](const Case&) { return ++calls, true; }, o);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(none.runs, 0);
+  EXPECT_EQ(none.stop, ShrinkStop::Deadline);
+  EXPECT_FALSE(none.budget_exhausted);
+  EXPECT_EQ(none.minimal, start);
+  // Runs of 30 ms under a 100 ms deadline: it stops after a few, with the last accepted case, and no
+  // run starts after the deadline (so it ends within the deadline plus one run).
+  const auto t0 = clock::now();
+  o.deadline = t0 + std::chrono::milliseconds(100);
+  Case last_accepted = start;
+  clock::time_point last_start{};
+  const ShrinkResult r = shrink_case(start, [&](const Case& c) {
+    last_start = clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    last_accepted = c;
+    return true;
+  }, o);
+  const auto end = clock::now();
+  EXPECT_EQ(r.stop, ShrinkStop::Deadline);
+  EXPECT_GE(r.runs, 1);
+  EXPECT_LE(r.runs, 4);
+  EXPECT_EQ(r.steps, r.runs);
+  EXPECT_EQ(r.minimal, last_accepted);
+  EXPECT_NE(r.minimal, start);
+  EXPECT_TRUE(shrinkable_valid(r.minimal, {}));
+  EXPECT_LT(last_start, o.deadline);
+  EXPECT_LT(end - last_start, std::chrono::milliseconds(30 + 200));
+  EXPECT_STREQ(shrink_stop_note(r.stop), ", stopped at the deadline");
+}
+
+TEST(FuzzShrink, RealBugModelShrinkEndsWithinDeadlinePlusOneRun) {
+  using clock = std::chrono::steady_clock;
+  auto bug = make_backend("cpu-bug:topleft-cp");
+  auto ref = make_backend("cpu-ref");
+  // GLM dims: an unbounded shrink of this case takes seconds.
+  const Case start = parse_case("op=indexer docs=128,128,4096 cp=32 rank=12 heads=32 dim=128 topk=2048 dtype=fp16 seed=132811");
+  const CaseResult orig = run_case(start, *bug, *ref);
+  ASSERT_EQ(orig.verdict.kind, Verdict::Fail);
+  CaseResult last = orig;
+  const StillFails inner = fails_like(orig, *bug, *ref, {}, &last);
+  double longest_run = 0;
+  const StillFails timed = [&](const Case& c) {
+    const auto t = clock::now();
+    const bool f = inner(c);
+    longest_run = std::max(longest_run, std::chrono::duration<double>(clock::now() - t).count());
+    return f;
+  };
+  ShrinkOptions o;
+  const auto t0 = clock::now();
+  o.deadline = t0 + std::chrono::milliseconds(100);
+  const ShrinkResult r = shrink_case(start, timed, o);
+  const double took = std::chrono::duration<double>(clock::now() - t0).count();
+  EXPECT_EQ(r.stop, ShrinkStop::Deadline);
+  EXPECT_LE(took, 0.1 + longest_run + 0.25) << "longest run " << longest_run;
+  // The kept case still fails, and `last` holds its result (no re-run needed).
+  EXPECT_EQ(last.case_line, print_case(r.minimal));
+  EXPECT_EQ(last.verdict.kind, Verdict::Fail);
+  EXPECT_EQ(run_case(r.minimal, *bug, *ref).verdict.kind, Verdict::Fail);
+}
+
+TEST(FuzzShrink, StopsOnInterruptAndDropsTheInterruptedRun) {
+  install_interrupt_handlers();
+  const Case start = parse_case("op=indexer docs=304,8,704,64 cp=4 rank=1 heads=8 dim=32 topk=64 seed=3");
+  int calls = 0;
+  Case accepted = start;
+  const ShrinkResult r = shrink_case(start, [&](const Case& c) {
+    if (++calls == 3) {
+      raise(SIGINT);  // arrives during the third run: its answer does not count
+      return true;
+    }
+    accepted = c;
+    return true;
+  });
+  EXPECT_EQ(interrupted(), SIGINT);
+  EXPECT_EQ(r.stop, ShrinkStop::Interrupted);
+  EXPECT_EQ(r.runs, 3);
+  EXPECT_EQ(r.steps, 2);
+  EXPECT_EQ(r.minimal, accepted);
+  // Still interrupted: nothing more runs.
+  const ShrinkResult again = shrink_case(start, [&](const Case&) { return ++calls, true; });
+  EXPECT_EQ(again.runs, 0);
+  EXPECT_EQ(again.stop, ShrinkStop::Interrupted);
+  reset_interrupt();
+  signal(SIGINT, SIG_DFL);
 }

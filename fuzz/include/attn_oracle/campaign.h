@@ -3,7 +3,8 @@
 // smallest case per signature is written, atomically, as <hash of its line>.case into the output
 // directory, the others are counted as merged into it. Deterministic for a (seed, shard, budget in
 // cases). A time budget B is a bound: no case or shrink run starts after B, so the campaign ends
-// within B plus one run (one case or one shrink candidate against backend and reference) plus saving.
+// within B plus one run (one case or one shrink candidate against backend and reference: the
+// summary's longest_run_seconds) plus saving.
 // SIGINT/SIGTERM (interrupt.h) stop it the same way; the case in flight is dropped, not counted.
 #pragma once
 #include <cstdint>
@@ -57,6 +58,7 @@ struct CampaignSummary {
   int interrupted = 0;                    // the signal that stopped the campaign, 0 if none
   std::vector<std::string> invalid_lines; // generator bugs (should never happen)
   double seconds = 0, shrink_seconds = 0;
+  double longest_run_seconds = 0;         // the longest single run (a case or a shrink candidate)
   int64_t first_failure_case = -1;        // cases generated up to and including the first failure
   double first_failure_seconds = -1;      // wall time until the first failure was seen (before shrinking)
 };
