@@ -58,7 +58,7 @@ CampaignOptions one_failure(const fs::path& dir) {
   o.seed = 1;
   o.budget = {0, 400};
   o.max_failures = 1;
-  o.shrink_runs = 100;
+  o.shrink_runs = 40;
   o.out_dir = dir.string();
   return o;
 }
@@ -292,8 +292,8 @@ TEST(FuzzCampaign, OneSmallestFilePerFailureSignatureAlsoAcrossRuns) {
   CampaignOptions o;
   o.backend = "cpu-bug:off-by-one-causal";
   o.seed = 5;
-  o.budget = {0, 24};
-  o.shrink_runs = 60;
+  o.budget = {0, 14};
+  o.shrink_runs = 40;
   o.out_dir = dir.string();
   std::ostringstream err;
   const CampaignSummary s = run_campaign(o, err);
