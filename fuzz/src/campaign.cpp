@@ -321,7 +321,7 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
     out += fmt::format("  first failure: case {} of this shard after {:.3f} s; shrinking took {:.1f} s in all\n",
                        s.first_failure_case, s.first_failure_seconds, s.shrink_seconds);
   if (opt.budget.seconds > 0)
-    out += fmt::format("  time budget {:.0f} s: no run starts after it; the longest single run took {:.3f} s\n",
+    out += fmt::format("  time budget {:g} s: no run starts after it; the longest single run took {:.3f} s\n",
                        opt.budget.seconds, s.longest_run_seconds);
   uint64_t merged = 0;
   std::string per_case;
