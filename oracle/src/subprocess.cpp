@@ -171,26 +171,26 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
   int st = 0;
   bool stopping = false;
   double deadline = 0;
-  for (;;) {
+  // Polls (1 ms rising to 10 ms) rather than blocking in waitpid: a stop signal that lands between the
+  // flag check and a blocking wait would otherwise go unnoticed until the child ends by itself.
+  for (int nap = 1;; nap = std::min(nap * 2, 10)) {
     if (g_reaper_stop && !stopping) {
       stopping = true;
       ::kill(-c, SIGTERM);
       ::kill(c, SIGTERM);
       deadline = now_s() + opt.kill_grace_s;
     }
-    const pid_t w = ::waitpid(c, &st, stopping ? WNOHANG : 0);
+    const pid_t w = ::waitpid(c, &st, WNOHANG);
     if (w == c) break;
     if (w < 0 && errno != EINTR) break;
-    if (stopping) {
-      if (now_s() > deadline) {
-        ::kill(-c, SIGKILL);
-        ::kill(c, SIGKILL);
-        while (::waitpid(c, &st, 0) < 0 && errno == EINTR) {
-        }
-        break;
+    if (stopping && now_s() > deadline) {
+      ::kill(-c, SIGKILL);
+      ::kill(c, SIGKILL);
+      while (::waitpid(c, &st, 0) < 0 && errno == EINTR) {
       }
-      sleep_ms(10);
+      break;
     }
+    sleep_ms(nap);
   }
   ::kill(-c, SIGKILL);  // what the child left in its group
   sweep_descendants();  // and everything that left the group (setsid, double fork)
