@@ -1,15 +1,3 @@
-// `plugin:<path.so>[:<knobs>]`: a kernel library loaded with dlopen through the C ABI of
-// attn_oracle/plugin.h. Load problems (no file, missing symbol, other ABI version) are CaseErrors
-// naming the library; run problems are RunStatus::Error with the plugin's message.
-#include <dlfcn.h>
-
-#include <filesystem>
-
-#include <fmt/format.h>
-
-#include "attn_oracle/external.h"
-#include "attn_oracle/plugin.h"
-
 // `plugin:<path.so>[:<knobs>]`: a kernel library behind the C ABI of attn_oracle/plugin.h. Every piece
 // of plugin code runs in a child process under the supervisor (subprocess.h), never in the harness:
 // a probe child at construction (dlopen runs the library's constructors; ABI version, name,
