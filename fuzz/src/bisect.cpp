@@ -1,14 +1,11 @@
 #include "attn_oracle/bisect.h"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "attn_oracle/interrupt.h"
+#include "attn_oracle/subprocess.h"
 
 namespace ao {
 
@@ -27,8 +24,15 @@ BisectOutcome run_in_child(const std::vector<Case>& cases, const BisectOptions& 
   }
   std::vector<CaseResult> results;
   for (const auto& c : cases) {
+    if (const int sig = interrupted()) return {kBisectAbort, fmt::format("abort: interrupted by signal {}", sig)};
     results.push_back(run_case(c, *be, *vs, opt.lim));
     const auto& r = results.back();
+    // A plugin runs in a child of its own, so its crash arrives as an Error verdict (plugin_backend.cpp's
+    // wording); --crash-is-skip treats it as the crash it is.
+    const std::string& why = r.verdict.reason;
+    if (opt.crash_is_skip && r.verdict.kind == Verdict::Error && why.rfind("plugin ", 0) == 0 &&
+        (why.find(" crashed (signal ") != std::string::npos || why.find(" exited without a verdict") != std::string::npos))
+      return {kBisectSkip, fmt::format("skip: {} ({}): {}", r.case_line, r.backend, why)};
     if (r.verdict.kind == Verdict::Fail || r.verdict.kind == Verdict::Error)
       return {kBisectBad, fmt::format("bad: {} ({}): {}", r.case_line, r.backend,
                                       r.verdict.reason.empty() ? verdict_name(r.verdict.kind) : r.verdict.reason)};
@@ -44,73 +48,44 @@ BisectOutcome run_in_child(const std::vector<Case>& cases, const BisectOptions& 
 }  // namespace
 
 BisectOutcome bisect_step(const std::vector<Case>& cases, const BisectOptions& opt) {
-  int fds[2];
-  if (pipe(fds) != 0) return {kBisectSkip, fmt::format("skip: pipe failed: {}", std::strerror(errno))};
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return {kBisectSkip, fmt::format("skip: fork failed: {}", std::strerror(errno))};
-  if (pid == 0) {
-    close(fds[0]);
-    BisectOutcome o;
-    try {
-      o = run_in_child(cases, opt);
-    } catch (const std::exception& e) {
-      o = {kBisectBad, fmt::format("bad: exception escaped the backend: {}", e.what())};
-    }
-    std::string msg = fmt::format("{}\n{}", o.code, o.line);
-    ssize_t left = ssize_t(msg.size());
-    const char* p = msg.data();
-    while (left > 0) {
-      const ssize_t n = write(fds[1], p, size_t(left));
-      if (n <= 0) break;
-      p += n;
-      left -= n;
-    }
-    close(fds[1]);
-    _exit(0);
+  SubprocessOptions so;
+  so.timeout_s = opt.timeout_seconds;
+  so.capture_stderr = false;
+  // On the timeout the child gets SIGTERM as a stop request first, so that its own supervised
+  // backends (exec:) are killed and their case directories removed; SIGKILL follows after the grace.
+  so.child_handles_stop = true;
+  so.kill_grace_s = 3;
+  const SubprocessOutcome r = run_forked(
+      [&](int fd) {
+        BisectOutcome o;
+        try {
+          o = run_in_child(cases, opt);
+        } catch (const std::exception& e) {
+          o = {kBisectBad, fmt::format("bad: exception escaped the backend: {}", e.what())};
+        }
+        const std::string msg = fmt::format("{}\n{}", o.code, o.line);
+        write_all(fd, msg.data(), msg.size());
+        return 0;
+      },
+      so);
+  const char* crash_word = opt.crash_is_skip ? "skip" : "bad";
+  const int crash_code = opt.crash_is_skip ? kBisectSkip : kBisectBad;
+  switch (r.kind) {
+    case SubprocessOutcome::TimedOut:
+      return {kBisectBad, fmt::format("bad: {} timed out after {:g} s (hang)", opt.backend, opt.timeout_seconds)};
+    case SubprocessOutcome::Interrupted:
+      return {kBisectAbort, fmt::format("abort: interrupted by signal {}", r.code)};
+    case SubprocessOutcome::NotStarted: return {kBisectSkip, "skip: " + r.describe(opt.timeout_seconds)};
+    case SubprocessOutcome::Signaled:
+      return {crash_code, fmt::format("{}: {} crashed (signal {}, {})", crash_word, opt.backend, r.code, strsignal(r.code))};
+    case SubprocessOutcome::Exited: break;
   }
-  close(fds[1]);
-  std::string msg;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool timed_out = false;
-  for (;;) {
-    const double left = opt.timeout_seconds -
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (opt.timeout_seconds > 0 && left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ms = opt.timeout_seconds > 0 ? int(std::min(left * 1000.0, 1000.0)) + 1 : 1000;
-    const int pr = poll(&pfd, 1, ms);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) continue;
-    char buf[4096];
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;  // EOF: the child closed its end (finished or died)
-    msg.append(buf, size_t(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out)
-    return {kBisectBad, fmt::format("bad: {} timed out after {:g} s (hang)", opt.backend, opt.timeout_seconds)};
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return {opt.crash_is_skip ? kBisectSkip : kBisectBad,
-            fmt::format("{}: {} crashed (signal {}, {})", opt.crash_is_skip ? "skip" : "bad", opt.backend, sig,
-                        strsignal(sig))};
-  }
-  const auto nl = msg.find('\n');
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || nl == std::string::npos)
-    return {opt.crash_is_skip ? kBisectSkip : kBisectBad,
-            fmt::format("{}: {} exited without a verdict (exit status {})", opt.crash_is_skip ? "skip" : "bad",
-                        opt.backend, WIFEXITED(status) ? WEXITSTATUS(status) : -1)};
+  const auto nl = r.message.find('\n');
+  if (r.code != 0 || nl == std::string::npos)
+    return {crash_code, fmt::format("{}: {} exited without a verdict (exit status {})", crash_word, opt.backend, r.code)};
   BisectOutcome o;
-  o.code = std::atoi(msg.substr(0, nl).c_str());
-  o.line = msg.substr(nl + 1);
+  o.code = std::atoi(r.message.substr(0, nl).c_str());
+  o.line = r.message.substr(nl + 1);
   return o;
 }
 

@@ -1,28 +1,19 @@
 // `exec:<command>`: runs an external process on a case directory of .npy files (protocol in
 // external.h) and turns every way it can fail into a RunStatus::Error with the cause.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/external.h"
 #include "attn_oracle/npy.h"
-
-extern char** environ;
+#include "attn_oracle/subprocess.h"
 
 namespace ao {
 
@@ -174,12 +165,13 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
 
 namespace {
 
-std::string tail_of(const std::string& path, size_t max_lines = 12, size_t max_bytes = 2000) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
-  if (s.size() > max_bytes) s = "..." + s.substr(s.size() - max_bytes);
+// The last lines of a captured stderr tail, for messages.
+std::string tail_of(std::string s, size_t max_lines = 12, size_t max_bytes = 2000) {
+  if (s.size() > max_bytes) {
+    size_t at = s.size() - max_bytes;
+    while (at < s.size() && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) ++at;  // whole UTF-8 characters
+    s = "..." + s.substr(at);
+  }
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   size_t at = s.size(), lines = 0;
   while (at > 0 && lines < max_lines) {
@@ -191,8 +183,8 @@ std::string tail_of(const std::string& path, size_t max_lines = 12, size_t max_b
   return s;
 }
 
-std::string last_line(const std::string& path) {
-  std::string t = tail_of(path, 1, 500);
+std::string last_line(const std::string& err) {
+  std::string t = tail_of(err, 1, 500);
   if (t.rfind("...", 0) == 0) t = t.substr(3);
   while (!t.empty() && (t.front() == '\n' || t.front() == ' ')) t.erase(0, 1);
   return t;
@@ -201,93 +193,16 @@ std::string last_line(const std::string& path) {
 struct FileStamp {
   bool exists = false;
   ino_t ino = 0;
+  mode_t mode = 0;
   int64_t size = 0, mtime_ns = 0;
   bool operator==(const FileStamp&) const = default;
 };
 
-FileStamp stamp(const std::string& path) {
+FileStamp stamp(const std::string& path) {  // lstat: never follows a link, never opens (a FIFO would block)
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return {};
-  return {true, st.st_ino, int64_t(st.st_size), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-}
-
-struct ProcResult {
-  bool spawned = false, timed_out = false;
-  int status = 0;
-  std::string spawn_error;
-};
-
-// Runs argv in a new process group; stdin /dev/null, stdout/stderr to files. On timeout the whole
-// group gets SIGTERM, then SIGKILL; after exit, leftover members of the group are killed too.
-ProcResult run_process(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
-                       const std::string& out_path, const std::string& err_path, double timeout_s) {
-  ProcResult r;
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_store(extra_env);
-  for (char** e = environ; *e; ++e) {
-    bool overridden = false;
-    for (const auto& x : extra_env) {
-      const auto eq = x.find('=');
-      if (std::strncmp(*e, x.c_str(), eq + 1) == 0) overridden = true;
-    }
-    if (!overridden) env_store.emplace_back(*e);
-  }
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t def;
-  sigemptyset(&def);
-  sigaddset(&def, SIGPIPE);
-  sigaddset(&def, SIGTERM);
-  sigaddset(&def, SIGINT);
-  posix_spawnattr_setsigdefault(&attr, &def);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    r.spawn_error = std::strerror(rc);
-    return r;
-  }
-  r.spawned = true;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  int sleep_ms = 1;
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &r.status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) { r.spawn_error = std::strerror(errno); break; }
-    if (elapsed() > timeout_s) {
-      r.timed_out = true;
-      ::kill(-pid, SIGTERM);
-      const auto t1 = std::chrono::steady_clock::now();
-      while (::waitpid(pid, &r.status, WNOHANG) == 0 &&
-             std::chrono::steady_clock::now() - t1 < std::chrono::seconds(2))
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &r.status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-    sleep_ms = std::min(sleep_ms * 2, 50);
-  }
-  ::kill(-pid, SIGKILL);  // children it left behind (ESRCH when there are none)
-  return r;
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {true, st.st_ino, st.st_mode, int64_t(st.st_size),
+          int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
 class ExecBackend : public Backend {
@@ -325,21 +240,23 @@ class ExecBackend : public Backend {
     std::vector<FileStamp> before;
     for (const auto& o : specs) before.push_back(stamp(dir + "/" + o.name + ".npy"));
 
-    const std::string err_path = dir + "/stderr.txt";
-    const auto pr = run_process({"/bin/sh", "-c", cmd_ + " \"$@\"", "ao-exec", dir}, {"AO_CASE_DIR=" + dir},
-                                dir + "/stdout.txt", err_path, opt_.timeout_s);
-    const std::string tail = tail_of(err_path);
+    SubprocessOptions so;
+    so.timeout_s = opt_.timeout_s;
+    so.stdout_path = dir + "/stdout.txt";
+    const auto pr = run_command({"/bin/sh", "-c", cmd_ + " \"$@\"", "ao-exec", dir}, {"AO_CASE_DIR=" + dir}, so);
+    if (opt_.keep_dir) std::ofstream(dir + "/stderr.txt", std::ios::binary) << pr.stderr_tail;
+    const std::string tail = tail_of(pr.stderr_tail);
     const std::string tail_msg = tail.empty() ? " (stderr empty)" : "; stderr tail:\n" + tail;
-    if (!pr.spawned) return error("cannot start /bin/sh: " + pr.spawn_error);
-    if (pr.timed_out)
-      return error(fmt::format("timed out after {:g} s (process group killed){}", opt_.timeout_s, tail_msg));
-    if (WIFSIGNALED(pr.status)) {
-      const int sig = WTERMSIG(pr.status);
-      return error(fmt::format("command killed by signal {} ({}){}", sig, strsignal(sig), tail_msg));
+    switch (pr.kind) {
+      case SubprocessOutcome::NotStarted: return error("cannot start /bin/sh: " + pr.error);
+      case SubprocessOutcome::TimedOut:
+      case SubprocessOutcome::Interrupted: return error(pr.describe(opt_.timeout_s) + tail_msg);
+      case SubprocessOutcome::Signaled: return error("command " + pr.describe(opt_.timeout_s) + tail_msg);
+      case SubprocessOutcome::Exited: break;
     }
-    const int code = WIFEXITED(pr.status) ? WEXITSTATUS(pr.status) : -1;
+    const int code = pr.code;
     if (code == 125) {
-      const std::string why = last_line(err_path);
+      const std::string why = last_line(pr.stderr_tail);
       return {RunStatus::Skipped, "exec: command skipped (exit 125): " + (why.empty() ? "no reason given" : why), 0};
     }
     if (code > 128 && code < 128 + 65)  // the shell reports a child killed by signal n as 128+n
@@ -386,13 +303,7 @@ class ExecBackend : public Backend {
 
 ExecOptions exec_options_from_env() {
   ExecOptions o;
-  if (const char* t = std::getenv("AO_EXEC_TIMEOUT"); t && *t) {
-    char* end = nullptr;
-    const double v = std::strtod(t, &end);
-    if (end == t || *end != '\0' || !(v > 0) || !std::isfinite(v))
-      throw CaseError("AO_EXEC_TIMEOUT", t, "must be a positive number of seconds");
-    o.timeout_s = v;
-  }
+  o.timeout_s = seconds_from_env("AO_EXEC_TIMEOUT", o.timeout_s);
   if (const char* k = std::getenv("AO_EXEC_KEEP")) o.keep_dir = std::string(k) == "1";
   if (const char* d = std::getenv("AO_EXEC_DIR")) o.work_root = d;
   return o;

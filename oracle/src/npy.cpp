@@ -2,8 +2,14 @@
 // what numpy writes (any key order, optional trailing comma, 'L' suffixes of Python 2 files).
 #include "attn_oracle/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -129,57 +135,109 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-Array read(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, "cannot open (missing?)");
-  f.seekg(0, std::ios::end);
-  const auto file_size = static_cast<uint64_t>(f.tellg());
-  f.seekg(0);
-  char pre[10];
-  if (file_size < 10 || !f.read(pre, 10)) fail(path, fmt::format("truncated: {} bytes, shorter than the .npy preamble", file_size));
+namespace {
+
+const char* file_kind(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+         : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a plain file";
+}
+
+// A regular file, opened so that nothing blocks: lstat first (no link is followed), then
+// O_NONBLOCK|O_NOFOLLOW (a FIFO swapped in meanwhile opens without waiting) and fstat again.
+struct RegularFile {
+  int fd = -1;
+  uint64_t size = 0;
+  RegularFile(const RegularFile&) = delete;
+  RegularFile& operator=(const RegularFile&) = delete;
+  explicit RegularFile(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
+    if (!S_ISREG(st.st_mode)) fail(path, fmt::format("{}, not a regular file (only regular files are read)", file_kind(st.st_mode)));
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+      fail(path, fmt::format("{}, not a regular file (only regular files are read)", file_kind(st.st_mode)));
+    size = uint64_t(st.st_size);
+  }
+  ~RegularFile() { ::close(fd); }
+  bool read_at(void* buf, uint64_t n, uint64_t off) const {
+    char* p = static_cast<char*>(buf);
+    while (n > 0) {
+      const ssize_t r = ::pread(fd, p, size_t(std::min<uint64_t>(n, 1 << 30)), off_t(off));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      p += r, off += uint64_t(r), n -= uint64_t(r);
+    }
+    return true;
+  }
+};
+
+// The header (descr normalized, shape), where the data starts and how many bytes it has to hold.
+// Nothing is allocated for the data here: a header may announce any shape.
+struct Header {
+  Array a;
+  uint64_t data_at = 0, data_bytes = 0;
+};
+
+Header read_header(const std::string& path, const RegularFile& f) {
+  const uint64_t file_size = f.size;
+  char pre[12];
+  if (file_size < 10 || !f.read_at(pre, 10, 0)) fail(path, fmt::format("truncated: {} bytes, shorter than the .npy preamble", file_size));
   if (std::memcmp(pre, kMagic, kMagicLen) != 0) fail(path, "not a .npy file (bad magic)");
   const auto major = static_cast<unsigned char>(pre[6]), minor = static_cast<unsigned char>(pre[7]);
-  uint64_t header_len = 0, data_at = 0;
+  Header h;
+  uint64_t header_len = 0;
   if (major == 1) {
     header_len = uint64_t(static_cast<unsigned char>(pre[8])) | uint64_t(static_cast<unsigned char>(pre[9])) << 8;
-    data_at = 10 + header_len;
+    h.data_at = 10 + header_len;
   } else if (major == 2 || major == 3) {
-    char b[2];
-    if (!f.read(b, 2)) fail(path, "truncated in the header length");
+    if (!f.read_at(pre + 10, 2, 10)) fail(path, "truncated in the header length");
     header_len = uint64_t(static_cast<unsigned char>(pre[8])) | uint64_t(static_cast<unsigned char>(pre[9])) << 8 |
-                 uint64_t(static_cast<unsigned char>(b[0])) << 16 | uint64_t(static_cast<unsigned char>(b[1])) << 24;
-    data_at = 12 + header_len;
+                 uint64_t(static_cast<unsigned char>(pre[10])) << 16 | uint64_t(static_cast<unsigned char>(pre[11])) << 24;
+    h.data_at = 12 + header_len;
   } else {
     fail(path, fmt::format("unsupported .npy format version {}.{}", major, minor));
   }
-  if (data_at > file_size) fail(path, fmt::format("truncated in the header ({} bytes, header needs {})", file_size, data_at));
+  if (h.data_at > file_size) fail(path, fmt::format("truncated in the header ({} bytes, header needs {})", file_size, h.data_at));
   std::string header(size_t(header_len), '\0');
-  f.seekg(std::streamoff(data_at - header_len));
-  if (!f.read(header.data(), std::streamsize(header_len))) fail(path, "cannot read the header");
-  Array a;
-  parse_header(header, path, a);
+  if (!f.read_at(header.data(), header_len, h.data_at - header_len)) fail(path, "cannot read the header");
+  parse_header(header, path, h.a);
   size_t isz = 0;
   try {
-    isz = item_size(a.descr);
+    isz = item_size(h.a.descr);
   } catch (const NpyError& e) {
     fail(path, e.what());
   }
-  a.descr = normalized(a.descr);
+  h.a.descr = normalized(h.a.descr);
   uint64_t n = 1;
-  for (auto d : a.shape) {
-    if (d < 0) fail(path, "negative dimension in shape " + shape_str(a.shape));
-    if (d > 0 && n > std::numeric_limits<uint64_t>::max() / 16 / uint64_t(d)) fail(path, "shape too large: " + shape_str(a.shape));
+  for (auto d : h.a.shape) {
+    if (d < 0) fail(path, "negative dimension in shape " + shape_str(h.a.shape));
+    if (d > 0 && n > std::numeric_limits<uint64_t>::max() / 16 / uint64_t(d)) fail(path, "shape too large: " + shape_str(h.a.shape));
     n *= uint64_t(d);
   }
-  const uint64_t need = n * isz, have = file_size - data_at;
+  h.data_bytes = n * isz;
+  return h;
+}
+
+// The file size must be exactly header + data: checked before anything is allocated.
+void check_size(const std::string& path, const RegularFile& f, const Header& h) {
+  const uint64_t need = h.data_bytes, have = f.size - h.data_at;
   if (have < need)
-    fail(path, fmt::format("truncated: shape {} of {} needs {} data bytes, the file has {}", shape_str(a.shape), a.descr,
-                           need, have));
+    fail(path, fmt::format("truncated: shape {} of {} needs {} data bytes, the file has {}", shape_str(h.a.shape),
+                           h.a.descr, need, have));
   if (have > need)
-    fail(path, fmt::format("{} bytes of trailing data after shape {} of {}", have - need, shape_str(a.shape), a.descr));
-  a.data.resize(size_t(need));
-  if (need && !f.read(a.data.data(), std::streamsize(need))) fail(path, "read error in the data section");
-  return a;
+    fail(path, fmt::format("{} bytes of trailing data after shape {} of {}", have - need, shape_str(h.a.shape), h.a.descr));
+}
+
+}  // namespace
+
+Array read(const std::string& path) {
+  const RegularFile f(path);
+  Header h = read_header(path, f);
+  check_size(path, f, h);
+  h.a.data.resize(size_t(h.data_bytes));
+  if (h.data_bytes && !f.read_at(h.a.data.data(), h.data_bytes, h.data_at)) fail(path, "read error in the data section");
+  return std::move(h.a);
 }
 
 void write(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape, const void* data) {
@@ -205,11 +263,14 @@ void write(const std::string& path, const std::string& descr, const std::vector<
 template <class T>
 std::vector<T> read_as(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape) {
   if (item_size(descr) != sizeof(T)) throw std::logic_error("npy::read_as: element type does not match " + descr);
-  Array a = read(path);
-  if (a.descr != normalized(descr)) fail(path, fmt::format("dtype {} expected, got {}", normalized(descr), a.descr));
-  if (a.shape != shape) fail(path, fmt::format("shape {} expected, got {}", shape_str(shape), shape_str(a.shape)));
-  std::vector<T> v(size_t(a.elements()));
-  if (!v.empty()) std::memcpy(v.data(), a.data.data(), a.data.size());
+  // dtype and shape are checked against the expected ones before the data is allocated.
+  const RegularFile f(path);
+  const Header h = read_header(path, f);
+  if (h.a.descr != normalized(descr)) fail(path, fmt::format("dtype {} expected, got {}", normalized(descr), h.a.descr));
+  if (h.a.shape != shape) fail(path, fmt::format("shape {} expected, got {}", shape_str(shape), shape_str(h.a.shape)));
+  check_size(path, f, h);
+  std::vector<T> v(size_t(h.a.elements()));
+  if (h.data_bytes && !f.read_at(v.data(), h.data_bytes, h.data_at)) fail(path, "read error in the data section");
   return v;
 }
 

@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -134,4 +136,33 @@ TEST(Bisect, DemoScriptNamesTheRightCommit) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("demo: bisect named the commit that introduced the bug"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("introduce chunk-local causal mask"), std::string::npos) << r.out;
+}
+
+// bisect-run --timeout over an exec: backend that hangs after starting a process in a session of its
+// own: the step is `bad: ... timed out`, and neither the shell, its children nor the case dir survive.
+TEST(Bisect, TimeoutLeavesNoProcessAndNoCaseDir) {
+  const fs::path root = fs::temp_directory_path() / ("ao-bisect-timeout-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string R = root.string();
+  std::ofstream(root / "backend.sh") << "#!/bin/sh\n"
+                                     << "setsid sh -c 'echo $$ > \"$0\"; exec sleep 1000' " << R << "/orphan.pid &\n"
+                                     << "echo $$ > " << R << "/sh.pid\nsleep 1000\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_sh("AO_EXEC_DIR=" + R + " " + AO_CLI + " bisect-run " + kCase + " --timeout 2 --backend 'exec:/bin/sh " +
+                        R + "/backend.sh'");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("timed out after 2 s"), std::string::npos) << r.out;
+  EXPECT_LT(secs, 20);
+  for (const char* f : {"orphan.pid", "sh.pid"}) {
+    std::ifstream in(root / f);
+    pid_t p = 0;
+    ASSERT_TRUE(in >> p) << f << " not written";
+    EXPECT_TRUE(::kill(p, 0) != 0 && errno == ESRCH) << f << " " << p << " survived";
+  }
+  int dirs = 0;
+  for (const auto& e : fs::directory_iterator(root)) dirs += e.path().filename().string().rfind("ao-exec-", 0) == 0;
+  EXPECT_EQ(dirs, 0) << "the case dir was left behind";
+  fs::remove_all(root);
 }

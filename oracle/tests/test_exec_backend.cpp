@@ -2,7 +2,10 @@
 // /usr/bin/python3 (python3-numpy): it must pass on fresh random cases, its planted bug must be
 // caught, and every failure mode (--fault) must be a clear backend error, never a crash.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -10,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -19,6 +23,7 @@
 
 #include "attn_oracle/external.h"
 #include "attn_oracle/harness.h"
+#include "attn_oracle/interrupt.h"
 #include "attn_oracle/npy.h"
 
 using namespace ao;
@@ -369,4 +374,199 @@ TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
   auto gone = client("");
   EXPECT_EQ(gone.verdict.kind, Verdict::Error);
   EXPECT_NE(gone.verdict.reason.find("no ao_serve.py"), std::string::npos) << gone.verdict.reason;
+}
+
+// ---- hostile exec: commands (tiny shell scripts written here): no hang, no leak, bounded memory ----
+
+namespace {
+
+// A shell script `body` (the case dir is "$1") as an exec: command, run on one indexer case.
+struct Script {
+  TempDir root;  // holds the script, pid files and (AO_EXEC_DIR) the case directories
+  std::string path;
+  explicit Script(const std::string& body) : path(root.path + "/backend.sh") {
+    std::ofstream(path) << "#!/bin/sh\nd=\"$1\"\nR='" << root.path << "'\n" << body << "\n";
+  }
+  CaseResult run(double timeout = 20) const {
+    ExecOptions o;
+    o.timeout_s = timeout;
+    o.work_root = root.path;
+    auto be = make_exec_backend("/bin/sh '" + path + "'", o);
+    auto ref = make_backend("cpu-ref");
+    return run_case(parse_case(std::string(kIdxCp) + "4"), *be, *ref);
+  }
+  // Case directories left under the root (every path must remove them).
+  int case_dirs_left() const {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(root.path)) n += e.path().filename().string().rfind("ao-exec-", 0) == 0;
+    return n;
+  }
+};
+
+// Waits until the pid file the script writes is complete; 0 if it never is.
+pid_t read_pid(const std::string& file) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream f(file);
+    pid_t p = 0;
+    if (f >> p && p > 0) return p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return 0;
+}
+
+bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
+
+// Peak RSS growth (KiB) of running fn in a forked copy of this process.
+long rss_growth_kib(const std::function<void()>& fn) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
+    fn();
+    ::getrusage(RUSAGE_SELF, &after);
+    const long d = after.ru_maxrss - before.ru_maxrss;
+    (void)!::write(fds[1], &d, sizeof d);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  long d = -1;
+  if (::read(fds[0], &d, sizeof d) != sizeof d) d = -1;
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  return d;
+}
+
+}  // namespace
+
+TEST(ExecHostile, FifoOutputIsAnErrorNotAHang) {
+  Script s("rm -f \"$d/topk.npy\"; mkfifo \"$d/topk.npy\"");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.run(5);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10);
+  ASSERT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
+  EXPECT_NE(r.verdict.reason.find("topk.npy: a FIFO, not a regular file"), std::string::npos) << r.verdict.reason;
+  EXPECT_EQ(s.case_dirs_left(), 0);
+}
+
+TEST(ExecHostile, SymlinkedOutputsAreRefusedByName) {
+  for (const char* target : {"/", "/etc/hostname"}) {
+    Script s(std::string("rm -f \"$d/topk.npy\"; ln -s ") + target + " \"$d/topk.npy\"");
+    auto r = s.run();
+    ASSERT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
+    EXPECT_NE(r.verdict.reason.find("topk.npy: a symbolic link, not a regular file"), std::string::npos)
+        << r.verdict.reason;
+    EXPECT_EQ(r.verdict.reason.find("9223372036854775807"), std::string::npos) << r.verdict.reason;
+  }
+  TempDir d;  // the reader itself, on a directory and a FIFO
+  ASSERT_EQ(::mkfifo((d.path + "/f.npy").c_str(), 0600), 0);
+  for (const std::string& p : {d.path, d.path + "/f.npy"}) {
+    try {
+      npy::read_as<float>(p, "<f4", {1});
+      ADD_FAILURE() << p << " read";
+    } catch (const npy::NpyError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ExecHostile, SetsidDescendantDoesNotSurviveTheRun) {
+  // Exits at once (no outputs), leaving a process in a session of its own: outside the process group.
+  Script s("setsid sh -c 'echo $$ > \"$0\"; exec sleep 1000' \"$R/orphan.pid\" >/dev/null 2>&1 &\n"
+           "while [ ! -s \"$R/orphan.pid\" ]; do sleep 0.05; done\nexit 0");
+  auto r = s.run();
+  EXPECT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
+  const pid_t orphan = read_pid(s.root.path + "/orphan.pid");
+  ASSERT_GT(orphan, 0);
+  EXPECT_FALSE(alive(orphan)) << "pid " << orphan << " survived the run";
+  EXPECT_EQ(s.case_dirs_left(), 0);
+  // The same on the timeout path: the command hangs after starting the escaped process.
+  Script t("setsid sh -c 'echo $$ > \"$0\"; exec sleep 1000' \"$R/orphan.pid\" >/dev/null 2>&1 &\n"
+           "echo $$ > \"$R/sh.pid\"; sleep 1000");
+  auto rt = t.run(2);
+  EXPECT_NE(rt.verdict.reason.find("timed out after 2 s"), std::string::npos) << rt.verdict.reason;
+  for (const char* f : {"/orphan.pid", "/sh.pid"}) {
+    const pid_t p = read_pid(t.root.path + f);
+    ASSERT_GT(p, 0) << f;
+    EXPECT_FALSE(alive(p)) << f << " " << p << " survived the timeout";
+  }
+  EXPECT_EQ(t.case_dirs_left(), 0);
+}
+
+TEST(ExecHostile, InterruptKillsTheCommandAndRemovesTheCaseDir) {
+  Script s("echo $$ > \"$R/sh.pid\"; sleep 1000");
+  install_interrupt_handlers();
+  std::thread stopper([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    ::kill(::getpid(), SIGTERM);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.run(60);
+  stopper.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  reset_interrupt();
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  EXPECT_LT(secs, 10);
+  ASSERT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
+  EXPECT_NE(r.verdict.reason.find("interrupted by signal 15"), std::string::npos) << r.verdict.reason;
+  const pid_t sh = read_pid(s.root.path + "/sh.pid");
+  ASSERT_GT(sh, 0);
+  EXPECT_FALSE(alive(sh));
+  EXPECT_EQ(s.case_dirs_left(), 0);
+}
+
+TEST(ExecHostile, HugeStderrKeepsABoundedTail) {
+  // 200 MB of stderr, then a last line: the tail shows it, memory does not grow with the stream.
+  Script s("head -c 200000000 /dev/zero | tr '\\000' x >&2; printf '\\nthe last line \\377\\376\\n' >&2; exit 3");
+  const long kib = rss_growth_kib([&] {
+    const auto res = s.run(120);
+    if (res.verdict.kind != Verdict::Error || res.verdict.reason.find("the last line") == std::string::npos) ::_exit(1);
+  });
+  ASSERT_GE(kib, 0) << "the run in the forked copy did not report an Error with the last line";
+  EXPECT_LT(kib, 64 * 1024) << "peak RSS grew by " << kib << " KiB";
+  const auto r = s.run(120);
+  ASSERT_EQ(r.verdict.kind, Verdict::Error);
+  EXPECT_NE(r.verdict.reason.find("exited with status 3"), std::string::npos);
+  EXPECT_LT(r.verdict.reason.size(), 3000u);
+}
+
+// A .npy header announcing (100000000, 8) int32 (3.2 GB of data); data_bytes of (sparse) data follow.
+void write_announcing_npy(const std::string& path, uint64_t data_bytes) {
+  std::string h = "{'descr': '<i4', 'fortran_order': False, 'shape': (100000000, 8), }";
+  h.append((10 + h.size() + 1 + 63) / 64 * 64 - 10 - h.size() - 1, ' ');
+  h += '\n';
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write("\x93NUMPY\x01\x00", 8);
+  const char len[2] = {char(h.size() & 0xff), char(h.size() >> 8)};
+  f.write(len, 2);
+  f << h;
+  f.close();
+  fs::resize_file(path, 10 + h.size() + data_bytes);
+}
+
+TEST(ExecHostile, HugeNpyHeaderIsRefusedBeforeAllocating) {
+  TempDir d;
+  const std::string huge = d.path + "/huge.npy";
+  write_announcing_npy(huge, uint64_t(100000000) * 8 * 4);  // a sparse 3.2 GB file, valid as such
+  Script s("rm -f \"$d/topk.npy\"; ln '" + huge + "' \"$d/topk.npy\"");
+  long kib = rss_growth_kib([&] {
+    const auto res = s.run();
+    if (res.verdict.kind != Verdict::Error || res.verdict.reason.find("got (100000000, 8)") == std::string::npos) ::_exit(1);
+  });
+  ASSERT_GE(kib, 0) << "the run did not report the announced shape";
+  EXPECT_LT(kib, 64 * 1024) << "peak RSS grew by " << kib << " KiB";
+  // The expected shape but no data behind it: refused on the file size, before allocating.
+  write_announcing_npy(huge, 4096);
+  kib = rss_growth_kib([&] {
+    try {
+      npy::read_as<int32_t>(huge, "<i4", {100000000, 8});
+    } catch (const npy::NpyError& e) {
+      if (std::string(e.what()).find("truncated") != std::string::npos) return;
+    }
+    ::_exit(1);
+  });
+  ASSERT_GE(kib, 0) << "not refused as truncated";
+  EXPECT_LT(kib, 64 * 1024) << "peak RSS grew by " << kib << " KiB";
 }

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -12,6 +13,7 @@
 
 #include "attn_oracle/external.h"
 #include "attn_oracle/harness.h"
+#include "cli_run.h"
 
 using namespace ao;
 
@@ -136,4 +138,120 @@ TEST(PluginBisect, GitBisectRunNamesTheInjectedCommit) {
   EXPECT_NE(out.find("commit 6: builds, but against ABI 7 -> exit 125"), std::string::npos) << out;
   EXPECT_NE(out.find("plugin ABI version 7 but this harness speaks version 1"), std::string::npos) << out;
   EXPECT_NE(out.find("commit 7: debug assert (crashes) -> exit 125"), std::string::npos) << out;
+}
+
+// ---- hostile plugins (plugins/hostile_plugin.cpp): every plugin code path runs in a supervised child ----
+
+namespace {
+
+struct HostileMode {
+  const char* mode;
+  Verdict::Kind kind;
+  const char* cause;  // what the reason (and the CLI output) must say
+};
+
+void PrintTo(const HostileMode& m, std::ostream* os) { *os << m.mode; }
+
+std::string hostile(const std::string& mode) {
+  return std::string("plugin:") + AO_HOSTILE_PLUGIN_DIR + "/libao_hostile_plugin_" + mode + ".so";
+}
+
+// AO_PLUGIN_TIMEOUT for the test's duration (the endless loop must end quickly).
+struct PluginTimeout {
+  explicit PluginTimeout(const char* s) { ::setenv("AO_PLUGIN_TIMEOUT", s, 1); }
+  ~PluginTimeout() { ::unsetenv("AO_PLUGIN_TIMEOUT"); }
+};
+
+const HostileMode kHostile[] = {
+    {"exit_run", Verdict::Error, "exited without a verdict (exit status 0) during ao_plugin_run"},
+    {"underscore_exit_run", Verdict::Error, "exited without a verdict (exit status 0) during ao_plugin_run"},
+    {"exit_ctor", Verdict::Error, "exited without a verdict (exit status 0) during loading"},
+    {"segv", Verdict::Error, "crashed (signal 11"},
+    {"abort", Verdict::Error, "crashed (signal 6"},
+    {"stack", Verdict::Error, "crashed (signal 11"},
+    {"loop", Verdict::Error, "timed out after 1 s during ao_plugin_run"},
+    {"abi_data", Verdict::Error, "symbol 'ao_plugin_abi_version' is not a function"},
+    {"msg_nonul", Verdict::Error, "plugin error: AAAAAAAA"},
+    {"zero_inputs", Verdict::Fail, "tie_aware_recall_min"},
+};
+
+class PluginHostile : public ::testing::TestWithParam<HostileMode> {};
+
+}  // namespace
+
+TEST_P(PluginHostile, IsAnErrorOfTheBackendNeverAPassOrADeadHarness) {
+  const auto& m = GetParam();
+  PluginTimeout t("1");
+  const unsigned seed = std::random_device{}() % 100000;
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  auto r = run_plugin(hostile(m.mode), std::string("op=indexer docs=512,256 cp=4 rank=2 seed=") + std::to_string(seed));
+  EXPECT_EQ(r.verdict.kind, m.kind) << format_result(r);
+  const std::string what = m.kind == Verdict::Fail ? format_result(r) : r.verdict.reason;
+  EXPECT_NE(what.find(m.cause), std::string::npos) << what;
+  if (m.kind == Verdict::Error && std::string(m.cause).rfind("plugin error", 0) != 0) {  // the harness's words
+    EXPECT_NE(what.find("libao_hostile_plugin_" + std::string(m.mode) + ".so"), std::string::npos) << what;
+  }
+}
+
+TEST_P(PluginHostile, ReproGateAndFuzzExitOneNamingTheCause) {
+  const auto& m = GetParam();
+  const std::string spec = hostile(m.mode);
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("ao-hostile-{}-{}", m.mode, ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string line = "op=indexer docs=512,256 cp=4 rank=2 seed=5";
+  std::ofstream(dir / "hostile.case") << line << "\n";
+  const std::string env = "AO_PLUGIN_TIMEOUT=1 ";
+  for (const std::string& cmd :
+       {"repro " + line + " --backend " + spec, "gate " + (dir / "hostile.case").string() + " --backend " + spec,
+        "fuzz --op indexer --budget 1 --shrink-runs 1 --no-save --backend " + spec}) {
+    const auto r = test::run_sh(env + AO_CLI + " " + cmd);
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
+    if (std::string(m.mode) != "zero_inputs" || cmd.rfind("fuzz", 0) != 0) {  // fuzz names the failing metrics
+      EXPECT_NE(r.out.find(m.cause), std::string::npos) << cmd << "\n" << r.out;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, PluginHostile, ::testing::ValuesIn(kHostile),
+                         [](const auto& info) { return std::string(info.param.mode); });
+
+TEST(PluginIsolation, InputsTheLibraryZeroesStayInItsChild) {
+  const Layout l = make_layout(parse_case("op=indexer docs=512,256 cp=4 rank=2 seed=11"));
+  const Inputs in = make_inputs(l);
+  const Inputs copy = in;
+  Outputs out = make_sentinel_outputs(l);
+  auto be = make_backend(hostile("zero_inputs"));
+  ASSERT_EQ(be->run(l, in, out).kind, RunStatus::Ok);
+  // The plugin's outputs came back (lowest allowed keys) ...
+  EXPECT_EQ(out.topk[size_t(l.segments[0].row0) * size_t(l.c.topk)], int32_t(l.docs[size_t(l.segments[0].doc)].kv_off));
+  // ... its writes to the inputs did not.
+  EXPECT_EQ(std::memcmp(in.q.data(), copy.q.data(), in.q.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(in.w.data(), copy.w.data(), in.w.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(in.k.data(), copy.k.data(), in.k.size() * sizeof(float)), 0);
+}
+
+TEST(PluginIsolation, MessageWithoutNulIsCutAtTheBuffer) {
+  auto r = run_plugin(hostile("msg_nonul"), std::string(kIdxCp) + "3");
+  ASSERT_EQ(r.verdict.kind, Verdict::Error);
+  const std::string prefix = "plugin error: ";
+  ASSERT_EQ(r.verdict.reason.rfind(prefix, 0), 0u) << r.verdict.reason.substr(0, 100);
+  EXPECT_EQ(r.verdict.reason.size() - prefix.size(), 2047u);
+  EXPECT_EQ(r.verdict.reason.find_first_not_of('A', prefix.size()), std::string::npos);
+}
+
+TEST(PluginIsolation, TimeoutIsValidated) {
+  for (const char* bad : {"0", "-1", "abc", "nan", "inf"}) {
+    PluginTimeout t(bad);
+    try {
+      make_backend(kPlugin);
+      ADD_FAILURE() << "AO_PLUGIN_TIMEOUT=" << bad << " accepted";
+    } catch (const CaseError& e) {
+      EXPECT_EQ(e.key, "AO_PLUGIN_TIMEOUT");
+      EXPECT_EQ(e.value, bad);
+    }
+  }
+  const auto r = test::run_sh(std::string("AO_PLUGIN_TIMEOUT=-1 ") + AO_CLI + " repro " + kIdxCp + "1 --backend " + kPlugin);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("AO_PLUGIN_TIMEOUT"), std::string::npos) << r.out;
 }

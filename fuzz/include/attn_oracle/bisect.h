@@ -1,6 +1,7 @@
-// `git bisect run` step: the cases run in a forked child so that a crash, an abort or a hang in the
-// backend (e.g. a plugin library at some commit) becomes a deliberate exit code instead of a signal
-// death (which would abort the bisect). Codes: 0 good, 1 bad, 125 skip, 128 abort (bad input).
+// `git bisect run` step: the cases run in a supervised child (subprocess.h) so that a crash, an abort
+// or a hang in the backend (e.g. a plugin library at some commit) becomes a deliberate exit code
+// instead of a signal death (which would abort the bisect), and nothing it started outlives the step.
+// Codes: 0 good, 1 bad, 125 skip, 128 abort (bad input, or the step itself was interrupted).
 #pragma once
 #include <string>
 #include <vector>

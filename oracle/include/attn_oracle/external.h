@@ -5,8 +5,9 @@
 //    $AO_CASE_DIR) in its own process group under a timeout, and reads the outputs back.
 //  * `plugin:<path.so>[:<knobs>]`: a shared library implementing attn_oracle/plugin.h, loaded with
 //    dlopen (the path holds no ':'; the text after the next ':' is handed to the plugin).
-// Every way an external backend can go wrong is a RunStatus::Error naming the cause, never a crash
-// of the harness (plugins run in-process: a plugin that crashes takes the process with it).
+// Every way an external backend can go wrong is a RunStatus::Error naming the cause, never a crash,
+// hang or leak of the harness: both run in supervised child processes (subprocess.h); a plugin's
+// loading and each of its runs happen in a child (timeout AO_PLUGIN_TIMEOUT, default 600 s).
 //
 // exec: case directory, protocol version 1:
 //   case.txt     the canonical case line
@@ -40,7 +41,8 @@ std::unique_ptr<Backend> make_exec_backend(const std::string& command, const Exe
 std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in);
 
 // `spec` is what follows "plugin:". Throws CaseError(key="backend") when the library cannot be
-// loaded, lacks a required symbol or reports another ABI version.
+// loaded, lacks a required symbol or reports another ABI version (found by a probe in a child), and
+// CaseError(key="AO_PLUGIN_TIMEOUT") for a bad timeout.
 std::unique_ptr<Backend> make_plugin_backend(const std::string& spec);
 
 namespace detail {

@@ -1,0 +1,62 @@
+// The one supervisor for foreign code in a child process (exec: commands, plugin: libraries, the
+// bisect-run step): nothing the child does can kill, hang or outlive the harness.
+//  * The child runs under a small reaper process of ours: the reaper leads a new process group and is
+//    a child subreaper (PR_SET_CHILD_SUBREAPER), so descendants that leave the group (setsid, double
+//    fork) are re-parented to it. When the child ends (or on a stop), the reaper kills the group and
+//    then every process re-parented to it, reaps them all and reports the child's wait status. The
+//    harness itself is no subreaper, so its other children are never touched.
+//  * The wait polls: a timeout or a stop request (ao::interrupted()) sends the reaper SIGTERM (group
+//    SIGTERM, then SIGKILL after a grace period, then the sweep); the outcome says TimedOut/Interrupted.
+//  * stderr is drained while the child runs and only its last bytes are kept (bounded memory).
+//  * A forked body gets a message pipe for its result; the parent reads it whole (bounded).
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ao {
+
+struct SubprocessOptions {
+  double timeout_s = 0;               // 0: no limit
+  bool capture_stderr = true;         // false: the child writes to the harness's stdout/stderr
+  std::string stdout_path;            // with capture_stderr: a file for stdout ("" = into the stderr tail)
+  size_t stderr_tail_bytes = 16384;   // at most this much of the end of stderr is kept
+  size_t message_max_bytes = 1 << 20; // a longer message is cut (message_truncated)
+  double kill_grace_s = 2;            // on a stop: SIGTERM to the group, SIGKILL after this many seconds
+  // Forked bodies only: SIGINT/SIGTERM dispositions in the child. false: default (a stop kills it);
+  // true: ao::interrupted() records them, so the body can clean up (it must then exit by itself).
+  bool child_handles_stop = false;
+};
+
+struct SubprocessOutcome {
+  enum Kind { Exited, Signaled, TimedOut, Interrupted, NotStarted } kind = NotStarted;
+  int code = 0;           // Exited: the exit status; Signaled: the signal; Interrupted: the stop signal
+  std::string stderr_tail;  // the last bytes of stderr (whole UTF-8 characters at the cut)
+  bool stderr_cut = false;  // more was written than stderr_tail holds
+  std::string message;      // what a forked body wrote to its message fd
+  bool message_truncated = false;
+  std::string error;        // NotStarted: why
+  double seconds = 0;
+  // "exited with status 3", "killed by signal 11 (Segmentation fault)", "timed out after 5 s (...)",
+  // "interrupted by signal 2 (...)", "could not start: ...".
+  std::string describe(double timeout_s) const;
+};
+
+// Runs argv[0] (a path, no search) with argv, the environment plus extra_env ("K=V", overriding),
+// stdin /dev/null.
+SubprocessOutcome run_command(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                              const SubprocessOptions& opt);
+
+// Forks; the child runs body(message_fd) and _exits with its return value (an escaping exception:
+// 70). stdin is /dev/null. The body may use anything the harness has (it is a copy of it).
+SubprocessOutcome run_forked(const std::function<int(int message_fd)>& body, const SubprocessOptions& opt);
+
+// Writes all of `data` to fd (retrying short writes and EINTR); false on an error.
+bool write_all(int fd, const void* data, size_t n);
+
+// Reads a positive number of seconds from the environment variable `name` (unset or empty: fallback);
+// throws CaseError(name, value, ...) for anything else.
+double seconds_from_env(const char* name, double fallback);
+
+}  // namespace ao
