@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!(again == c)) violated(input, "parse(print(c)) != c for " + line);
   if (ao::print_case(again) != line) violated(input, "print is not idempotent: " + line);
   ao::LayoutLimits lim;
-  lim.max_bytes = int64_t(32) << 20;
+  lim.max_bytes = ao::kProcessBaselineBytes + (int64_t(32) << 20);
+  lim.threads = 1;
   try {
     const ao::Layout l = ao::make_layout(c, lim);
     if (int64_t(l.row_segment.size()) != l.q_rows) violated(input, "row_segment size != q_rows");
