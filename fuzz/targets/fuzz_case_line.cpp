@@ -18,7 +18,9 @@ namespace {
 
 void check_rejection(const std::string& input, const ao::CaseError& e) {
   if (e.key.empty()) violated(input, std::string("rejection without a key: ") + e.what());
-  if (std::string(e.what()).find("'" + e.key + "'") == std::string::npos)
+  std::string quoted(1, '\'');  // the key as the message shows it (long keys clipped)
+  quoted.append(ao::clip_for_message(e.key)).push_back('\'');
+  if (std::string(e.what()).find(quoted) == std::string::npos)
     violated(input, std::string("rejection message does not name its key: ") + e.what());
 }
 
