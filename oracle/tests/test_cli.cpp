@@ -129,6 +129,25 @@ TEST(Cli, MemoryCapNamesTheKeyAndShowStaysCheap) {
   EXPECT_NE(show.out.find("checked rows: 300000000 of 300000000"), std::string::npos) << show.out;
 }
 
+// A corpus file saved with a UTF-8 byte-order mark (first line a comment) reads like one without.
+TEST(Cli, CorpusFileWithByteOrderMark) {
+  const std::string path = ::testing::TempDir() + "ao_bom.case";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "\xEF\xBB\xBF# saved by an editor that writes a BOM\nop=sdpa docs=8,5 hq=2 dim=8\n";
+  }
+  const CliRun r = cli("gate " + path + " --backend cpu-ref");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gate: 1 cases"), std::string::npos) << r.out;
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "\xEF\xBB\xBFop=sdpa docs=8,5 hq=2 dim=8\n";
+  }
+  const CliRun r2 = cli("gate " + path + " --backend cpu-ref");
+  EXPECT_EQ(r2.rc, 0) << r2.out << r2.err;
+  EXPECT_NE(r2.out.find("gate: 1 cases"), std::string::npos) << r2.out;
+}
+
 TEST(Cli, ShowPrintsTheSeedLayout) {
   const CliRun r = cli("show op=indexer docs=65536,65536 cp=32 rank=31");
   ASSERT_EQ(r.rc, 0) << r.err;
