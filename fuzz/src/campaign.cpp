@@ -46,10 +46,16 @@ std::pair<int, int> parse_shard(const std::string& s) {
   if (slash == std::string::npos) throw bad("must be i/n, e.g. 0/4");
   const std::string a = s.substr(0, slash), b = s.substr(slash + 1);
   for (const auto& x : {a, b})
-    if (x.empty() || x.size() > 6 || x.find_first_not_of("0123456789") != std::string::npos)
-      throw bad("must be i/n with non-negative integers");
-  const int i = std::stoi(a), n = std::stoi(b);
-  if (n < 1 || i >= n) throw bad("needs 0 <= i < n");
+    if (x.empty() || x.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("must be i/n with non-negative integers, e.g. 0/4");
+  constexpr int kMaxShards = 999999;  // i and n as int; more shards than cases a campaign runs is pointless
+  auto num = [&](const std::string& x) {
+    const size_t nz = std::min(x.find_first_not_of('0'), x.size() - 1);
+    if (x.size() - nz > 6) throw bad(fmt::format("n must be at most {} (and i < n)", kMaxShards));
+    return std::stoi(x.substr(nz));
+  };
+  const int i = num(a), n = num(b);
+  if (n < 1 || i >= n) throw bad(fmt::format("needs 0 <= i < n, got i={} n={}", i, n));
   return {i, n};
 }
 

@@ -48,11 +48,11 @@ std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, co
     int n = 0;
     while (std::getline(in, line)) {
       ++n;
-      const std::string text = case_text_of_line(line);
+      const std::string text = case_text_of_line(n == 1 ? strip_utf8_bom(line) : line);
       if (text.empty()) continue;
       try {
         CaseEntry e{f, n, parse_case(text)};
-        make_layout(e.c, lim);
+        make_layout(e.c, lim, LayoutMode::Describe);  // validates without building per-row vectors
         out.push_back(std::move(e));
       } catch (const CaseError& err) {
         throw CaseFileError(fmt::format("{}:{}: {}", f, n, err.what()));

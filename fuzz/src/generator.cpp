@@ -221,6 +221,10 @@ Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt) {
   }
   const int64_t mask = R.uniform(0, 9);
   c.mask = mask < 4 ? MaskKind::TopLeft : mask < 9 ? MaskKind::BottomRight : MaskKind::None;
+  if (c.mask == MaskKind::None) {  // crop and ratio act on the causal key range only
+    c.crop = false;
+    c.ratio = 1;
+  }
 
   // Dimensions.
   const bool glm = opt.dims == DimsProfile::Glm;

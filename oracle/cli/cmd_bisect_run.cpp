@@ -2,7 +2,7 @@
 // line and exits 0 good / 1 bad / 125 skip; the cases run in a child process (bisect.h) so a crash or
 // a hang of the backend becomes 1 (or 125 with --crash-is-skip), never a signal death that would
 // abort the bisect. Bad input (an invalid case line or file) exits 128, which stops `git bisect run`
-// instead of blaming a commit.
+// instead of blaming a commit; so do its command-line errors (main.cpp: AppCommand::bad_input_code).
 #include <filesystem>
 #include <iostream>
 
@@ -27,7 +27,7 @@ int run_bisect(const BisectArgs& a, const LayoutLimits& lim) {
       for (auto& e : read_case_files(collect_case_files(a.case_args), lim)) cases.push_back(e.c);
     } else {
       cases.push_back(parse_case(join_case_args(a.case_args)));
-      make_layout(cases.back(), lim);
+      make_layout(cases.back(), lim, LayoutMode::Describe);
     }
   } catch (const std::exception& e) {
     std::cout << "abort: " << e.what() << "\n";
@@ -55,9 +55,10 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_option("--backend,-b", a->backend, "backend under test")->required();
   sub->add_option("--vs", a->vs, "reference backend")->capture_default_str();
   sub->add_option("--timeout", a->timeout, "seconds before a hanging backend counts as bad (0: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_number(0, 1e9));
   sub->add_flag("--crash-is-skip", a->crash_is_skip, "a crash exits 125 (skip) instead of 1 (bad)");
-  return AppCommand{sub, [a, &lim] { return run_bisect(*a, lim); }};
+  return AppCommand{sub, [a, &lim] { return run_bisect(*a, lim); }, kBisectAbort};
 });
 
 }  // namespace

@@ -25,7 +25,9 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   auto* sub = app.add_subcommand("fuzz", "run generated edge-biased cases; shrink and save every new failure");
   sub->add_option("--backend,-b", a->backend, "backend under test")->required();
   sub->add_option("--vs", a->vs, "reference backend")->capture_default_str();
-  sub->add_option("--seed", a->seed, "campaign seed (case i of a seed is always the same case)")->capture_default_str();
+  sub->add_option("--seed", a->seed, "campaign seed (case i of a seed is always the same case)")
+      ->capture_default_str()
+      ->check(u64_number());
   sub->add_option("--budget", a->budget, "60s / 5m / 1h (time) or N (cases)")->capture_default_str();
   sub->add_option("--shard", a->shard, "i/n: run case numbers i, i+n, i+2n, ... (job arrays)")->capture_default_str();
   sub->add_option("--out", a->out, "directory for shrunk failures (<hash>.case)")->capture_default_str();
@@ -33,9 +35,11 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_option("--dims", a->dims, "small (CPU-fast) | glm (32 heads x 128, topk 2048)")->capture_default_str();
   sub->add_option("--op", a->op, "indexer | sdpa | any")->capture_default_str();
   sub->add_option("--shrink-runs", a->shrink_runs, "backend runs the shrinker may spend per failure")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   sub->add_option("--max-failures", a->max_failures, "stop after this many failing cases (0: whole budget)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   return AppCommand{sub, [a, &lim] {
                       CampaignOptions o;
                       o.backend = a->backend;

@@ -26,10 +26,12 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_option("case", a->case_args, "key=value ...")->required();
   sub->add_option("--backend,-b", a->backend, "backend the case fails with")->required();
   sub->add_option("--vs", a->vs, "reference backend")->capture_default_str();
-  sub->add_option("--runs", a->runs, "backend runs the shrinker may spend")->capture_default_str();
+  sub->add_option("--runs", a->runs, "backend runs the shrinker may spend")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   return AppCommand{sub, [a, &lim] {
                       const Case c = parse_case(join_case_args(a->case_args));
-                      make_layout(c, lim);
+                      make_layout(c, lim, LayoutMode::Describe);
                       auto be = make_backend(a->backend);
                       auto vs = make_backend(a->vs);
                       install_interrupt_handlers();

@@ -1,5 +1,11 @@
 #include "commands.h"
 
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
 #include "report.h"
 
 namespace ao {
@@ -27,6 +33,32 @@ std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim) {
   std::vector<AppCommand> v;
   for (auto& f : factories()) v.push_back(f(app, lim));
   return v;
+}
+
+CLI::Validator finite_number(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        char* end = nullptr;
+        const bool plain = !v.empty() && v.find_first_not_of("0123456789.eE+-") == std::string::npos;
+        const double x = plain ? std::strtod(v.c_str(), &end) : 0;
+        if (!plain || end != v.c_str() + v.size() || !std::isfinite(x))
+          return fmt::format("'{}' is not a finite decimal number", v);
+        if (x < lo || x > hi) return fmt::format("{} is not in [{}, {}]", v, lo, hi);
+        return {};
+      },
+      fmt::format("FINITE in [{}, {}]", lo, hi));
+}
+
+CLI::Validator u64_number() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        uint64_t x = 0;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (v.empty() || ec != std::errc() || p != v.data() + v.size())
+          return fmt::format("'{}' is not an integer in [0, 2^64-1]", v);
+        return {};
+      },
+      "UINT64");
 }
 
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results) {

@@ -55,7 +55,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   LayoutLimits lim;
   double max_mem_gib = double(lim.max_bytes) / double(1 << 30);
-  app.add_option("--max-mem", max_mem_gib, "refuse cases whose tensors exceed this many GiB")->capture_default_str();
+  app.add_option("--max-mem", max_mem_gib,
+                 "refuse cases whose estimated peak memory (inputs, both output sets, row metadata, reference "
+                 "working set) exceeds this many GiB")
+      ->capture_default_str()
+      ->check(finite_number(0.001, 1e9));  // 1 MiB .. about 1 EiB: the byte count fits int64
 
   std::vector<std::string> case_args, backends;
   std::string vs = "cpu-ref", report_dir;
@@ -74,17 +78,26 @@ int main(int argc, char** argv) {
 
   std::vector<AppCommand> extra = extra_commands(app, lim);  // cmd_*.cpp
 
+  // A subcommand's own code for bad input (bisect-run: 128, since 2 would blame the commit).
+  auto bad_input_code = [&] {
+    for (const auto& cmd : extra)
+      if (cmd.sub->parsed()) return cmd.bad_input_code;
+    for (int i = 1; i < argc; ++i)  // the parse may stop before the subcommand is reached
+      for (const auto& cmd : extra)
+        if (cmd.sub->get_name() == argv[i]) return cmd.bad_input_code;
+    return 2;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    return rc == 0 ? 0 : bad_input_code();
   }
   lim.max_bytes = int64_t(max_mem_gib * double(1 << 30));
   try {
     if (*repro) return cmd_repro(case_args, backends, vs, report_dir, lim);
     if (*show) {
-      std::cout << describe_layout(make_layout(parse_case(join_case_args(show_args)), lim));
+      std::cout << describe_layout(make_layout(parse_case(join_case_args(show_args)), lim, LayoutMode::Describe));
       return 0;
     }
     if (*list) {
@@ -104,10 +117,10 @@ int main(int argc, char** argv) {
       if (*cmd.sub) return cmd.run();
   } catch (const CaseError& e) {
     std::cerr << "attn-oracle: " << e.what() << "\n";
-    return 2;
+    return bad_input_code();
   } catch (const std::exception& e) {
     std::cerr << "attn-oracle: error: " << e.what() << "\n";
-    return 2;
+    return bad_input_code();
   }
   return 2;
 }

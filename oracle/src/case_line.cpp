@@ -15,8 +15,15 @@
 
 namespace ao {
 
+std::string clip_for_message(const std::string& v, size_t max_bytes) {
+  if (v.size() <= max_bytes) return v;
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(v[n]) & 0xC0) == 0x80) --n;  // not inside a UTF-8 character
+  return fmt::format("{}... ({} bytes)", v.substr(0, n), v.size());
+}
+
 CaseError::CaseError(std::string k, std::string v, const std::string& why)
-    : std::runtime_error(fmt::format("case key '{}' = '{}': {}", k, v, why)),
+    : std::runtime_error(fmt::format("case key '{}' = '{}': {}", clip_for_message(k), clip_for_message(v), why)),
       key(std::move(k)),
       value(std::move(v)) {}
 
@@ -197,17 +204,17 @@ const std::vector<std::pair<std::string, std::string>>& case_keys() {
       {"q_lens, kv_lens", "separate q and kv lengths"},
       {"pad, q_pad, kv_pad", "gap rows after each sequence (one value = same after every sequence)"},
       {"padded_offsets", "ragged offsets for Q and K/V (B entries, or B+1 with the capacity last)"},
-      {"q_offsets, kv_offsets, o_offsets, stats_offsets", "per-tensor ragged offsets in rows"},
+      {"q_offsets, kv_offsets, o_offsets, stats_offsets", "per-tensor ragged offsets in rows (o_/stats_: sdpa)"},
       {"capacity, q_capacity, kv_capacity", "buffer rows in total (>= end of the last sequence)"},
       {"tail", "extra capacity rows past the last sequence"},
-      {"cp, rank, cp_scheme", "context parallel size, this rank, zigzag | contiguous"},
-      {"crop", "0|1: the kernel sees keys cropped to the chunk end"},
+      {"cp, rank, cp_scheme", "context parallel size, this rank, zigzag | contiguous (cp_scheme: cp > 1 only)"},
+      {"crop", "0|1: the kernel sees keys cropped to the chunk end (cp > 1, causal masks only)"},
       {"mask", "none | causal (= topleft) | topleft | bottomright"},
       {"window", "sliding window (sdpa): keys in (pos-window, pos]"},
       {"heads", "indexer heads"},
       {"hq, hkv", "sdpa query / kv heads (hq multiple of hkv)"},
       {"dim, dim_v", "head dims"},
-      {"topk, ratio", "indexer top-k and key compression ratio"},
+      {"topk, ratio", "indexer top-k and key compression ratio (ratio > 1 needs a causal mask)"},
       {"dtype", "fp32 | bf16 | fp16: inputs are rounded to it"},
       {"seed", "input generator seed"},
       {"poison", "nan | inf | large | none: what fills input pad slots"},
@@ -220,6 +227,10 @@ const std::vector<std::pair<std::string, std::string>>& case_keys() {
       {"pad_writes", "forbid | allow writes into output pad slots"},
   };
   return k;
+}
+
+std::string strip_utf8_bom(const std::string& line) {
+  return line.rfind("\xEF\xBB\xBF", 0) == 0 ? line.substr(3) : line;
 }
 
 Case defaults_for(Op op) {
@@ -237,7 +248,7 @@ Case defaults_for(Op op) {
 
 Case parse_case(const std::string& line) {
   std::vector<std::pair<std::string, std::string>> kvs;
-  std::istringstream is(line);
+  std::istringstream is(strip_utf8_bom(line));
   std::string tok;
   std::set<std::string> seen;
   Op op = Op::Indexer;
@@ -265,7 +276,8 @@ Case parse_case(const std::string& line) {
   }
   Case c = defaults_for(op);
   static const std::set<std::string> indexer_only = {"heads", "topk", "ratio", "score_tol", "min_recall"};
-  static const std::set<std::string> sdpa_only = {"hq", "hkv", "dim_v", "window", "atol", "rtol", "lse_tol"};
+  static const std::set<std::string> sdpa_only = {"hq",   "hkv",  "dim_v",   "window",       "atol",
+                                                  "rtol", "lse_tol", "o_offsets", "stats_offsets"};
   for (auto& [k, v] : kvs) {
     if (op == Op::Sdpa && indexer_only.count(k)) throw CaseError(k, v, "applies only to op=indexer");
     if (op == Op::Indexer && sdpa_only.count(k)) throw CaseError(k, v, "applies only to op=sdpa");
@@ -280,6 +292,12 @@ Case parse_case(const std::string& line) {
   for (const auto& [both, q, kv] : kAliases)
     if (seen.count(both) && (seen.count(q) || seen.count(kv)))
       throw CaseError(seen.count(q) ? q : kv, "", fmt::format("give {}, or {} / {}, not both", both, q, kv));
+  // Keys that only act under context parallelism: without cp > 1 they would be silently ignored.
+  // (The values that differ from the default are rejected again by make_layout, for built cases.)
+  if (c.cp == 1)
+    for (const char* k : {"cp_scheme", "crop"})
+      for (const auto& [key, v] : kvs)
+        if (key == k) throw CaseError(key, v, "applies only under context parallelism (cp > 1)");
   // One side given alone: the other follows it.
   if (seen.count("q_lens") && !seen.count("kv_lens")) c.kv_lens = c.q_lens;
   if (seen.count("kv_lens") && !seen.count("q_lens")) c.q_lens = c.kv_lens;

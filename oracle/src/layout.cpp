@@ -2,9 +2,13 @@
 #include "attn_oracle/layout.h"
 
 #include <algorithm>
-#include <set>
+#include <cmath>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include "attn_oracle/rng.h"
 
@@ -79,6 +83,150 @@ std::vector<int64_t> place(const std::string& off_key, const std::vector<int64_t
   return off;
 }
 
+// The case keys that place one buffer's rows: offsets, pads, capacity.
+struct BufferKeys {
+  const char* off;
+  const char* pad;
+  const char* cap;
+};
+
+// The key that made a buffer's row count large: the lengths, the gaps between documents (pads or
+// offsets), or the room after the last one (capacity, tail, the last pad or offset).
+std::string rows_key(const Case& c, bool q_side, const std::vector<int64_t>& off, int64_t cap, const BufferKeys& k) {
+  const auto& lens = q_side ? c.q_lens : c.kv_lens;
+  const bool offsets_given = !(q_side ? c.q_offsets : c.kv_offsets).empty();
+  double sum = 0;
+  for (int64_t x : lens) sum += double(x);
+  const double end = double(off.back() + lens.back());
+  const double gaps = end - sum, room = double(cap) - end;
+  if (sum >= gaps && sum >= room) return c.q_lens == c.kv_lens ? "docs" : q_side ? "q_lens" : "kv_lens";
+  if (gaps >= room) return offsets_given ? k.off : k.pad;
+  const bool cap_given = (q_side ? c.q_capacity : c.kv_capacity) >= 0;
+  return cap_given ? k.cap : c.tail > 0 ? "tail" : offsets_given ? k.off : k.pad;
+}
+
+// The key's value as the canonical line shows it ("" when it is at its default).
+std::string key_value(const Case& c, const std::string& key) {
+  std::istringstream is(print_case(c));
+  std::string tok;
+  while (is >> tok)
+    if (tok.size() > key.size() && tok.compare(0, key.size(), key) == 0 && tok[key.size()] == '=')
+      return tok.substr(key.size() + 1);
+  return "";
+}
+
+// Peak memory of a run, from the layout alone (before anything is allocated). Every part is an upper
+// bound of what the harness, the CPU reference and the comparator hold at once:
+//   tensors: inputs, two output sets (backend + reference, sentinel-filled), the failure artifacts;
+//   per-row: row_segment, check_rows (+ the references' row blocks and the comparator's row stats),
+//            the K/V token and owner maps of make_inputs / compare;
+//   per-document: Case lists, DocLayout, segments, offsets (and their copies in the artifacts);
+//   scratch: per thread, the references' row-block buffers (score tiles, top-k candidates, score rows
+//            of a block) and the comparator's per-row sets;
+//   the process baseline (binary, libraries, BLAS and OpenMP pools), measured: see test_memory_cap.cpp.
+struct MemEstimate {
+  double total = 0, tensors = 0, largest = 0;
+  std::string what, key;
+};
+
+MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits& lim, const std::vector<int64_t>& q_off,
+                            const std::vector<int64_t>& kv_off, int64_t qcap, int64_t kvcap, const BufferKeys& qk,
+                            const BufferKeys& kvk) {
+  const Case& c = l.c;
+  const Case d = defaults_for(c.op);
+  const double Q = double(l.q_rows), KV = double(l.kv_rows), O = double(l.o_rows), ST = double(l.stats_rows);
+  const double C = double(nsample), B = double(l.docs.size());
+  const double bt = c.precision == Precision::F64 ? 8 : 4;  // reference arithmetic
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const double threads = lim.threads > 0 ? lim.threads : std::max<double>(hw, omp_get_max_threads());
+  int64_t max_kv = 0;  // most keys a row of a segment may see (the last valid row sees the most)
+  for (const auto& g : l.segments) {
+    int64_t lo = 0, hi = 0;
+    if (g.valid > 0) l.allowed_range(g.doc, g.pos0 + g.valid - 1, lo, hi);
+    max_kv = std::max(max_kv, hi);
+  }
+  const std::string qkey = rows_key(c, true, q_off, qcap, qk), kvkey = rows_key(c, false, kv_off, kvcap, kvk);
+  const double rows_default = double(d.q_lens[0]);
+
+  // A part is rows x widths; it grows with whichever factor is furthest above its default.
+  MemEstimate e;
+  auto part = [&](const char* what, double bytes, const std::string& rkey, double rows,
+                  std::initializer_list<std::tuple<const char*, double, double>> widths, bool tensor) {
+    e.total += bytes;
+    if (tensor) e.tensors += bytes;
+    if (bytes <= e.largest) return;
+    e.largest = bytes;
+    e.what = what;
+    e.key = rkey;
+    double best = rows / rows_default;
+    for (const auto& [k, v, dv] : widths)
+      if (v / dv > best) best = v / dv, e.key = k;
+  };
+  part("the per-document metadata", 1024.0 * B, "docs", B, {}, false);
+  const double q_meta = Q * 4 * 2 + C * 128 + std::max(O, Q) + O + ST, kv_meta = 12 * KV;  // + K/V token/owner maps
+  part("the per-row metadata", q_meta + kv_meta, q_meta >= kv_meta ? qkey : kvkey, 1, {}, false);
+  if (c.op == Op::Indexer) {
+    const double H = c.heads, D = c.dim, K = c.topk;
+    part("the Q and weight inputs", 4 * Q * H * (D + 1), qkey, Q, {{"heads", H, d.heads}, {"dim", D, d.dim}}, true);
+    part("the K input", 4 * KV * D, kvkey, KV, {{"dim", D, d.dim}}, true);
+    part("the top-k outputs (backend + reference)", 2 * 8 * Q * K, qkey, Q, {{"topk", K, d.topk}}, true);
+    part("the failure artifacts", 2 * 4 * C * K, qkey, C, {{"topk", K, d.topk}}, false);
+    const double R = std::max(8.0, std::floor(1024.0 / H));  // reference_indexer.cpp row blocks
+    const double cand = R * 2 * K * (bt == 8 ? 24 : 16) + 2 * K * 64 + 4 * K;  // running top-k; comparator sets
+    const double tiles = R * H * (256 + D + 1) * bt + 256 * (D + 1) * 8;
+    part("the reference's per-thread scratch", threads * (cand + tiles), cand > tiles ? "topk" : "heads", 1,
+         {}, false);
+  } else {
+    const double Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
+    part("the Q input", 4 * Q * Hq * D, qkey, Q, {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, true);
+    part("the K/V inputs", 4 * KV * Hkv * (D + Dv), kvkey, KV,
+         {{"hkv", Hkv, d.hq}, {"dim", D, d.dim}, {"dim_v", Dv, d.dim}}, true);
+    part("the O and LSE outputs (backend + reference)", 2 * 4 * (O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
+         {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, true);
+    const double R = 128;  // reference_sdpa.cpp row blocks: a block's score rows over its keys
+    part("the reference's per-thread scratch", threads * (R * (double(max_kv) + D + Dv + 8) * bt + double(max_kv) * (D + Dv) * 8),
+         kvkey, double(max_kv), {}, false);
+  }
+  e.total += double(kProcessBaselineBytes);
+  return e;
+}
+
+// c.rows sampled rows (counter_hash of the seed) plus every segment's boundary rows, sorted; `target`
+// is the number wanted (at most seg_rows). Draws a row index in [0, seg_rows) and maps it to its
+// segment by binary search, so nothing of size seg_rows is built.
+std::vector<int64_t> sample_rows(const Layout& l, int64_t seg_rows, int64_t target) {
+  std::vector<int64_t> starts;  // first index of each segment in the concatenation of segment rows
+  int64_t at = 0;
+  for (const auto& g : l.segments) starts.push_back(at), at += g.rows;
+  // Seen rows: a bit per segment row when that is not much more than the picks (rows= close to all
+  // rows, e.g. rows=3999999 of 4M: ~16M draws), else a hash set of the picks.
+  std::vector<int64_t> picked;
+  const bool bitmap = seg_rows <= 64 * target;
+  std::vector<bool> seen_bits(bitmap ? size_t(seg_rows) : 0);
+  std::unordered_set<int64_t> seen;
+  if (!bitmap) seen.reserve(size_t(target) * 2);
+  auto pick_index = [&](size_t s, int64_t idx) {  // idx: row index in the concatenation of segment rows
+    if (bitmap ? seen_bits[size_t(idx)] : !seen.insert(idx).second) return;
+    if (bitmap) seen_bits[size_t(idx)] = true;
+    picked.push_back(l.segments[s].row0 + (idx - starts[s]));
+  };
+  auto pick = [&](size_t s, int64_t r) { pick_index(s, starts[s] + (r - l.segments[s].row0)); };
+  for (size_t s = 0; s < l.segments.size(); ++s) {  // boundary rows always: first/last row, first/last valid row
+    const auto& g = l.segments[s];
+    if (g.rows == 0) continue;
+    pick(s, g.row0);
+    pick(s, g.row0 + g.rows - 1);
+    if (g.valid > 0) pick(s, g.row0 + g.valid - 1);
+    if (g.valid < g.rows) pick(s, g.row0 + g.valid);
+  }
+  for (uint64_t i = 0; int64_t(picked.size()) < target && i < uint64_t(4 * l.c.rows); ++i) {
+    const int64_t idx = int64_t(counter_hash(l.c.seed, 99, i) % uint64_t(seg_rows));
+    pick_index(size_t(std::upper_bound(starts.begin(), starts.end(), idx) - starts.begin() - 1), idx);
+  }
+  std::sort(picked.begin(), picked.end());
+  return picked;
+}
+
 }  // namespace
 
 void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
@@ -96,7 +244,7 @@ void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
   }
 }
 
-Layout make_layout(const Case& in, const LayoutLimits& lim) {
+Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
   Layout l;
   l.c = in;
   Case& c = l.c;
@@ -110,6 +258,19 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
     throw CaseError("window", fmt::format("{}", c.window), "a sliding window needs a causal mask");
   if (c.rank >= c.cp)
     throw CaseError("rank", fmt::format("{}", c.rank), fmt::format("must be < cp={}", c.cp));
+  // Keys that would be accepted and silently ignored (parse_case rejects them too when given explicitly).
+  if (c.cp == 1 && c.crop) throw CaseError("crop", "1", "applies only under context parallelism (cp > 1)");
+  if (c.cp == 1 && c.cp_scheme != CpScheme::Zigzag)
+    throw CaseError("cp_scheme", "contiguous", "applies only under context parallelism (cp > 1)");
+  if (c.crop && c.mask == MaskKind::None)
+    throw CaseError("crop", "1", "crops keys at the causal chunk end; with mask=none every key is allowed");
+  if (c.op == Op::Indexer && c.ratio > 1 && c.mask == MaskKind::None)
+    throw CaseError("ratio", fmt::format("{}", c.ratio),
+                    "compresses the causal key range; with mask=none every key is allowed (use a causal mask)");
+  if (c.op == Op::Indexer && (!c.o_offsets.empty() || !c.stats_offsets.empty()))
+    throw CaseError(c.o_offsets.empty() ? "stats_offsets" : "o_offsets",
+                    list_str(c.o_offsets.empty() ? c.stats_offsets : c.o_offsets),
+                    "applies only to op=sdpa (the indexer's outputs follow the Q rows)");
   if (c.cp > 1) {
     for (size_t b = 0; b < B; ++b)
       if (c.q_lens[b] != c.kv_lens[b] && c.ratio == 1)
@@ -127,9 +288,9 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
   const char* q_pad_key = c.q_pad == c.kv_pad && !c.q_pad.empty() ? "pad" : "q_pad";
   auto q_off = place(q_off_key, c.q_offsets, q_pad_key, c.q_pad, c.q_lens,
                      c.q_capacity, qcap_key, c.tail, qcap);
-  auto kv_off = place(c.q_offsets == c.kv_offsets && !c.kv_offsets.empty() ? "padded_offsets" : "kv_offsets",
-                      c.kv_offsets, c.q_pad == c.kv_pad && !c.kv_pad.empty() ? "pad" : "kv_pad", c.kv_pad,
-                      c.kv_lens, c.kv_capacity, kvcap_key, c.tail, kvcap);
+  const char* kv_off_key = c.q_offsets == c.kv_offsets && !c.kv_offsets.empty() ? "padded_offsets" : "kv_offsets";
+  const char* kv_pad_key = c.q_pad == c.kv_pad && !c.kv_pad.empty() ? "pad" : "kv_pad";
+  auto kv_off = place(kv_off_key, c.kv_offsets, kv_pad_key, c.kv_pad, c.kv_lens, c.kv_capacity, kvcap_key, c.tail, kvcap);
   auto o_off = c.o_offsets.empty() ? q_off : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, qcap, nullptr, 0, ocap);
   auto s_off = c.stats_offsets.empty() ? q_off
                                        : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens, qcap,
@@ -217,46 +378,41 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
 
   l.scale = c.scale > 0 ? c.scale : (c.op == Op::Indexer ? 1.0 : 1.0 / std::sqrt(double(c.dim)));
 
-  // Memory cap before anything is allocated: inputs, backend outputs and reference outputs.
-  double bytes = 0;
-  if (c.op == Op::Indexer) {
-    bytes = 4.0 * (double(l.q_rows) * c.heads * (c.dim + 1) + double(l.kv_rows) * c.dim) +
-            2 * 8.0 * double(l.q_rows) * c.topk;
-  } else {
-    bytes = 4.0 * (double(l.q_rows) * c.hq * c.dim + double(l.kv_rows) * c.hkv * (c.dim + c.dim_v)) +
-            2 * 4.0 * (double(l.o_rows) * c.hq * c.dim_v + double(l.stats_rows) * c.hq);
-  }
-  if (bytes > double(lim.max_bytes))
-    throw CaseError("docs", list_str(c.q_lens),
-                    fmt::format("tensors need {:.0f} bytes ({:.2f} GiB), over the memory cap of {} bytes ({:.2f} GiB, --max-mem)",
-                                bytes, bytes / double(1 << 30), lim.max_bytes, double(lim.max_bytes) / double(1 << 30)));
-  l.tensor_bytes = int64_t(bytes);
-
-  l.row_segment.assign(size_t(l.q_rows), -1);
+  // Memory cap before anything is allocated (rows sampled or not, vectors, tensors).
   int64_t seg_rows = 0;
-  for (size_t i = 0; i < l.segments.size(); ++i) {
-    const auto& s = l.segments[i];
-    for (int64_t r = s.row0; r < s.row0 + s.rows; ++r) l.row_segment[size_t(r)] = int32_t(i);
-    seg_rows += s.rows;
-  }
-  if (c.rows == 0 || c.rows >= seg_rows) {
-    for (const auto& s : l.segments)
-      for (int64_t r = s.row0; r < s.row0 + s.rows; ++r) l.check_rows.push_back(r);
-  } else {
-    std::set<int64_t> pick;
-    for (const auto& s : l.segments) {  // boundary rows always: first/last row, first/last valid row
-      if (s.rows == 0) continue;
-      pick.insert(s.row0);
-      pick.insert(s.row0 + s.rows - 1);
-      if (s.valid > 0) pick.insert(s.row0 + s.valid - 1);
-      if (s.valid < s.rows) pick.insert(s.row0 + s.valid);
+  for (const auto& g : l.segments) seg_rows += g.rows;
+  const bool all_rows = c.rows == 0 || c.rows >= seg_rows;
+  const int64_t nsample = all_rows ? seg_rows : std::min<int64_t>(seg_rows, c.rows + 4 * int64_t(l.segments.size()));
+  const MemEstimate est = estimate_memory(l, nsample, lim, q_off, kv_off, qcap, kvcap,
+                                          {q_off_key, q_pad_key, qcap_key}, {kv_off_key, kv_pad_key, kvcap_key});
+  l.tensor_bytes = int64_t(est.tensors);
+  if (est.total > double(lim.max_bytes))
+    throw CaseError(est.key, key_value(c, est.key),
+                    fmt::format("the case needs about {:.0f} bytes ({:.2f} GiB) at peak, largest part {} ({:.2f} GiB, "
+                                "grows with '{}'); over the memory cap of {} bytes ({:.2f} GiB, --max-mem)",
+                                est.total, est.total / double(1 << 30), est.what, est.largest / double(1 << 30),
+                                est.key, lim.max_bytes, double(lim.max_bytes) / double(1 << 30)));
+  l.mem_bytes = int64_t(est.total);
+
+  // Check rows: every segment row, or c.rows sampled rows plus every segment's boundary rows.
+  if (all_rows) {
+    l.check_row_count = seg_rows;
+    if (mode == LayoutMode::Full) {
+      l.check_rows.reserve(size_t(seg_rows));
+      for (const auto& g : l.segments)
+        for (int64_t r = g.row0; r < g.row0 + g.rows; ++r) l.check_rows.push_back(r);
     }
-    std::vector<int64_t> all;
-    for (const auto& s : l.segments)
-      for (int64_t r = s.row0; r < s.row0 + s.rows; ++r) all.push_back(r);
-    for (uint64_t i = 0; int64_t(pick.size()) < c.rows + 4 * int64_t(l.segments.size()) && i < uint64_t(4 * c.rows); ++i)
-      pick.insert(all[counter_hash(c.seed, 99, i) % all.size()]);
-    l.check_rows.assign(pick.begin(), pick.end());
+  } else {
+    l.check_rows = sample_rows(l, seg_rows, nsample);
+    l.check_row_count = int64_t(l.check_rows.size());
+    if (mode != LayoutMode::Full) std::vector<int64_t>().swap(l.check_rows);
+  }
+  if (mode == LayoutMode::Full) {
+    l.row_segment.assign(size_t(l.q_rows), -1);
+    for (size_t i = 0; i < l.segments.size(); ++i) {
+      const auto& g = l.segments[i];
+      std::fill_n(l.row_segment.begin() + g.row0, g.rows, int32_t(i));
+    }
   }
   return l;
 }
@@ -287,12 +443,14 @@ std::string describe_layout(const Layout& l) {
         g.doc, g.chunk, g.row0, g.row0 + g.rows, g.valid, g.pos0, g.pos0 + g.rows, g.o_row0, g.stats_row0, lo0, hi0,
         lo1, hi1, g.key_len);
   }
-  int64_t qpad = 0;
-  for (auto seg : l.row_segment) qpad += seg < 0;
+  int64_t seg_rows = 0;  // segments do not overlap
+  for (const auto& g : l.segments) seg_rows += g.rows;
   int64_t kvvalid = 0;
   for (const auto& d : l.docs) kvvalid += d.kv_len;
-  s += fmt::format("pad slots: Q {} rows outside segments, K/V {} rows\n", qpad, l.kv_rows - kvvalid);
-  s += fmt::format("checked rows: {} of {}\n", l.check_rows.size(), l.row_segment.size() - size_t(qpad));
+  s += fmt::format("pad slots: Q {} rows outside segments, K/V {} rows\n", l.q_rows - seg_rows, l.kv_rows - kvvalid);
+  s += fmt::format("checked rows: {} of {}\n", l.check_row_count, seg_rows);
+  s += fmt::format("memory: about {:.1f} MiB at peak (estimate checked against --max-mem)\n",
+                   double(l.mem_bytes) / (1 << 20));
   return s;
 }
 

@@ -1,14 +1,19 @@
 // Test helper: run a shell command or the built attn-oracle (AO_CLI), capturing stdout+stderr and
-// the exit code (-1 for a signal death); or start the CLI in the background (start_cli) to signal it.
+// the exit code (-1 for a signal death); start the CLI in the background (start_cli) to signal it; or
+// run the CLI and measure its peak RSS.
 #pragma once
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace ao::test {
 
@@ -80,6 +85,37 @@ inline Cmd finish_cli(BackgroundCli& b, double timeout_s) {
   waitpid(b.pid, &st, 0);
   b = {};
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+struct ChildRun {
+  int rc = -1;
+  int64_t max_rss_bytes = 0;
+};
+
+// Runs the CLI with stdout/stderr discarded; the peak RSS is the child's own (wait4).
+inline ChildRun run_cli_measured(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  std::string exe = AO_CLI;
+  argv.push_back(exe.data());
+  std::vector<std::string> copy = args;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int dn = open("/dev/null", O_WRONLY);
+    dup2(dn, 1);
+    dup2(dn, 2);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  ChildRun r;
+  int st = 0;
+  struct rusage ru {};
+  if (pid > 0 && wait4(pid, &st, 0, &ru) == pid) {
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.max_rss_bytes = int64_t(ru.ru_maxrss) * 1024;
+  }
+  return r;
 }
 
 }  // namespace ao::test

@@ -80,6 +80,22 @@ TEST(Bisect, CliExitCodes) {
   auto invalid = run_cli("bisect-run op=indexer docs=96 cp=32 --backend cpu-ref");
   EXPECT_EQ(invalid.code, 128) << invalid.out;  // stops the bisect instead of blaming a commit
   EXPECT_EQ(run_cli(std::string("bisect-run ") + kCase + " --backend no-such").code, 128);
+  // Its own command-line errors are harness errors too: 2 would tell git bisect "bad commit".
+  for (const std::string& args : {std::string("bisect-run ") + kCase + " --backend cpu-ref --tiemout 5",
+                                 std::string("bisect-run ") + kCase, std::string("bisect-run --backend cpu-ref"),
+                                 std::string("bisect-run ") + kCase + " --backend cpu-ref --timeout abc",
+                                 std::string("bisect-run ") + kCase + " --backend cpu-ref --timeout -1",
+                                 std::string("bisect-run ") + kCase + " --backend cpu-ref --timeout nan",
+                                 std::string("bisect-run ") + kCase + " --backend cpu-ref --timeout inf",
+                                 std::string("--max-mem nan bisect-run ") + kCase + " --backend cpu-ref",
+                                 std::string("bisect-run")}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.code, 128) << args << ": " << r.out;
+  }
+  EXPECT_NE(run_cli(std::string("bisect-run ") + kCase + " --backend cpu-ref --timeout nan").out.find("--timeout"),
+            std::string::npos);
+  // The other subcommands keep 2 for bad input.
+  EXPECT_EQ(run_cli(std::string("repro ") + kCase + " --tiemout 5").code, 2);
 }
 
 TEST(Bisect, CrashesExceptionsHangsAndStrayExitsBecomeDeliberateCodes) {

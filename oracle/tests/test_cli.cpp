@@ -82,6 +82,72 @@ TEST(Cli, SeedBugIsCaughtAndDemoPasses) {
   EXPECT_NE(demo.out.find("cpu-ref passed and the bug model was caught"), std::string::npos) << demo.out;
 }
 
+// Option values out of range are rejected naming the option, not wrapped, clamped or accepted
+// (issue 17 items 6 and 12).
+TEST(Cli, BadOptionValuesExitTwoNamingTheOption) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--max-mem nan show op=indexer", "--max-mem"},
+      {"--max-mem inf show op=indexer", "--max-mem"},
+      {"--max-mem -1 show op=indexer", "--max-mem"},
+      {"--max-mem '' show op=indexer", "--max-mem"},
+      {"--max-mem 0 show op=indexer", "--max-mem"},
+      {"--max-mem 1e30 show op=indexer", "--max-mem"},
+      {"fuzz --backend cpu-ref --budget 1 --seed -1", "--seed"},
+      {"fuzz --backend cpu-ref --budget 1 --seed 18446744073709551616", "--seed"},
+      {"fuzz --backend cpu-ref --budget 1 --seed 1e3", "--seed"},
+      {"fuzz --backend cpu-ref --budget 1 --max-failures -1", "--max-failures"},
+      {"fuzz --backend cpu-ref --budget 1 --shrink-runs -5", "--shrink-runs"},
+      {"shrink op=indexer --backend cpu-ref --runs -1", "--runs"},
+  };
+  for (const auto& [args, opt] : bad) {
+    SCOPED_TRACE(args);
+    const CliRun r = cli(args);
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(opt), std::string::npos) << "stderr: " << r.err;
+  }
+  // The full range of seeds is accepted (2^64-1 is a seed like any other).
+  const CliRun top = cli("fuzz --backend cpu-ref --budget 1 --no-save --seed 18446744073709551615");
+  EXPECT_EQ(top.rc, 0) << top.out << top.err;
+  // --shard: the limit is stated as a limit, not as "non-negative integers".
+  const CliRun shard = cli("fuzz --backend cpu-ref --budget 1 --shard 0/1000000");
+  EXPECT_EQ(shard.rc, 2);
+  EXPECT_NE(shard.err.find("at most 999999"), std::string::npos) << shard.err;
+  EXPECT_EQ(cli("fuzz --backend cpu-ref --budget 1 --no-save --shard 000003/000004").rc, 0);
+}
+
+// A refusal by the memory cap names the key that made the case large; `show` of a huge case does
+// not build per-row vectors (it used to take 16.9 s and 5.4 GiB for docs=300000000).
+TEST(Cli, MemoryCapNamesTheKeyAndShowStaysCheap) {
+  const CliRun topk = cli("--max-mem 1 repro op=indexer docs=1000 topk=65536");
+  EXPECT_EQ(topk.rc, 2);
+  EXPECT_NE(topk.err.find("'topk'"), std::string::npos) << topk.err;
+  const CliRun tail = cli("--max-mem 1 repro op=indexer docs=100 tail=200000000 heads=1 dim=1 topk=1");
+  EXPECT_EQ(tail.rc, 2);
+  EXPECT_NE(tail.err.find("'tail'"), std::string::npos) << tail.err;
+  const CliRun show = cli("--max-mem 64 show op=indexer docs=300000000 heads=1 dim=1 topk=1");
+  EXPECT_EQ(show.rc, 0) << show.err;
+  EXPECT_NE(show.out.find("checked rows: 300000000 of 300000000"), std::string::npos) << show.out;
+}
+
+// A corpus file saved with a UTF-8 byte-order mark (first line a comment) reads like one without.
+TEST(Cli, CorpusFileWithByteOrderMark) {
+  const std::string path = ::testing::TempDir() + "ao_bom.case";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "\xEF\xBB\xBF# saved by an editor that writes a BOM\nop=sdpa docs=8,5 hq=2 dim=8\n";
+  }
+  const CliRun r = cli("gate " + path + " --backend cpu-ref");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gate: 1 cases"), std::string::npos) << r.out;
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "\xEF\xBB\xBFop=sdpa docs=8,5 hq=2 dim=8\n";
+  }
+  const CliRun r2 = cli("gate " + path + " --backend cpu-ref");
+  EXPECT_EQ(r2.rc, 0) << r2.out << r2.err;
+  EXPECT_NE(r2.out.find("gate: 1 cases"), std::string::npos) << r2.out;
+}
+
 TEST(Cli, ShowPrintsTheSeedLayout) {
   const CliRun r = cli("show op=indexer docs=65536,65536 cp=32 rank=31");
   ASSERT_EQ(r.rc, 0) << r.err;

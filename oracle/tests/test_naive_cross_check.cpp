@@ -97,8 +97,12 @@ std::string cp_layout(Gen& g, int family_kind, bool indexer, int ratio) {
   std::string s = fmt::format(" cp={} rank={}", cp, g.uni(0, cp - 1));
   if (!zig) s += " cp_scheme=contiguous";
   if (ratio > 1) s += fmt::format(" ratio={}", ratio);
-  if (g.coin(0.3)) s += " crop=1";
-  if (indexer && g.coin(0.4)) s += g.coin() ? " mask=topleft" : " mask=none";  // positions stay absolute
+  const bool crop = g.coin(0.3);
+  if (crop) s += " crop=1";
+  if (indexer && g.coin(0.4)) {  // positions stay absolute; crop and ratio need a causal mask
+    const bool none = g.coin() ? false : !crop && ratio == 1;
+    s += none ? " mask=none" : " mask=topleft";
+  }
   if (!indexer && g.coin(0.3)) s += fmt::format(" window={}", g.uni(1, 40));
   if (ql == kvl)
     s += " docs=" + list(ql);
@@ -165,7 +169,8 @@ std::string gen_indexer(uint64_t seed, int fam) {
       auto q = lens(g, B, 160);
       std::vector<int64_t> kv;
       for (int64_t x : q) kv.push_back(std::max<int64_t>(0, x / ratio + g.uni(-2, 2)));
-      s += " q_lens=" + list(q) + " kv_lens=" + list(kv) + fmt::format(" ratio={} mask={}", ratio, mask);
+      s += " q_lens=" + list(q) + " kv_lens=" + list(kv) +
+           fmt::format(" ratio={} mask={}", ratio, mask == "none" ? "topleft" : mask);  // ratio: causal only
       break;
     }
     case 5: s += cp_layout(g, 0, true, 1); break;  // zigzag CP

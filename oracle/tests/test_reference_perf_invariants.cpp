@@ -19,6 +19,7 @@
 #include "attn_oracle/compare.h"
 #include "attn_oracle/reference.h"
 #include "../src/reference_plan.h"
+#include "cli_run.h"
 
 namespace {
 
@@ -106,36 +107,8 @@ TEST(ReferencePerfInvariants, AcrossThreadCheckCatchesAPerturbedResult) {
   EXPECT_FALSE(bitwise_equal(one, bad));
 }
 
-struct ChildRun {
-  int rc = -1;
-  int64_t max_rss_bytes = 0;
-};
-
-// Runs the CLI with stdout/stderr discarded; the peak RSS is the child's own (wait4).
-ChildRun run_cli_measured(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  std::string exe = AO_CLI;
-  argv.push_back(exe.data());
-  std::vector<std::string> copy = args;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int dn = open("/dev/null", O_WRONLY);
-    dup2(dn, 1);
-    dup2(dn, 2);
-    execv(exe.c_str(), argv.data());
-    _exit(127);
-  }
-  ChildRun r;
-  int st = 0;
-  struct rusage ru {};
-  if (pid > 0 && wait4(pid, &st, 0, &ru) == pid) {
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.max_rss_bytes = int64_t(ru.ru_maxrss) * 1024;
-  }
-  return r;
-}
+using test::ChildRun;
+using test::run_cli_measured;
 
 std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> v;

@@ -62,7 +62,7 @@ void check(const std::vector<int64_t>& L, const std::vector<int64_t>& pad, int c
   std::map<std::pair<int, int64_t>, int> seen;
   for (int rank = 0; rank < cp; ++rank) {
     const std::string line = fmt::format("op=indexer heads=1 dim=4 topk=4 docs={} q_pad={} cp={} rank={}{}", docs,
-                                         pads, cp, rank, zigzag ? "" : " cp_scheme=contiguous");
+                                         pads, cp, rank, zigzag || cp == 1 ? "" : " cp_scheme=contiguous");
     SCOPED_TRACE(line);
     const Layout l = make_layout(parse_case(line));
     if (cp == 1) {

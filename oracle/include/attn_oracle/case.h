@@ -18,7 +18,11 @@ enum class Poison { NaN, Inf, Large, None };
 enum class Precision { F32, F64 };
 enum class PadWrites { Forbid, Allow };
 
+// A value as error messages echo it: at most max_bytes (cut at a UTF-8 boundary) + "... (N bytes)".
+std::string clip_for_message(const std::string& v, size_t max_bytes = 80);
+
 // A bad case: names the key and the value, so a user can fix the line. CLI exit code 2.
+// The message carries both clipped (clip_for_message); the members hold them whole.
 struct CaseError : std::runtime_error {
   std::string key, value;
   CaseError(std::string k, std::string v, const std::string& why);
@@ -54,6 +58,8 @@ struct Case {
 // Defaults that depend on the op (dims small enough for CI; the seeds' dims are given explicitly).
 Case defaults_for(Op op);
 
+// A leading UTF-8 byte-order mark (an editor's, at the start of a file or line) is not part of the case.
+std::string strip_utf8_bom(const std::string& line);
 Case parse_case(const std::string& line);
 std::string print_case(const Case& c);
 

@@ -41,9 +41,19 @@ struct QuerySegment {
   int64_t key_len = 0;     // keys the kernel sees for this segment (crop: pos0+rows, else kv_len)
 };
 
+// What the process holds before any case: binary, libraries, BLAS/OpenMP pools, CLI state (measured
+// peak RSS of a tiny case: test_memory_cap.cpp). Part of every memory estimate.
+inline constexpr int64_t kProcessBaselineBytes = int64_t(96) << 20;
+
 struct LayoutLimits {
-  int64_t max_bytes = int64_t(8) << 30;  // refuse cases whose tensors exceed this
+  int64_t max_bytes = int64_t(8) << 30;  // refuse cases whose estimated peak memory (mem_bytes) exceeds this
+  int threads = 0;                        // threads the estimate assumes for per-thread scratch; 0 = this machine
 };
+
+// Full: everything a run needs. Describe: validation, documents, segments and the memory estimate
+// only; no per-row vectors (row_segment and check_rows stay empty, check_row_count is still set), so
+// `show` and corpus validation cost O(documents + sampled rows), not O(buffer rows).
+enum class LayoutMode { Full, Describe };
 
 struct Layout {
   Case c;
@@ -52,8 +62,12 @@ struct Layout {
   int64_t q_rows = 0, kv_rows = 0, o_rows = 0, stats_rows = 0;  // buffer capacities in rows
   std::vector<int32_t> row_segment;  // per Q row: segment index or -1 (pad slot outside segments)
   std::vector<int64_t> check_rows;   // sorted Q rows the oracle checks (segment rows only)
+  int64_t check_row_count = 0;       // check_rows.size() (also in Describe mode)
   double scale = 1;
-  int64_t tensor_bytes = 0;          // inputs + outputs, what the memory cap was checked against
+  int64_t tensor_bytes = 0;          // inputs + both output sets
+  int64_t mem_bytes = 0;             // estimated peak memory of a run, what the cap was checked against:
+                                     // tensors, row and document metadata, reference and comparator
+                                     // scratch, failure artifacts, and the process baseline
 
   bool is_cp() const { return c.cp > 1; }
   int group() const { return c.hq / c.hkv; }
@@ -67,7 +81,7 @@ struct Layout {
   void allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const;
 };
 
-Layout make_layout(const Case& c, const LayoutLimits& lim = {});
+Layout make_layout(const Case& c, const LayoutLimits& lim = {}, LayoutMode mode = LayoutMode::Full);
 
 // Human-readable description: per rank/segment row ranges, causal offsets, key ranges, pad slots.
 std::string describe_layout(const Layout& l);
