@@ -8,8 +8,7 @@ namespace ao::gpu {
 
 std::vector<int64_t> q_token_ids(const Layout& l) {
   std::vector<int64_t> t(size_t(l.q_rows), -1);
-  for (int64_t r = 0; r < l.q_rows; ++r)
-    if (l.valid_row(r)) t[size_t(r)] = l.docs[size_t(l.seg_of(r).doc)].packed_q_off + l.pos_of(r);
+  for (int64_t r = 0; r < l.q_rows; ++r) t[size_t(r)] = q_token_id(l, r);
   return t;
 }
 

@@ -21,6 +21,12 @@ std::string list_str(const std::vector<int64_t>& v) {
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// Document position of the segment whose first row is the document's q token `tok0` (layout.h): one
+// rule for CP chunks and whole documents.
+int64_t segment_pos0(const Case& c, const DocLayout& d, int64_t tok0) {
+  return (c.mask == MaskKind::BottomRight ? bottom_right_shift(d.q_len, d.kv_len, c.ratio) : 0) + tok0;
+}
+
 // Broadcast a pad list (1 or B entries) to B entries.
 std::vector<int64_t> pads(const std::string& key, const std::vector<int64_t>& p, size_t B) {
   if (p.empty()) return std::vector<int64_t>(B, 0);
@@ -183,10 +189,11 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
         s.doc = int(b);
         s.chunk = chunk;
         s.row0 = s.o_row0 = s.stats_row0 = row0;
-        s.pos0 = int64_t(chunk) * len;
+        s.tok0 = int64_t(chunk) * len;
+        s.pos0 = segment_pos0(c, d, s.tok0);
         s.rows = len;
-        s.valid = std::clamp<int64_t>(d.q_len - s.pos0, 0, len);
-        s.key_len = c.crop ? std::min(d.kv_len, (s.pos0 + len + c.ratio - 1) / c.ratio) : d.kv_len;
+        s.valid = std::clamp<int64_t>(d.q_len - s.tok0, 0, len);
+        s.key_len = c.crop ? std::clamp<int64_t>(floor_div(s.pos0 + len + c.ratio - 1, c.ratio), 0, d.kv_len) : d.kv_len;
         l.segments.push_back(s);
       };
       if (c.cp_scheme == CpScheme::Zigzag) {
@@ -208,7 +215,7 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
       s.row0 = d.q_off;
       s.o_row0 = d.o_off;
       s.stats_row0 = d.stats_off;
-      s.pos0 = c.mask == MaskKind::BottomRight ? d.kv_len * c.ratio - d.q_len : 0;
+      s.pos0 = segment_pos0(c, d, 0);
       s.rows = s.valid = d.q_len;
       s.key_len = d.kv_len;
       l.segments.push_back(s);

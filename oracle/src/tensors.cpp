@@ -21,8 +21,14 @@ float poison_value(Poison p) {
   }
 }
 
-uint64_t q_element_index(const Layout& l, int doc, int64_t pos, int head, int d, int heads, int dim) {
-  const uint64_t token = uint64_t(l.docs[size_t(doc)].packed_q_off + pos);
+int64_t q_token_id(const Layout& l, int64_t r) {
+  if (!l.valid_row(r)) return -1;
+  const auto& s = l.seg_of(r);
+  return l.docs[size_t(s.doc)].packed_q_off + s.tok0 + (r - s.row0);
+}
+
+uint64_t q_element_index(const Layout& l, int doc, int64_t tok, int head, int d, int heads, int dim) {
+  const uint64_t token = uint64_t(l.docs[size_t(doc)].packed_q_off + tok);
   return (token * uint64_t(heads) + uint64_t(head)) * uint64_t(dim) + uint64_t(d);
 }
 
@@ -55,10 +61,7 @@ Inputs make_inputs(const Layout& l) {
   std::vector<int64_t> kv_token(size_t(l.kv_rows), -1);
   for (const auto& d : l.docs)
     for (int64_t s = 0; s < d.kv_len; ++s) kv_token[size_t(d.kv_off + s)] = d.packed_kv_off + s;
-  auto q_token = [&](int64_t r) -> int64_t {
-    if (!l.valid_row(r)) return -1;
-    return l.docs[size_t(l.seg_of(r).doc)].packed_q_off + l.pos_of(r);
-  };
+  auto q_token = [&](int64_t r) { return q_token_id(l, r); };
   auto k_token = [&](int64_t r) { return kv_token[size_t(r)]; };
   Inputs in;
   if (c.op == Op::Indexer) {
