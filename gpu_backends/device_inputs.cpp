@@ -40,7 +40,7 @@ void fill_generated(DeviceTensor& t, const Case& c, uint32_t tensor, const Devic
   g.seed = c.seed;
   g.levels = c.levels;
   g.dtype = int(c.dtype);
-  g.poison_bits = f32_bits(poison_value(c.poison));
+  g.poison_bits = f32_bits(poison_value(c.poison, c.dtype));
   g.poison_generated = c.poison == Poison::None;
   launch_generate(g, t.st, t.st == Storage::F32 ? static_cast<void*>(t.f32.get()) : t.bf16.get());
 }

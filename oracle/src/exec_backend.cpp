@@ -81,9 +81,11 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
   m["case"] = print_case(c);
   m["op"] = c.op == Op::Indexer ? "indexer" : "sdpa";
   m["dtype"] = dtype_name(c.dtype);
-  m["dtype_note"] = c.dtype == DType::BF16   ? "bf16 inputs are stored as uint16 bit patterns: float32 = bits << 16"
-                    : c.dtype == DType::F16 ? "fp16 inputs are stored as float16 (poison=large becomes inf)"
-                                            : "fp32 inputs are stored as float32";
+  m["dtype_note"] = fmt::format("{}; poison=large is {:.9g} (the dtype's largest finite value)",
+                                c.dtype == DType::BF16  ? "bf16 inputs are stored as uint16 bit patterns: float32 = bits << 16"
+                                : c.dtype == DType::F16 ? "fp16 inputs are stored as float16"
+                                                        : "fp32 inputs are stored as float32",
+                                poison_value(Poison::Large, c.dtype));
   m["scale"] = l.scale;
   m["mask"] = mask_name(c.mask);
   m["window"] = c.window;

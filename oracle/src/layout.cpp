@@ -38,10 +38,11 @@ std::vector<int64_t> pads(const std::string& key, const std::vector<int64_t>& p,
 
 // Resolves offsets (explicit or derived from lens + pads) and the capacity; validates placement.
 // Returns offsets with B entries; `cap` is the buffer's total rows.
+// `shares_q`: the O/stats buffer name when its offsets have no capacity entry (it has the Q buffer's rows).
 std::vector<int64_t> place(const std::string& off_key, const std::vector<int64_t>& given,
                            const std::string& pad_key, const std::vector<int64_t>& pad_list,
                            const std::vector<int64_t>& lens, int64_t capacity, const char* cap_key,
-                           int64_t tail, int64_t& cap) {
+                           int64_t tail, int64_t& cap, const char* shares_q = nullptr) {
   const size_t B = lens.size();
   std::vector<int64_t> off;
   int64_t implied_cap = -1;
@@ -78,6 +79,15 @@ std::vector<int64_t> place(const std::string& off_key, const std::vector<int64_t
   if (capacity >= 0 && tail > 0) throw CaseError("tail", fmt::format("{}", tail), "give capacity or tail, not both");
   // cap_key == nullptr: the capacity is another buffer's (O/stats follow Q), not a key the user gave.
   cap = capacity >= 0 ? capacity : (implied_cap >= 0 ? implied_cap : end) + tail;
+  if (end > cap && shares_q)
+    throw CaseError(off_key, list_str(given),
+                    fmt::format("sequence {} ends at row {}, past the {} rows of the Q buffer, which the {} buffer has "
+                                "when {} gives no capacity; give {} entries with the {} capacity last",
+                                B - 1, end, cap, shares_q, off_key, B + 1, shares_q));
+  if (end > cap && capacity < 0 && given.size() == B + 1)
+    throw CaseError(off_key, list_str(given),
+                    fmt::format("sequence {} ends at row {}, past the capacity of {} rows (the last entry)", B - 1,
+                                end, implied_cap));
   if (end > cap)
     throw CaseError(capacity >= 0 && cap_key ? cap_key : off_key,
                     capacity >= 0 && cap_key ? fmt::format("{}", capacity) : list_str(given),
@@ -136,10 +146,15 @@ Layout make_layout(const Case& in, const LayoutLimits& lim) {
   auto kv_off = place(c.q_offsets == c.kv_offsets && !c.kv_offsets.empty() ? "padded_offsets" : "kv_offsets",
                       c.kv_offsets, c.q_pad == c.kv_pad && !c.kv_pad.empty() ? "pad" : "kv_pad", c.kv_pad,
                       c.kv_lens, c.kv_capacity, kvcap_key, c.tail, kvcap);
-  auto o_off = c.o_offsets.empty() ? q_off : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, qcap, nullptr, 0, ocap);
+  // O/stats offsets: B entries place them in a buffer of the Q buffer's rows; B+1 give its capacity last.
+  auto own_cap = [&](const std::vector<int64_t>& off) { return off.size() == B + 1 ? int64_t(-1) : qcap; };
+  auto o_off = c.o_offsets.empty() ? q_off
+                                   : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, own_cap(c.o_offsets),
+                                           nullptr, 0, ocap, c.o_offsets.size() == B + 1 ? nullptr : "O");
   auto s_off = c.stats_offsets.empty() ? q_off
-                                       : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens, qcap,
-                                               nullptr, 0, scap);
+                                       : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens,
+                                               own_cap(c.stats_offsets), nullptr, 0, scap,
+                                               c.stats_offsets.size() == B + 1 ? nullptr : "stats");
 
   int64_t pq = 0, pkv = 0;
   for (size_t b = 0; b < B; ++b) {

@@ -12,11 +12,12 @@ namespace ao {
 float sentinel_float() { return f32_from_bits(kSentinelBits); }
 bool is_sentinel(float x) { return f32_bits(x) == kSentinelBits; }
 
-float poison_value(Poison p) {
+float poison_value(Poison p, DType t) {
   switch (p) {
     case Poison::NaN: return std::numeric_limits<float>::quiet_NaN();
     case Poison::Inf: return std::numeric_limits<float>::infinity();
-    case Poison::Large: return 1e30f;
+    case Poison::Large:  // the dtype's largest finite value: representable, so every path stores it as is
+      return t == DType::F16 ? 65504.f : t == DType::BF16 ? bf16_bits_to_f32(0x7f7f) : std::numeric_limits<float>::max();
     default: return 0.f;  // poison=none fills with generated data instead (see fill_pad)
   }
 }
@@ -39,7 +40,7 @@ namespace {
 template <class TokenOf>
 void fill(std::vector<float>& dst, int64_t rows, int64_t width, uint32_t tensor, const Case& c, TokenOf token_of) {
   dst.resize(size_t(rows * width));
-  const float poison = poison_value(c.poison);
+  const float poison = poison_value(c.poison, c.dtype);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = token_of(r);
     float* row = dst.data() + r * width;

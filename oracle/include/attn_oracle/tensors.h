@@ -28,8 +28,10 @@ inline constexpr int32_t kSentinelIndex = -0x5a5a5a5a;
 float sentinel_float();
 bool is_sentinel(float x);
 
-// Poison written into input pad slots (NaN, +Inf, 1e30, or generated finite data for poison=none).
-float poison_value(Poison p);
+// Poison written into input pad slots: NaN, +Inf, or (large) the dtype's largest finite value (fp16
+// 65504, bf16 3.3895e38, fp32 FLT_MAX); poison=none fills generated finite data instead. The one source
+// of the value for every path (in process, exec: files, plugins, GPU device inputs).
+float poison_value(Poison p, DType t);
 
 Inputs make_inputs(const Layout& l);
 Outputs make_sentinel_outputs(const Layout& l);
