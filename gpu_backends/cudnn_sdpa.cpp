@@ -264,7 +264,7 @@ class CudnnSdpa : public Backend {
     // Buffers: every row of the oracle's buffers plus guard rows.
     const int64_t G = opt_.guard_rows;
     const size_t esz = c.dtype == DType::F32 ? 4 : 2;
-    const float fill = poison_value(c.poison);
+    const float fill = poison_value(c.poison, c.dtype);
     DeviceBuffer dq((size_t(p.q_rows + G) * hq * d) * esz), dk((size_t(p.kv_rows + G) * hkv * d) * esz),
         dvb((size_t(p.kv_rows + G) * hkv * dv) * esz), dout((size_t(p.o_rows + G) * hq * dv) * esz),
         dstats(size_t((opt_.ragged_stats ? p.stats_rows : b * sq) + G) * hq * 4), dws{size_t(ws_bytes)};

@@ -8,8 +8,7 @@ namespace ao::gpu {
 
 std::vector<int64_t> q_token_ids(const Layout& l) {
   std::vector<int64_t> t(size_t(l.q_rows), -1);
-  for (int64_t r = 0; r < l.q_rows; ++r)
-    if (l.valid_row(r)) t[size_t(r)] = l.docs[size_t(l.seg_of(r).doc)].packed_q_off + l.pos_of(r);
+  for (int64_t r = 0; r < l.q_rows; ++r) t[size_t(r)] = q_token_id(l, r);
   return t;
 }
 
@@ -41,7 +40,7 @@ void fill_generated(DeviceTensor& t, const Case& c, uint32_t tensor, const Devic
   g.seed = c.seed;
   g.levels = c.levels;
   g.dtype = int(c.dtype);
-  g.poison_bits = f32_bits(poison_value(c.poison));
+  g.poison_bits = f32_bits(poison_value(c.poison, c.dtype));
   g.poison_generated = c.poison == Poison::None;
   launch_generate(g, t.st, t.st == Storage::F32 ? static_cast<void*>(t.f32.get()) : t.bf16.get());
 }

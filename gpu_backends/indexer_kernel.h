@@ -24,7 +24,8 @@ inline constexpr int kIdxTileRows = 64, kIdxTileKeys = 128, kIdxMaxTopk = 2048, 
 enum class IdxMask : int {
   Offsets = 0,     // p = q_causal_offset + i (per-segment offsets: correct)
   TopLeft = 1,     // p = i (chunk-local top-left: the seed PR's bug)
-  BottomRight = 2  // p = key_len*ratio - valid + i (bottom-right over the segment's key extent)
+  BottomRight = 2  // p = bottom_right_shift(valid, key_len, ratio) + i: layout.h's bottom-right rule over
+                   // the segment's key extent (right without CP; under CP right only with crop=1, ratio 1)
 };
 
 struct IdxSeg {
@@ -43,7 +44,9 @@ AO_HD void indexer_row_keys(const IdxSeg& s, int64_t i, IdxMask m, bool causal, 
   lo = 0;
   if (i >= s.valid) { hi = 0; return; }
   if (!causal) { hi = s.key_len; return; }
-  const int64_t p = m == IdxMask::Offsets ? s.pos0 + i : m == IdxMask::TopLeft ? i : s.key_len * ratio - s.valid + i;
+  const int64_t p = m == IdxMask::Offsets  ? s.pos0 + i
+                    : m == IdxMask::TopLeft ? i
+                                            : bottom_right_shift(s.valid, s.key_len, ratio) + i;
   hi = idx_floor_div(p + 1, ratio);
   hi = hi < 0 ? 0 : hi > s.key_len ? s.key_len : hi;
 }

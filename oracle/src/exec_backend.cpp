@@ -72,9 +72,11 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
   m["case"] = print_case(c);
   m["op"] = c.op == Op::Indexer ? "indexer" : "sdpa";
   m["dtype"] = dtype_name(c.dtype);
-  m["dtype_note"] = c.dtype == DType::BF16   ? "bf16 inputs are stored as uint16 bit patterns: float32 = bits << 16"
-                    : c.dtype == DType::F16 ? "fp16 inputs are stored as float16 (poison=large becomes inf)"
-                                            : "fp32 inputs are stored as float32";
+  m["dtype_note"] = fmt::format("{}; poison=large is {:.9g} (the dtype's largest finite value)",
+                                c.dtype == DType::BF16  ? "bf16 inputs are stored as uint16 bit patterns: float32 = bits << 16"
+                                : c.dtype == DType::F16 ? "fp16 inputs are stored as float16"
+                                                        : "fp32 inputs are stored as float32",
+                                poison_value(Poison::Large, c.dtype));
   m["scale"] = l.scale;
   m["mask"] = mask_name(c.mask);
   m["window"] = c.window;
@@ -124,10 +126,13 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
   m["segments"] = segs;
   m["q_causal_offsets"] = pos0;
   m["semantics"] =
-      "Row i of a segment sits at document position pos0+i; rows i >= valid are pad rows. Allowed keys (document "
+      "Row i of a segment sits at document position pos0+i; rows i >= valid are pad rows. Positions: a document's "
+      "q tokens t sit at shift+t; shift = 0 for mask topleft/none; bottom-right: the queries are the document's "
+      "last q_len positions, shift = kv_len*ratio - q_len (sdpa: kv_len - q_len), also under CP (CP splits tokens, "
+      "pos0 = shift + the chunk's first token). Allowed keys (document "
       "coordinates s, KV buffer row kv_off+s): indexer s < clamp(floor((p+1)/ratio), 0, kv_len) (mask none: all "
       "kv_len); sdpa s <= p and s > p-window when window > 0 (mask none: all). Indexer top-k returns KV buffer "
-      "rows, ties to the lower index, -1 fill; pad rows of a segment return all -1. SDPA rows with no allowed key: "
+      "rows, best first by exact score, ties to the lower index, -1 fill; pad rows of a segment return all -1. SDPA rows with no allowed key: "
       "O = 0, LSE = -inf (natural log). GQA: query head h reads kv head h / (hq/hkv). Under CP the K/V buffer is "
       "the all-gathered global one and Q/O/stats rows are this rank's local buffer.";
 

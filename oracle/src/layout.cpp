@@ -25,6 +25,12 @@ std::string list_str(const std::vector<int64_t>& v) {
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// Document position of the segment whose first row is the document's q token `tok0` (layout.h): one
+// rule for CP chunks and whole documents.
+int64_t segment_pos0(const Case& c, const DocLayout& d, int64_t tok0) {
+  return (c.mask == MaskKind::BottomRight ? bottom_right_shift(d.q_len, d.kv_len, c.ratio) : 0) + tok0;
+}
+
 // Broadcast a pad list (1 or B entries) to B entries.
 std::vector<int64_t> pads(const std::string& key, const std::vector<int64_t>& p, size_t B) {
   if (p.empty()) return std::vector<int64_t>(B, 0);
@@ -36,10 +42,11 @@ std::vector<int64_t> pads(const std::string& key, const std::vector<int64_t>& p,
 
 // Resolves offsets (explicit or derived from lens + pads) and the capacity; validates placement.
 // Returns offsets with B entries; `cap` is the buffer's total rows.
+// `shares_q`: the O/stats buffer name when its offsets have no capacity entry (it has the Q buffer's rows).
 std::vector<int64_t> place(const std::string& off_key, const std::vector<int64_t>& given,
                            const std::string& pad_key, const std::vector<int64_t>& pad_list,
                            const std::vector<int64_t>& lens, int64_t capacity, const char* cap_key,
-                           int64_t tail, int64_t& cap) {
+                           int64_t tail, int64_t& cap, const char* shares_q = nullptr) {
   const size_t B = lens.size();
   std::vector<int64_t> off;
   int64_t implied_cap = -1;
@@ -76,6 +83,15 @@ std::vector<int64_t> place(const std::string& off_key, const std::vector<int64_t
   if (capacity >= 0 && tail > 0) throw CaseError("tail", fmt::format("{}", tail), "give capacity or tail, not both");
   // cap_key == nullptr: the capacity is another buffer's (O/stats follow Q), not a key the user gave.
   cap = capacity >= 0 ? capacity : (implied_cap >= 0 ? implied_cap : end) + tail;
+  if (end > cap && shares_q)
+    throw CaseError(off_key, list_str(given),
+                    fmt::format("sequence {} ends at row {}, past the {} rows of the Q buffer, which the {} buffer has "
+                                "when {} gives no capacity; give {} entries with the {} capacity last",
+                                B - 1, end, cap, shares_q, off_key, B + 1, shares_q));
+  if (end > cap && capacity < 0 && given.size() == B + 1)
+    throw CaseError(off_key, list_str(given),
+                    fmt::format("sequence {} ends at row {}, past the capacity of {} rows (the last entry)", B - 1,
+                                end, implied_cap));
   if (end > cap)
     throw CaseError(capacity >= 0 && cap_key ? cap_key : off_key,
                     capacity >= 0 && cap_key ? fmt::format("{}", capacity) : list_str(given),
@@ -291,10 +307,15 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
   const char* kv_off_key = c.q_offsets == c.kv_offsets && !c.kv_offsets.empty() ? "padded_offsets" : "kv_offsets";
   const char* kv_pad_key = c.q_pad == c.kv_pad && !c.kv_pad.empty() ? "pad" : "kv_pad";
   auto kv_off = place(kv_off_key, c.kv_offsets, kv_pad_key, c.kv_pad, c.kv_lens, c.kv_capacity, kvcap_key, c.tail, kvcap);
-  auto o_off = c.o_offsets.empty() ? q_off : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, qcap, nullptr, 0, ocap);
+  // O/stats offsets: B entries place them in a buffer of the Q buffer's rows; B+1 give its capacity last.
+  auto own_cap = [&](const std::vector<int64_t>& off) { return off.size() == B + 1 ? int64_t(-1) : qcap; };
+  auto o_off = c.o_offsets.empty() ? q_off
+                                   : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, own_cap(c.o_offsets),
+                                           nullptr, 0, ocap, c.o_offsets.size() == B + 1 ? nullptr : "O");
   auto s_off = c.stats_offsets.empty() ? q_off
-                                       : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens, qcap,
-                                               nullptr, 0, scap);
+                                       : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens,
+                                               own_cap(c.stats_offsets), nullptr, 0, scap,
+                                               c.stats_offsets.size() == B + 1 ? nullptr : "stats");
 
   int64_t pq = 0, pkv = 0;
   for (size_t b = 0; b < B; ++b) {
@@ -344,10 +365,11 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
         s.doc = int(b);
         s.chunk = chunk;
         s.row0 = s.o_row0 = s.stats_row0 = row0;
-        s.pos0 = int64_t(chunk) * len;
+        s.tok0 = int64_t(chunk) * len;
+        s.pos0 = segment_pos0(c, d, s.tok0);
         s.rows = len;
-        s.valid = std::clamp<int64_t>(d.q_len - s.pos0, 0, len);
-        s.key_len = c.crop ? std::min(d.kv_len, (s.pos0 + len + c.ratio - 1) / c.ratio) : d.kv_len;
+        s.valid = std::clamp<int64_t>(d.q_len - s.tok0, 0, len);
+        s.key_len = c.crop ? std::clamp<int64_t>(floor_div(s.pos0 + len + c.ratio - 1, c.ratio), 0, d.kv_len) : d.kv_len;
         l.segments.push_back(s);
       };
       if (c.cp_scheme == CpScheme::Zigzag) {
@@ -369,7 +391,7 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
       s.row0 = d.q_off;
       s.o_row0 = d.o_off;
       s.stats_row0 = d.stats_off;
-      s.pos0 = c.mask == MaskKind::BottomRight ? d.kv_len * c.ratio - d.q_len : 0;
+      s.pos0 = segment_pos0(c, d, 0);
       s.rows = s.valid = d.q_len;
       s.key_len = d.kv_len;
       l.segments.push_back(s);

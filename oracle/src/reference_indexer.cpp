@@ -1,5 +1,7 @@
 // Reference DSA indexer: score(t,s) = scale * sum_h w[t,h] * ReLU(q[t,h] . k[s]) on allowed keys,
-// top-k with ties broken by lower key index.
+// top-k with ties broken by lower key index, best first. The selected set is exact: the keys whose fp
+// score is within the rounding bound of the kth are re-scored exactly (integers) and decided by
+// (exact score desc, index asc); so are short runs of near-equal selected scores (exact_decisions).
 // Per row block (rows of one segment, about 1024 query-head rows) and key tile: one GEMM
 // S = Q_blk [R*H x D] * K_tile^T (reference_gemm.h: OpenBLAS or Eigen), then per row the fused
 // ReLU-weighting (heads summed in head order) and a running top-k (threshold-filtered pushes, partial
@@ -53,22 +55,23 @@ bool better(const Cand<T>& a, const Cand<T>& b) {
   return a.key != b.key ? a.key > b.key : a.idx < b.idx;
 }
 
-// The best k candidates pushed so far. Once k are held, a candidate worse than the kth is dropped at
-// once (one float compare for most keys); the buffer is cut back to k by partial selection at 2k.
+// The best k candidates pushed so far, plus every candidate within `margin` below the kth (the ones an
+// exact tie decision may still need). Once k are held, a candidate below kth - margin is dropped at
+// once (one float compare for most keys); the buffer is cut back by partial selection when it doubles.
 template <class T>
 class RunningTopK {
  public:
-  explicit RunningTopK(size_t k) : k_(k) {}
+  RunningTopK(size_t k, T margin) : k_(k), margin_(margin), cap_(2 * k) {}
   void push(T score, int32_t idx) {
-    if (k_ == 0 || (full_ && score < thr_.score)) return;
+    if (k_ == 0 || (full_ && score < floor_)) return;
     const Cand<T> c{order_key(score), idx, score};
-    if (full_ && !better(c, thr_)) return;
-    if (c_.empty()) c_.reserve(2 * k_);
+    if (full_ && margin_ == T(0) && !better(c, thr_)) return;
+    if (c_.empty()) c_.reserve(cap_);
     c_.push_back(c);
-    if (c_.size() >= 2 * k_) shrink();
+    if (c_.size() >= cap_) shrink();
   }
-  // The best min(k, pushed) candidates, best first.
-  const std::vector<Cand<T>>& finish() {
+  // Every held candidate, best first (fp order): the best min(k, pushed), then those within the margin.
+  std::vector<Cand<T>>& finish() {
     if (c_.size() > k_) shrink();
     std::sort(c_.begin(), c_.end(), better<T>);
     return c_;
@@ -78,14 +81,179 @@ class RunningTopK {
   void shrink() {
     std::nth_element(c_.begin(), c_.begin() + long(k_ - 1), c_.end(), better<T>);
     thr_ = c_[k_ - 1];
-    c_.resize(k_);
+    floor_ = margin_ > T(0) ? thr_.score - margin_ : thr_.score;
+    auto end = margin_ > T(0) ? std::partition(c_.begin() + long(k_), c_.end(),
+                                               [&](const Cand<T>& x) { return x.score >= floor_; })
+                              : c_.begin() + long(k_);
+    c_.resize(size_t(end - c_.begin()));
+    cap_ = std::max(cap_, 2 * c_.size());
     full_ = true;
   }
   size_t k_;
+  T margin_;
+  size_t cap_;
   bool full_ = false;
+  T floor_ = 0;
   Cand<T> thr_{};
   std::vector<Cand<T>> c_;
 };
+
+__extension__ typedef __int128 i128;  // GCC/Clang: exact integer scores (up to 127 bits)
+
+// Exact tie decisions. The inputs are dyadic rationals (floats): with integers Q, W, K holding the row's
+// q, w and the keys' k scaled by common powers of two (exponents of their least significant bits), a
+// score is exactly sum_h W_h * max(sum_d Q_hd K_d, 0) times one power of two shared by the row's keys
+// (the scale > 0 is a common factor too, so it does not change the order).
+struct Dyadic {  // a finite float as sign * mant * 2^exp
+  bool finite = true;
+  int64_t mant = 0;
+  int exp = 0;
+};
+inline Dyadic dyadic(float x) {
+  const uint32_t u = f32_bits(x), e = (u >> 23) & 0xff, m = u & 0x7fffff;
+  Dyadic d;
+  if (e == 0xff) { d.finite = false; return d; }
+  d.mant = e ? int64_t(m | 0x800000) : int64_t(m);
+  d.exp = e ? int(e) - 150 : -149;
+  if (u >> 31) d.mant = -d.mant;
+  return d;
+}
+// Lowest set bit's exponent (lsb) and bit length (top) over the nonzero values of x[0, n).
+inline bool dyadic_range(const float* x, size_t n, int& lsb, int& top) {
+  for (size_t i = 0; i < n; ++i) {
+    const Dyadic d = dyadic(x[i]);
+    if (!d.finite) return false;
+    if (d.mant == 0) continue;
+    const uint64_t a = uint64_t(d.mant < 0 ? -d.mant : d.mant);
+    lsb = std::min(lsb, d.exp + __builtin_ctzll(a));
+    top = std::max(top, d.exp + 64 - __builtin_clzll(a));
+  }
+  return true;
+}
+inline int64_t fixed(float x, int e0) {  // x / 2^e0, exact when e0 <= x's lsb and the result fits
+  const Dyadic d = dyadic(x);
+  if (d.mant == 0) return 0;
+  const int sh = d.exp - e0;
+  return sh >= 0 ? d.mant * (int64_t(1) << sh) : d.mant / (int64_t(1) << -sh);  // sh < 0 only for 0 low bits
+}
+inline constexpr int kNoBits = 1 << 20;
+
+// One row's integer image, built on first use; `ok` is false when the integers would not fit in 127 bits
+// (generated inputs always fit: values in [-2, 2] on grids no finer than 2^-24 * 2/levels).
+struct ExactRow {
+  bool built = false, ok = false, zero = false;
+  int e_k = 0, k_top = 0;
+  std::vector<int64_t> Q, W, Kx;
+  void build(const float* q, const float* w, int H, int D, int k_lsb, int k_top_in) {
+    built = true;
+    int ql = kNoBits, qt = -kNoBits, wl = kNoBits, wt = -kNoBits;
+    if (!dyadic_range(q, size_t(H) * size_t(D), ql, qt) || !dyadic_range(w, size_t(H), wl, wt)) return;
+    if (ql > qt || wl > wt) {  // q or w all zero: every score is 0
+      ok = zero = true;
+      return;
+    }
+    if (k_lsb > k_top) return;  // no nonzero key value (nothing to decide) or no integer image
+    const int log_d = 64 - __builtin_clzll(uint64_t(D)), log_h = 64 - __builtin_clzll(uint64_t(H));
+    if (qt - ql > 62 || wt - wl > 62 || k_top_in - k_lsb > 62 ||
+        (qt - ql) + (k_top_in - k_lsb) + log_d + (wt - wl) + log_h > 125)
+      return;
+    Q.resize(size_t(H) * size_t(D));
+    for (size_t i = 0; i < Q.size(); ++i) Q[i] = fixed(q[i], ql);
+    W.resize(size_t(H));
+    for (int h = 0; h < H; ++h) W[size_t(h)] = fixed(w[h], wl);
+    Kx.resize(size_t(D));
+    e_k = k_lsb;
+    k_top = k_top_in;
+    ok = true;
+  }
+  // False for a key outside the valid keys' range (a bug model reading a pad slot): no exact score.
+  bool score(const float* key, int H, int D, i128& acc) {
+    acc = 0;
+    if (zero) return true;
+    int lo = kNoBits, top = -kNoBits;
+    if (!dyadic_range(key, size_t(D), lo, top) || (lo <= top && (lo < e_k || top > k_top))) return false;
+    for (int d = 0; d < D; ++d) Kx[size_t(d)] = fixed(key[d], e_k);
+    for (int h = 0; h < H; ++h) {
+      i128 dot = 0;
+      const int64_t* qh = Q.data() + size_t(h) * size_t(D);
+      for (int d = 0; d < D; ++d) dot += i128(qh[d]) * Kx[size_t(d)];
+      if (dot > 0) acc += dot * W[size_t(h)];
+    }
+    return true;
+  }
+};
+
+// Sorts held[i0, i1) by (exact score desc, index asc); leaves it as is if the row has no integer image.
+template <class T>
+void exact_sort(std::vector<Cand<T>>& held, size_t i0, size_t i1, ExactRow& ex, const float* k, int H, int D) {
+  if (!ex.ok) return;
+  std::vector<std::pair<i128, Cand<T>>> run(i1 - i0);
+  for (size_t i = i0; i < i1; ++i) {
+    run[i - i0].second = held[i];
+    if (!ex.score(k + int64_t(held[i].idx) * D, H, D, run[i - i0].first)) return;
+  }
+  std::sort(run.begin(), run.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second.idx < y.second.idx;
+  });
+  for (size_t i = i0; i < i1; ++i) held[i] = run[i - i0].second;
+}
+
+// Above the boundary window, per row: runs of near-equal selected scores are re-ordered exactly while
+// they re-score at most this many keys in all (dense random rows have long runs of scores closer than the
+// rounding bound; exact ties come from low-entropy inputs, whose runs are short and few).
+constexpr size_t kExactInteriorKeys = 64;
+
+// Makes one row's top-k decisions exact. `held` (fp order, best first) holds every candidate whose fp
+// score is within `err2` (twice the bound on the fp score error) below the kth, sk. Keys scoring above
+// sk + err2 are in the exact top-k, keys below sk - err2 are not; the window in between is re-scored
+// exactly and ordered by (exact score desc, index asc): the selected set is exact. Above the window,
+// runs of selected keys whose consecutive fp scores are within err2 (where rounding may have swapped
+// them) are re-ordered exactly, best first, while they fit in kExactInteriorKeys re-scored keys; the
+// others keep their fp order.
+template <class T>
+void exact_decisions(std::vector<Cand<T>>& held, size_t K, double err2, const float* q, const float* w,
+                     const float* k, int H, int D, int k_lsb, int k_top) {
+  if (held.size() < 2 || K == 0) return;
+  const size_t kth = std::min(K, held.size()) - 1;
+  const double sk = double(held[kth].score);
+  if (!std::isfinite(sk) || !std::isfinite(err2)) return;
+  size_t a = kth, b = kth + 1;
+  while (a > 0 && double(held[a - 1].score) <= sk + err2) --a;
+  while (b < held.size() && double(held[b].score) >= sk - err2) ++b;
+  ExactRow ex;
+  auto sort_run = [&](size_t i0, size_t i1) {
+    if (!ex.built) ex.build(q, w, H, D, k_lsb, k_top);
+    exact_sort(held, i0, i1, ex, k, H, D);
+  };
+  if (b - a >= 2) sort_run(a, b);
+  size_t budget = kExactInteriorKeys;
+  for (size_t i = 0; i < a;) {
+    size_t j = i + 1;
+    while (j < a && double(held[j - 1].score) - double(held[j].score) <= err2) ++j;
+    if (j - i >= 2 && j - i <= budget) {
+      sort_run(i, j);
+      budget -= j - i;
+    }
+    i = j;
+  }
+}
+
+// Bound on |fp score - exact score| for every key of a row (Higham's gamma_n for the n = D + H + 1
+// roundings on any path of the computation: the D-term dot in any order (products of fp32 inputs
+// included), the head product and the (H-1)-term head sum, the scale; ReLU is 1-Lipschitz):
+//   E = gamma_{D+H+2} * scale * sum_h |w_h| * ||q_h||_1 * max|k|,  gamma_n = n u / (1 - n u).
+template <class T>
+double score_error_bound(const T* q, const T* w, int H, int D, double scale, double kmax) {
+  const double u = std::is_same_v<T, float> ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+  const double n = double(D + H + 2), gamma = n * u / (1 - n * u);
+  double m = 0;
+  for (int h = 0; h < H; ++h) {
+    double l1 = 0;
+    for (int d = 0; d < D; ++d) l1 += std::fabs(double(q[h * D + d]));
+    m += std::fabs(double(w[h])) * l1;
+  }
+  return gamma * scale * m * kmax * (1 + 1e-9);
+}
 
 // acc[s] = sum_h w[h] * max(S[h * ld + s], 0) for s in [a, b), heads summed in order. The hot loop
 // after the GEMM; cloned per ISA so that portable binaries still use AVX-512/AVX2 where present.
@@ -118,7 +286,16 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
   const size_t block_rows = std::max(kMinRows, size_t(kQueryHeadRows / std::max(H, 1)));
   const auto blocks = detail::row_blocks(l, block_rows);
   int64_t max_keys = 0;
-  for (const auto& d : l.docs) max_keys = std::max(max_keys, d.kv_len);
+  double kmax = 0;  // max |k| over valid keys: the rounding bound's key factor
+  int k_lsb = kNoBits, k_top = -kNoBits;  // the keys' integer image (exact tie decisions)
+  bool k_exact = true;
+  for (const auto& d : l.docs) {
+    max_keys = std::max(max_keys, d.kv_len);
+    const float* k0 = in.k.data() + d.kv_off * D;
+    for (int64_t e = 0; e < d.kv_len * D; ++e) kmax = std::max(kmax, double(std::fabs(k0[e])));
+    k_exact = k_exact && dyadic_range(k0, size_t(d.kv_len * D), k_lsb, k_top);
+  }
+  if (!k_exact) k_lsb = -kNoBits, k_top = kNoBits;  // no integer image: ExactRow::build refuses
   detail::BlasSingleThread blas_in_caller;
   detail::Progress progress("indexer reference", blocks.size(),
                             double(l.check_rows.size()) * double(max_keys) * H * D);
@@ -133,18 +310,24 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
       const auto& blk = blocks[bi];
       const size_t R = blk.rows.size();
       std::vector<std::vector<detail::KeyRange>> ranges(R);
-      std::vector<RunningTopK<T>> top(R, RunningTopK<T>(K));
+      std::vector<RunningTopK<T>> top;
+      std::vector<double> err2(R, 0.0);  // twice the row's score error bound: the exact-decision window
       std::vector<char> valid(R);
       Qb.assign(R * size_t(H * D), T(0));
       W.assign(R * size_t(H), T(0));
+      top.reserve(R);
       for (size_t i = 0; i < R; ++i) {
         const int64_t r = blk.rows[i];
         valid[i] = l.valid_row(r);
-        if (!valid[i]) continue;
-        ranges[i] = detail::row_key_ranges(l, r, qk);
-        const int64_t qr = detail::q_read_row(l, r, qk);
-        std::copy_n(in.q.data() + qr * H * D, H * D, Qb.data() + i * size_t(H * D));
-        std::copy_n(in.w.data() + qr * H, H, W.data() + i * size_t(H));
+        if (valid[i]) {
+          ranges[i] = detail::row_key_ranges(l, r, qk);
+          const int64_t qr = detail::q_read_row(l, r, qk);
+          std::copy_n(in.q.data() + qr * H * D, H * D, Qb.data() + i * size_t(H * D));
+          std::copy_n(in.w.data() + qr * H, H, W.data() + i * size_t(H));
+          err2[i] = 2 * score_error_bound(Qb.data() + i * size_t(H * D), W.data() + i * size_t(H), H, D, l.scale, kmax);
+        }
+        // The margin rounds down to at most err2 below the kth, never above (1.001: fp subtraction).
+        top.emplace_back(K, T(err2[i] * 1.001));
       }
       // Every row of a block shares the range bases (same document); spans differ per row.
       size_t nr = 0;
@@ -185,8 +368,11 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
       }
       for (size_t i = 0; i < R; ++i) {
         const int64_t r = blk.rows[i];
-        const auto& cd = top[i].finish();
+        auto& cd = top[i].finish();
         const int64_t orow = valid[i] ? detail::q_read_row(l, r, qk) : r;
+        if (valid[i])
+          exact_decisions(cd, K, err2[i], in.q.data() + orow * H * D, in.w.data() + orow * H, in.k.data(), H, D,
+                          k_lsb, k_top);
         for (size_t e = 0; e < K; ++e) {
           out.topk[size_t(orow) * K + e] = e < cd.size() ? cd[e].idx : fill;
           out.scores[size_t(orow) * K + e] =

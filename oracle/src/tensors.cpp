@@ -12,17 +12,24 @@ namespace ao {
 float sentinel_float() { return f32_from_bits(kSentinelBits); }
 bool is_sentinel(float x) { return f32_bits(x) == kSentinelBits; }
 
-float poison_value(Poison p) {
+float poison_value(Poison p, DType t) {
   switch (p) {
     case Poison::NaN: return std::numeric_limits<float>::quiet_NaN();
     case Poison::Inf: return std::numeric_limits<float>::infinity();
-    case Poison::Large: return 1e30f;
+    case Poison::Large:  // the dtype's largest finite value: representable, so every path stores it as is
+      return t == DType::F16 ? 65504.f : t == DType::BF16 ? bf16_bits_to_f32(0x7f7f) : std::numeric_limits<float>::max();
     default: return 0.f;  // poison=none fills with generated data instead (see fill_pad)
   }
 }
 
-uint64_t q_element_index(const Layout& l, int doc, int64_t pos, int head, int d, int heads, int dim) {
-  const uint64_t token = uint64_t(l.docs[size_t(doc)].packed_q_off + pos);
+int64_t q_token_id(const Layout& l, int64_t r) {
+  if (!l.valid_row(r)) return -1;
+  const auto& s = l.seg_of(r);
+  return l.docs[size_t(s.doc)].packed_q_off + s.tok0 + (r - s.row0);
+}
+
+uint64_t q_element_index(const Layout& l, int doc, int64_t tok, int head, int d, int heads, int dim) {
+  const uint64_t token = uint64_t(l.docs[size_t(doc)].packed_q_off + tok);
   return (token * uint64_t(heads) + uint64_t(head)) * uint64_t(dim) + uint64_t(d);
 }
 
@@ -33,7 +40,7 @@ namespace {
 template <class TokenOf>
 void fill(std::vector<float>& dst, int64_t rows, int64_t width, uint32_t tensor, const Case& c, TokenOf token_of) {
   dst.resize(size_t(rows * width));
-  const float poison = poison_value(c.poison);
+  const float poison = poison_value(c.poison, c.dtype);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = token_of(r);
     float* row = dst.data() + r * width;
@@ -55,10 +62,7 @@ Inputs make_inputs(const Layout& l) {
   std::vector<int64_t> kv_token(size_t(l.kv_rows), -1);
   for (const auto& d : l.docs)
     for (int64_t s = 0; s < d.kv_len; ++s) kv_token[size_t(d.kv_off + s)] = d.packed_kv_off + s;
-  auto q_token = [&](int64_t r) -> int64_t {
-    if (!l.valid_row(r)) return -1;
-    return l.docs[size_t(l.seg_of(r).doc)].packed_q_off + l.pos_of(r);
-  };
+  auto q_token = [&](int64_t r) { return q_token_id(l, r); };
   auto k_token = [&](int64_t r) { return kv_token[size_t(r)]; };
   Inputs in;
   if (c.op == Op::Indexer) {

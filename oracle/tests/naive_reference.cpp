@@ -74,12 +74,14 @@ NaiveLayout derive(const Case& c) {
   const int cp = c.cp;
   nl.q_rows = cp > 1 ? nl.q_cap / cp : nl.q_cap;
   for (size_t b = 0; b < B; ++b) {
+    // Bottom-right: the q_len queries are the last positions of the document's kv_len * ratio tokens.
+    const int64_t shift = c.mask == ao::MaskKind::BottomRight ? nl.kv_len[b] * c.ratio - nl.q_len[b] : 0;
     if (cp == 1) {
       Segment s;
       s.doc = int(b);
       s.row0 = nl.q_off[b];
       s.rows = s.valid = nl.q_len[b];
-      s.pos0 = c.mask == ao::MaskKind::BottomRight ? nl.kv_len[b] * c.ratio - nl.q_len[b] : 0;
+      s.pos0 = shift;
       nl.segs.push_back(s);
       continue;
     }
@@ -101,9 +103,10 @@ NaiveLayout derive(const Case& c) {
       s.chunk = chunks[j];
       s.row0 = local0 + int64_t(j) * chunk_len;
       s.rows = chunk_len;
-      s.pos0 = int64_t(chunks[j]) * chunk_len;
+      s.tok0 = int64_t(chunks[j]) * chunk_len;
+      s.pos0 = shift + s.tok0;
       s.valid = 0;
-      for (int64_t i = 0; i < chunk_len; ++i) s.valid += s.pos0 + i < nl.q_len[b];
+      for (int64_t i = 0; i < chunk_len; ++i) s.valid += s.tok0 + i < nl.q_len[b];
       nl.segs.push_back(s);
     }
   }
@@ -115,6 +118,7 @@ NaiveLayout derive(const Case& c) {
       r.row = s.row0 + i;
       r.doc = s.doc;
       r.seg = int(si);
+      r.tok = s.tok0 + i;
       r.pos = s.pos0 + i;
       r.valid = i < s.valid;  // not pos < q_len: bottom-right rows sit at positions >= q_len
       // Outputs follow the bound O/stats offsets without CP, the local Q row under CP.

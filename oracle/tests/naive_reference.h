@@ -17,13 +17,14 @@ struct QRow {
   int64_t o_row = 0, stats_row = 0;
   int doc = 0;
   int seg = 0;            // index of the segment (document chunk) in the order documents/chunks appear
+  int64_t tok = 0;        // index among the document's q tokens (what keys its inputs)
   int64_t pos = 0;        // document position (the row's causal position)
   bool valid = false;     // a real token; false = pad row inside a chunk
 };
 
 struct Segment {
   int doc = 0, chunk = -1;
-  int64_t row0 = 0, rows = 0, valid = 0, pos0 = 0;
+  int64_t row0 = 0, rows = 0, valid = 0, tok0 = 0, pos0 = 0;
 };
 
 struct NaiveLayout {

@@ -1,8 +1,9 @@
 // Deterministic inputs (rng.h, dtype.h, tensors.cpp):
 //  * the counter-based RNG is the published splitmix64 and is order-independent: make_inputs equals
 //    elements generated one by one in shuffled order from (seed, tensor, token * width + e), with the
-//    token (packed prefix of valid lengths + document position) derived here independently;
-//  * the same (document, position) token gets the same values under any padding or CP split;
+//    token (packed prefix of valid lengths + index among the document's q tokens) derived here
+//    independently;
+//  * the same (document, token index) token gets the same values under any padding or CP split;
 //  * bf16 / fp16 round-to-nearest-even agrees with independent implementations (exact double
 //    arithmetic, and the compiler's _Float16) on every uniform_pm1 grid value, every half-precision
 //    bit pattern, ties, subnormals, overflow, NaN and random floats;
@@ -163,11 +164,11 @@ TEST(Rng, UniformGridAndLevels) {
   EXPECT_NE(generated_value(5, kTensorQ, 7, 0), generated_value(6, kTensorQ, 7, 0));
 }
 
-// Canonical token of (doc, pos), derived here: packed prefix of the valid lengths + position.
-int64_t token(const std::vector<int64_t>& lens, int doc, int64_t pos) {
+// Canonical token of (doc, token index), derived here: packed prefix of the valid lengths + index.
+int64_t token(const std::vector<int64_t>& lens, int doc, int64_t tok) {
   int64_t t = 0;
   for (int b = 0; b < doc; ++b) t += lens[size_t(b)];
-  return t + pos;
+  return t + tok;
 }
 
 struct Tensor {
@@ -219,7 +220,7 @@ TEST(Inputs, OrderIndependentAndKeyedByToken) {
         } else {
           for (const auto& row : nl.rows) {
             if (!row.valid) continue;
-            const int64_t tok = token(c.q_lens, row.doc, row.pos);
+            const int64_t tok = token(c.q_lens, row.doc, row.tok);
             for (int64_t e = 0; e < t.width; ++e) elems.push_back({row.row * t.width + e, tok * t.width + e});
           }
         }
@@ -278,7 +279,7 @@ TEST(Inputs, SameTokenSameValuesUnderAnyPaddingOrCpSplit) {
         } else {
           for (const auto& row : nl.rows) {
             if (!row.valid) continue;
-            const int64_t brow = bnl.q_off[size_t(row.doc)] + row.pos;
+            const int64_t brow = bnl.q_off[size_t(row.doc)] + row.tok;
             for (int64_t e = 0; e < w; ++e, ++compared)
               bad += f32_bits((*ts[ti].data)[size_t(row.row * w + e)]) != f32_bits((*bts[ti].data)[size_t(brow * w + e)]);
           }
@@ -321,7 +322,7 @@ TEST(Inputs, PoisonFillsExactlyThePadSlots) {
             switch (p) {
               case Poison::NaN: bad += !std::isnan(x); break;
               case Poison::Inf: bad += x != std::numeric_limits<float>::infinity(); break;
-              case Poison::Large: bad += x != 1e30f; break;
+              case Poison::Large: bad += x != poison_value(Poison::Large, c.dtype) || !std::isfinite(x); break;
               default:  // realistic pad content: finite generated data from the pad stream
                 bad += f32_bits(x) !=
                        f32_bits(round_to(c.dtype, generated_value(c.seed, t.id | 0x10u, uint64_t(r * t.width + e), c.levels)));

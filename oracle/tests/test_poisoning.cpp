@@ -2,11 +2,16 @@
 // in valid rows), unwritten rows and clobbered pad slots are told apart on crafted outputs.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/compare.h"
+#include "attn_oracle/external.h"
+#include "attn_oracle/npy.h"
 #include "attn_oracle/reference.h"
 
 using namespace ao;
@@ -37,11 +42,11 @@ std::vector<char> kv_valid(const Layout& l) {
   return v;
 }
 
-bool is_poison(Poison p, float x) {
+bool is_poison(Poison p, DType t, float x) {
   switch (p) {
     case Poison::NaN: return std::isnan(x);
     case Poison::Inf: return std::isinf(x) && x > 0;
-    case Poison::Large: return x == 1e30f;
+    case Poison::Large: return x == poison_value(Poison::Large, t) && std::isfinite(x);
     default: return false;
   }
 }
@@ -75,7 +80,7 @@ TEST(Poisoning, EachPoisonFillsExactlyThePadSlots) {
             } else if (poison == Poison::None) {
               EXPECT_TRUE(std::isfinite(x) && std::fabs(x) <= 1) << name << " pad row " << r;  // realistic data
             } else {
-              EXPECT_TRUE(is_poison(poison, x)) << name << " pad row " << r << " holds " << x;
+              EXPECT_TRUE(is_poison(poison, l.c.dtype, x)) << name << " pad row " << r << " holds " << x;
             }
           }
         }
@@ -110,7 +115,7 @@ TEST(Sentinels, OutputsStartAsSentinelsThatNoComputedValueEquals) {
   for (float x : o.lse) EXPECT_TRUE(is_sentinel(x));
   EXPECT_FALSE(is_sentinel(std::nanf("")));
   EXPECT_FALSE(is_sentinel(0.f * INFINITY));
-  EXPECT_FALSE(is_sentinel(poison_value(Poison::NaN)));
+  EXPECT_FALSE(is_sentinel(poison_value(Poison::NaN, DType::F32)));
 }
 
 TEST(Poisoning, ContaminationUnwrittenAndClobberingAreSeparateMetrics) {
@@ -188,4 +193,46 @@ TEST(Poisoning, NanTailsReachValidRowsOnlyThroughTheTailReadBug) {
   EXPECT_FALSE(failed(v, "unwritten_rows"));
   EXPECT_FALSE(failed(v, "clobbered_pad_slots"));
   for (float x : ref.o) EXPECT_TRUE(std::isfinite(x) || is_sentinel(x));
+}
+
+// poison=large is one value per dtype on every path: the dtype's largest finite value (fp16 65504,
+// bf16 (2 - 2^-7) 2^127, fp32 FLT_MAX), the same in process and in the exec: case directory (it was
+// 1e30 in process, and +inf in an fp16 .npy file).
+TEST(Poisoning, LargeIsTheDtypesLargestFiniteValueEverywhere) {
+  const std::pair<const char*, float> want[] = {{"fp16", 65504.f}, {"bf16", 3.38953139e38f}, {"fp32", FLT_MAX}};
+  for (auto [dt, value] : want) {
+    const std::string line = fmt::format("op=indexer docs=5,3 pad=2 heads=2 dim=4 topk=2 dtype={} poison=large", dt);
+    SCOPED_TRACE(line);
+    const Layout l = make_layout(parse_case(line));
+    const Inputs in = make_inputs(l);
+    const auto kvv = kv_valid(l);
+    int64_t pads = 0, bad = 0;
+    for (int64_t r = 0; r < l.kv_rows; ++r)
+      if (!kvv[size_t(r)])
+        for (int e = 0; e < l.c.dim; ++e, ++pads) bad += f32_bits(in.k[size_t(r * l.c.dim + e)]) != f32_bits(value);
+    EXPECT_GT(pads, 0);
+    EXPECT_EQ(bad, 0) << "in-process poison";
+    // The exec: path: k.npy in the case dtype, decoded back to float.
+    const std::string dir = ::testing::TempDir() + fmt::format("ao_poison_large_{}", dt);
+    std::filesystem::create_directories(dir);
+    write_case_dir(dir, l, in);
+    const npy::Array a = npy::read(dir + "/k.npy");
+    int64_t file_bad = 0;
+    for (int64_t r = 0; r < l.kv_rows; ++r) {
+      if (kvv[size_t(r)]) continue;
+      for (int e = 0; e < l.c.dim; ++e) {
+        const size_t i = size_t(r * l.c.dim + e);
+        float x;
+        if (a.descr == "<f4") std::memcpy(&x, a.data.data() + 4 * i, 4);
+        else {
+          uint16_t b;
+          std::memcpy(&b, a.data.data() + 2 * i, 2);
+          x = a.descr == "<u2" ? bf16_bits_to_f32(b) : f16_bits_to_f32(b);
+        }
+        file_bad += f32_bits(x) != f32_bits(value);
+      }
+    }
+    EXPECT_EQ(file_bad, 0) << "poison in " << dir << "/k.npy (" << a.descr << ")";
+    std::filesystem::remove_all(dir);
+  }
 }

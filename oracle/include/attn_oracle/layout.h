@@ -4,13 +4,19 @@
 // Semantics (DESIGN.md):
 //  * Documents b have valid lengths q_len/kv_len and per-tensor ragged offsets (rows) into Q/K/V/O/stats
 //    buffers. Rows of a buffer not covered by a valid row are pad slots (gaps, capacity).
-//  * cp == 1: one segment per document; row i of document b sits at position pos0 + i with
-//    pos0 = 0 (top-left) or kv_len*ratio - q_len (bottom-right; ratio is 1 for sdpa).
+//  * Positions: a document's q tokens t = 0..q_len-1 sit at positions shift + t. Top-left (and mask=none):
+//    shift = 0. Bottom-right: the queries are the document's LAST q_len positions, shift = L - q_len,
+//    where L = kv_len*ratio is the document's uncompressed length (each key compresses `ratio` tokens;
+//    ratio is 1 for sdpa, so L = kv_len and shift = kv_len - q_len). shift < 0 when q_len > L: the first
+//    rows see no key but are real tokens. With q_len == kv_len*ratio (queries = the whole document)
+//    shift = 0. The same rule holds with and without CP (CP splits the tokens t, not the positions).
+//  * cp == 1: one segment per document, row i = token i, pos0 = shift.
 //  * cp > 1 (zigzag): the padded document length P (offset difference, a multiple of 2*cp) is cut into
 //    2*cp chunks of c = P/(2cp); rank r holds chunks r and 2cp-1-r, stored locally at q_off/cp.
-//    Their rows sit at positions [r*c, (r+1)*c) and [(2cp-1-r)*c, (2cp-r)*c); rows at positions >= L
-//    are pad rows (the chunk is partly or wholly padding). Keys are the all-gathered global K buffer.
-//    Contiguous CP: rank r holds [r*P/cp, (r+1)*P/cp).
+//    Their rows are tokens [r*c, (r+1)*c) and [(2cp-1-r)*c, (2cp-r)*c) (pos0 = shift + tok0); tokens
+//    >= q_len are pad rows (the chunk is partly or wholly padding). Keys are the all-gathered global K
+//    buffer. Contiguous CP: rank r holds tokens [r*P/cp, (r+1)*P/cp).
+//  * Inputs of a Q row are keyed by its token (packed_q_off + t), never by its position.
 //  * Allowed keys of a row at position p in document b (doc coordinates s):
 //      indexer: s < clamp(floor((p+1)/ratio), 0, kv_len)    (mask=none: s < kv_len)
 //      sdpa:    s <= p, and s > p - window when window > 0   (mask=none: all s < kv_len)
@@ -19,6 +25,7 @@
 #include <string>
 #include <vector>
 #include "attn_oracle/case.h"
+#include "attn_oracle/hd.h"
 
 namespace ao {
 
@@ -35,6 +42,7 @@ struct QuerySegment {
   int chunk = -1;          // zigzag/contiguous chunk id, -1 without CP
   int64_t row0 = 0;        // first Q row in the (local) Q buffer
   int64_t o_row0 = 0, stats_row0 = 0;
+  int64_t tok0 = 0;        // index of row0 among the document's q tokens (CP: chunk * rows)
   int64_t pos0 = 0;        // document position of row0: what q_causal_offsets must carry
   int64_t rows = 0;        // rows in the segment, pad rows included
   int64_t valid = 0;       // rows [0, valid) are real tokens, the rest are pad rows
@@ -44,6 +52,10 @@ struct QuerySegment {
 // What the process holds before any case: binary, libraries, BLAS/OpenMP pools, CLI state (measured
 // peak RSS of a tiny case: test_memory_cap.cpp). Part of every memory estimate.
 inline constexpr int64_t kProcessBaselineBytes = int64_t(96) << 20;
+
+// Bottom-right shift: position of the first of q_len queries that end a document of kv_len*ratio
+// uncompressed tokens (negative when q_len > kv_len*ratio). Shared with the CUDA mask knobs.
+AO_HD int64_t bottom_right_shift(int64_t q_len, int64_t kv_len, int64_t ratio) { return kv_len * ratio - q_len; }
 
 struct LayoutLimits {
   int64_t max_bytes = int64_t(8) << 30;  // refuse cases whose estimated peak memory (mem_bytes) exceeds this

@@ -28,14 +28,18 @@ inline constexpr int32_t kSentinelIndex = -0x5a5a5a5a;
 float sentinel_float();
 bool is_sentinel(float x);
 
-// Poison written into input pad slots (NaN, +Inf, 1e30, or generated finite data for poison=none).
-float poison_value(Poison p);
+// Poison written into input pad slots: NaN, +Inf, or (large) the dtype's largest finite value (fp16
+// 65504, bf16 3.3895e38, fp32 FLT_MAX); poison=none fills generated finite data instead. The one source
+// of the value for every path (in process, exec: files, plugins, GPU device inputs).
+float poison_value(Poison p, DType t);
 
 Inputs make_inputs(const Layout& l);
 Outputs make_sentinel_outputs(const Layout& l);
 
-// Canonical token id used to key the RNG: inputs depend on (document, position), not on buffer
-// placement, so the same tokens get the same values under any padding or CP split.
-uint64_t q_element_index(const Layout& l, int doc, int64_t pos, int head, int d, int heads, int dim);
+// Canonical token id used to key the RNG: inputs depend on (document, token index among its q tokens),
+// not on buffer placement or mask position, so the same tokens get the same values under any padding,
+// CP split or alignment. q_token_id: the id of Q row r (packed_q_off + token index), -1 for a pad slot.
+int64_t q_token_id(const Layout& l, int64_t r);
+uint64_t q_element_index(const Layout& l, int doc, int64_t tok, int head, int d, int heads, int dim);
 
 }  // namespace ao
