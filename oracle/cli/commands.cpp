@@ -1,7 +1,5 @@
 #include "commands.h"
 
-#include "report.h"
-
 namespace ao {
 
 namespace {
@@ -27,10 +25,6 @@ std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim) {
   std::vector<AppCommand> v;
   for (auto& f : factories()) v.push_back(f(app, lim));
   return v;
-}
-
-void write_reports(const std::string& dir, const std::vector<CaseResult>& results) {
-  write_report_files(dir, results);
 }
 
 }  // namespace ao

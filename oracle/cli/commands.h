@@ -29,6 +29,5 @@ std::string join_case_args(const std::vector<std::string>& args);
 // This process's command line (main() records it; cp-run re-executes it once per rank).
 void set_cli_argv(int argc, char** argv);
 const std::vector<std::string>& cli_argv();
-void write_reports(const std::string& dir, const std::vector<CaseResult>& results);
 
 }  // namespace ao
