@@ -30,6 +30,7 @@ int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string
     backends = {"cpu-ref", "cpu-bug:topleft-cp"};
   }
   if (backends.empty()) backends = {"cpu-ref"};
+  if (backends.size() > 1) install_interrupt_handlers();  // SIGINT/SIGTERM: stop after the backend in flight
   auto ref = make_backend(vs);
   std::unique_ptr<ReportDir> report;  // checked and locked before anything runs
   if (report_dir) report = std::make_unique<ReportDir>(*report_dir);
@@ -93,10 +94,7 @@ int main(int argc, char** argv) {
   }
   lim.max_bytes = int64_t(max_mem_gib * double(1 << 30));
   try {
-    if (*repro) {
-      install_interrupt_handlers();
-      return cmd_repro(case_args, backends, vs, report_dir_opt->count() ? &report_dir : nullptr, lim);
-    }
+    if (*repro) return cmd_repro(case_args, backends, vs, report_dir_opt->count() ? &report_dir : nullptr, lim);
     if (*show) {
       std::cout << describe_layout(make_layout(parse_case(join_case_args(show_args)), lim));
       return 0;
