@@ -18,19 +18,32 @@ std::string case_text_of_line(const std::string& line) {
   return s.substr(b, e - b + 1);
 }
 
+namespace {
+// A path whose type cannot be resolved is an error, not a skip: a symlink loop could hide a case file.
+fs::file_status status_of(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)  // ENOENT: a dangling link, not a case file
+    throw CaseFileError(fmt::format("{}: cannot resolve: {}", p.string(), ec.message()));
+  return st;
+}
+}  // namespace
+
 std::vector<std::string> collect_case_files(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
     std::error_code ec;
-    if (fs::is_directory(p, ec)) {
+    const fs::file_status st = status_of(p);
+    if (fs::is_directory(st)) {
       std::vector<std::string> found;
       for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
            it.increment(ec))
-        if (it->is_regular_file() && it->path().extension() == ".case") found.push_back(it->path().string());
+        if (fs::is_regular_file(status_of(it->path())) && it->path().extension() == ".case")
+          found.push_back(it->path().string());
       if (ec) throw CaseFileError(fmt::format("{}: cannot read directory: {}", p, ec.message()));
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
-    } else if (fs::is_regular_file(p, ec)) {
+    } else if (fs::is_regular_file(st)) {
       out.push_back(p);
     } else {
       throw CaseFileError(fmt::format("{}: no such case file or directory", p));
@@ -44,20 +57,37 @@ std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, co
   for (const auto& f : files) {
     std::ifstream in(f);
     if (!in) throw CaseFileError(fmt::format("{}: cannot open", f));
-    std::string line;
-    int n = 0;
+    std::string line, claim;
+    int n = 0, claim_line = 0, cases = 0;
     while (std::getline(in, line)) {
       ++n;
-      const std::string text = case_text_of_line(n == 1 ? strip_utf8_bom(line) : line);
+      if (n == 1) line = strip_utf8_bom(line);
+      if (line.rfind("# catches:", 0) == 0) {
+        if (!claim.empty())
+          throw CaseFileError(fmt::format("{}:{}: a second '# catches:' before a case line (line {} claims '{}')", f,
+                                          n, claim_line, claim));
+        claim = case_text_of_line(line.substr(10));
+        claim_line = n;
+        if (claim.empty()) throw CaseFileError(fmt::format("{}:{}: '# catches:' names no backend", f, n));
+        continue;
+      }
+      const std::string text = case_text_of_line(line);
       if (text.empty()) continue;
       try {
-        CaseEntry e{f, n, parse_case(text)};
+        CaseEntry e{f, n, parse_case(text), claim, claim_line};
         make_layout(e.c, lim, LayoutMode::Describe);  // validates without building per-row vectors
         out.push_back(std::move(e));
+        ++cases;
+        claim.clear();
       } catch (const CaseError& err) {
         throw CaseFileError(fmt::format("{}:{}: {}", f, n, err.what()));
       }
     }
+    if (in.bad()) throw CaseFileError(fmt::format("{}: read error", f));
+    if (!claim.empty())
+      throw CaseFileError(fmt::format("{}:{}: '# catches: {}' is not followed by a case line", f, claim_line, claim));
+    if (cases == 0)
+      throw CaseFileError(fmt::format("{}: no case line (an empty or truncated corpus file is an error)", f));
   }
   return out;
 }

@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "report.h"
-
 namespace ao {
 
 namespace {
@@ -59,10 +57,6 @@ CLI::Validator u64_number() {
         return {};
       },
       "UINT64");
-}
-
-void write_reports(const std::string& dir, const std::vector<CaseResult>& results) {
-  write_report_files(dir, results);
 }
 
 }  // namespace ao

@@ -36,6 +36,5 @@ const std::vector<std::string>& cli_argv();
 CLI::Validator finite_number(double lo, double hi);
 // An unsigned 64-bit integer, the whole range and nothing else (CLI11 wraps -1, clamps >= 2^64).
 CLI::Validator u64_number();
-void write_reports(const std::string& dir, const std::vector<CaseResult>& results);
 
 }  // namespace ao

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/harness.h"
+#include "attn_oracle/interrupt.h"
 #include "commands.h"
+#include "report_dir.h"
 
 namespace ao {
 
@@ -19,7 +21,7 @@ std::string join_case_args(const std::vector<std::string>& args) {
 namespace {
 
 int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string> backends, const std::string& vs,
-              const std::string& report_dir, const LayoutLimits& lim) {
+              const std::string* report_dir, const LayoutLimits& lim) {
   const bool demo = case_args.empty() && backends.empty();
   const Case c = parse_case(case_args.empty() ? kDefaultCase : join_case_args(case_args));
   if (demo) {
@@ -28,14 +30,23 @@ int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string
     backends = {"cpu-ref", "cpu-bug:topleft-cp"};
   }
   if (backends.empty()) backends = {"cpu-ref"};
+  if (backends.size() > 1) install_interrupt_handlers();  // SIGINT/SIGTERM: stop after the backend in flight
   auto ref = make_backend(vs);
+  std::unique_ptr<ReportDir> report;  // checked and locked before anything runs
+  if (report_dir) report = std::make_unique<ReportDir>(*report_dir);
   std::vector<CaseResult> results;
   for (const auto& b : backends) {
+    if (interrupted()) break;  // several backends: stop after the one in flight
     auto be = make_backend(b);
-    results.push_back(run_case(c, *be, *ref, lim, !report_dir.empty()));
-    std::cout << format_result(results.back()) << "\n";
+    results.push_back(run_case(c, *be, *ref, lim, report != nullptr));
+    std::cout << format_result(results.back()) << "\n" << std::flush;
   }
-  if (!report_dir.empty()) write_reports(report_dir, results);
+  if (report) report->write(results, {interrupted()});
+  if (const int sig = interrupted()) {
+    std::cout << fmt::format("repro: INTERRUPTED by {} after {} of {} backends\n", signal_name(sig), results.size(),
+                             backends.size());
+    return 128 + sig;
+  }
   if (demo) {
     const bool ok = results[0].verdict.kind == Verdict::Pass && results[1].verdict.kind == Verdict::Fail;
     std::cout << (ok ? "demo: cpu-ref passed and the bug model was caught.\n"
@@ -67,7 +78,8 @@ int main(int argc, char** argv) {
   repro->add_option("case", case_args, "key=value ... (default: the embedded seed case, as a demo)");
   repro->add_option("--backend,-b", backends, "backend(s) under test (repeatable)");
   repro->add_option("--vs", vs, "reference backend")->capture_default_str();
-  repro->add_option("--report-dir", report_dir, "write report.json / report.md / report.xml / report.html here");
+  auto* report_dir_opt =
+      repro->add_option("--report-dir", report_dir, "write report.json / report.md / report.xml / report.html here");
 
   std::vector<std::string> show_args;
   auto* show = app.add_subcommand("show", "print a case's layout: segments, causal offsets, key ranges, pad slots");
@@ -95,7 +107,7 @@ int main(int argc, char** argv) {
   }
   lim.max_bytes = int64_t(max_mem_gib * double(1 << 30));
   try {
-    if (*repro) return cmd_repro(case_args, backends, vs, report_dir, lim);
+    if (*repro) return cmd_repro(case_args, backends, vs, report_dir_opt->count() ? &report_dir : nullptr, lim);
     if (*show) {
       std::cout << describe_layout(make_layout(parse_case(join_case_args(show_args)), lim, LayoutMode::Describe));
       return 0;
@@ -114,7 +126,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     for (auto& cmd : extra)
-      if (*cmd.sub) return cmd.run();
+      if (*cmd.sub) {
+        // Commands that poll interrupted() between cases stop cleanly on SIGINT/SIGTERM (128 + signal);
+        // the others keep the default action, so Ctrl-C ends them at once.
+        const std::string name = cmd.sub->get_name();
+        if (name == "gate" || name == "fuzz") install_interrupt_handlers();
+        return cmd.run();
+      }
   } catch (const CaseError& e) {
     std::cerr << "attn-oracle: " << e.what() << "\n";
     return bad_input_code();

@@ -4,6 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/input_fingerprint.h"
+#include "attn_oracle/reference_sanity.h"
+#include "attn_oracle/utf8.h"
+
 namespace ao {
 
 namespace {
@@ -47,32 +51,42 @@ std::shared_ptr<const CaseArtifacts> keep(const Layout& l, Outputs& got, Outputs
 CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts) {
   const Layout l = make_layout(c, lim);
   CaseResult res;
+  // Names, versions and reasons may come from foreign code: valid UTF-8 before any writer sees them.
   res.case_line = print_case(c);
-  res.backend = backend.name();
-  res.vs = vs.name();
-  res.backend_version = backend.version();
+  res.backend = sanitize_utf8(backend.name());
+  res.vs = sanitize_utf8(vs.name());
+  res.backend_version = sanitize_utf8(backend.version());
   const Inputs in = make_inputs(l);
+  const InputFingerprint pristine = fingerprint(in);
+  auto error = [&](std::string why) {
+    res.verdict.kind = Verdict::Error;
+    res.verdict.reason = sanitize_utf8(why);
+    return res;
+  };
   Outputs got = make_sentinel_outputs(l);
   const RunStatus bs = run_backend(backend, l, in, got);
   res.backend_seconds = bs.seconds;
   if (bs.kind == RunStatus::Skipped) {
     res.verdict.kind = Verdict::Skipped;
-    res.verdict.reason = fmt::format("{} skipped: {}", backend.name(), bs.reason);
+    res.verdict.reason = sanitize_utf8(fmt::format("{} skipped: {}", backend.name(), bs.reason));
     return res;
   }
-  if (bs.kind == RunStatus::Error) {
-    res.verdict.kind = Verdict::Error;
-    res.verdict.reason = bs.reason;
-    return res;
-  }
+  // Checked before the reference runs, so the reference and the comparator only ever see pristine inputs.
+  if (auto what = changed_input(l, in, pristine); !what.empty())
+    return error(fmt::format("backend {} wrote its input {}", backend.name(), what));
+  if (bs.kind == RunStatus::Error) return error(bs.reason);
   Outputs ref = make_sentinel_outputs(l);
   const RunStatus rs = run_backend(vs, l, in, ref);
   res.ref_seconds = rs.seconds;
+  if (auto what = changed_input(l, in, pristine); !what.empty())
+    return error(fmt::format("reference {} wrote its input {}", vs.name(), what));
   if (rs.kind != RunStatus::Ok) {
     res.verdict.kind = Verdict::Skipped;
-    res.verdict.reason = fmt::format("reference {} did not run: {}", vs.name(), rs.reason);
+    res.verdict.reason = sanitize_utf8(fmt::format("reference {} did not run: {}", vs.name(), rs.reason));
     return res;
   }
+  if (auto bad = reference_sanity(l, ref); !bad.empty())
+    return error(fmt::format("reference {} failed its own sanity check: {}", vs.name(), bad));
   res.verdict = compare(l, in, got, ref);
   if (keep_artifacts && res.verdict.kind == Verdict::Fail) res.artifacts = keep(l, got, ref);
   return res;

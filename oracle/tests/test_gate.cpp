@@ -137,3 +137,75 @@ TEST(Gate, CorpusCatchesClaimsHold) {
   }
   EXPECT_GT(claims, 30);
 }
+
+// An empty .case file (a crashed save), one with comments only, or binary garbage is an error naming
+// the file (before: the empty one was silently skipped and its regression lost).
+TEST(Gate, EmptyOrUnparsableCaseFileIsAnError) {
+  TempCorpus t("empty");
+  t.write("sub/good.case", "op=sdpa docs=16\n");
+  const auto empty = t.write("sub/empty.case", "");
+  auto r = run_cli("gate " + t.dir.string() + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(empty + ": no case line"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+  const auto comments = t.write("comments.case", "# only a comment\n\n");
+  EXPECT_EQ(run_cli("gate " + comments + " --backend cpu-ref").code, 2);
+  const auto garbage = t.write("garbage.case", std::string("\x7f" "ELF\x02\x01\x01\0\0\xff\xfe", 12) + "\n");
+  r = run_cli("gate " + garbage + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(garbage + ":1:"), std::string::npos) << r.out;
+}
+
+// Chosen behaviour: a symlink loop anywhere under a corpus dir is a clear exit-2 error naming the path
+// (it could hide a case file, so it is not skipped); before: an uncaught filesystem exception.
+TEST(Gate, SymlinkLoopIsAnErrorNamingThePath) {
+  TempCorpus t("loop");
+  t.write("a.case", "op=sdpa docs=16\n");
+  const fs::path loop = t.dir / "sub" / "loop";
+  fs::create_symlink(loop, loop);
+  auto r = run_cli("gate " + t.dir.string() + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(loop.string() + ": cannot resolve: Too many levels of symbolic links"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli("gate " + loop.string() + " --backend cpu-ref").code, 2);
+  fs::remove(loop);
+  fs::create_symlink(t.dir / "sub" / "gone", loop);  // a dangling link is not a loop: no case file there
+  EXPECT_EQ(run_cli("gate " + t.dir.string() + " --backend cpu-ref").code, 0);
+}
+
+// `# catches:` claims are checked by the gate itself: an unknown backend is exit 2 naming file:line,
+// a claim whose case passes on the claimed backend fails the gate.
+TEST(Gate, CatchesClaimsAreCheckedByTheGate) {
+  TempCorpus t("claims");
+  const auto unknown = t.write("unknown.case", "op=sdpa docs=16\n# catches: cpu-bug:no-such-model\nop=sdpa docs=32\n");
+  auto r = run_cli("gate " + unknown + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(unknown + ":2: '# catches: cpu-bug:no-such-model'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+
+  const auto dangling = t.write("dangling.case", "op=sdpa docs=16\n# catches: cpu-ref\n");
+  r = run_cli("gate " + dangling + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(dangling + ":2: '# catches: cpu-ref' is not followed by a case line"), std::string::npos);
+
+  // A false claim: derived-offsets does not break a single unpadded document.
+  const auto f = t.write("claims.case",
+                         "# catches: cpu-bug:derived-offsets\nop=sdpa lens=3,2,4 padded_offsets=0,4,8,13\n"
+                         "# catches: cpu-bug:derived-offsets\nop=sdpa docs=16\n");
+  r = run_cli("gate " + f + " --backend cpu-bug:derived-offsets");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("FAIL    " + f + ":4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("claim not held: " + f + ":3 '# catches: cpu-bug:derived-offsets', but the case passed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 of 2 claims held"), std::string::npos) << r.out;
+  // Claims bind only their backend: cpu-ref passes both cases.
+  r = run_cli("gate " + f + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 0) << r.out;
+  // Held claims: the true one alone.
+  const auto held = t.write("held.case", "# catches: cpu-bug:derived-offsets\nop=sdpa lens=3,2,4 padded_offsets=0,4,8,13\n");
+  r = run_cli("gate " + held + " --backend cpu-bug:derived-offsets");
+  EXPECT_EQ(r.code, 1) << r.out;  // the bug model fails, as claimed
+  EXPECT_NE(r.out.find("1 of 1 claims held"), std::string::npos) << r.out;
+}

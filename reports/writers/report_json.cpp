@@ -19,11 +19,14 @@ nlohmann::json number(double x) {
 }
 }  // namespace
 
-std::string report_json(const std::vector<CaseResult>& results) {
+std::string report_json(const std::vector<CaseResult>& results, const ReportStatus& status) {
   nlohmann::json j;
   j["schema"] = "attn-oracle.report";
   j["schema_version"] = kReportSchemaVersion;
   j["tool"] = {{"name", "attn-oracle"}, {"version", tool_version()}};
+  // Added in schema 1 (readers that do not know it see the finished cases as before).
+  j["status"] = status.signal ? "interrupted" : "complete";
+  if (status.signal) j["signal"] = signal_name(status.signal);
   int counts[4] = {0, 0, 0, 0};
   auto& cases = j["cases"] = nlohmann::json::array();
   for (const auto& r : results) {
@@ -47,7 +50,8 @@ std::string report_json(const std::vector<CaseResult>& results) {
   }
   j["summary"] = {{"pass", counts[Verdict::Pass]}, {"fail", counts[Verdict::Fail]},
                   {"skipped", counts[Verdict::Skipped]}, {"error", counts[Verdict::Error]}};
-  return j.dump(2) + "\n";
+  // Strings are sanitized where they enter a result; `replace` keeps one that was not from ending the report.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace ao

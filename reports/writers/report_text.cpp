@@ -1,16 +1,20 @@
 // Markdown (CI logs, PR comments) and JUnit XML (GitLab/Jenkins/GitHub test views).
-#include <filesystem>
-#include <fstream>
+#include <csignal>
 
 #include <fmt/format.h>
 
+#include "attn_oracle/utf8.h"
 #include "report.h"
 
 namespace ao {
 
+std::string signal_name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : fmt::format("signal {}", sig);
+}
+
 std::string xml_escape(const std::string& s) {
   std::string o;
-  for (char ch : s) {
+  for (char ch : sanitize_utf8(s)) {
     switch (ch) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;
@@ -27,7 +31,7 @@ std::string xml_escape(const std::string& s) {
 namespace {
 std::string md_escape(const std::string& s) {
   std::string o;
-  for (char ch : s) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
+  for (char ch : sanitize_utf8(s)) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
   return o;
 }
 std::string metric_lines(const Verdict& v) {
@@ -38,12 +42,15 @@ std::string metric_lines(const Verdict& v) {
 }
 }  // namespace
 
-std::string report_markdown(const std::vector<CaseResult>& results) {
+std::string report_markdown(const std::vector<CaseResult>& results, const ReportStatus& status) {
   int n[4] = {0, 0, 0, 0};
   for (const auto& r : results) ++n[r.verdict.kind];
   std::string s = fmt::format("## attn-oracle report\n\n**{} passed, {} failed, {} errors, {} skipped** ({} cases, attn-oracle {})\n\n",
                               n[Verdict::Pass], n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped],
                               results.size(), tool_version());
+  if (status.signal)
+    s += fmt::format("**INTERRUPTED by {}**: only the {} cases below finished; the rest did not run.\n\n",
+                     signal_name(status.signal), results.size());
   s += "| verdict | backend | vs | case | failing metrics / reason |\n|---|---|---|---|---|\n";
   for (const auto& r : results)
     s += fmt::format("| {} | `{}` | `{}` | `{}` | {} |\n", verdict_name(r.verdict.kind), md_escape(r.backend),
@@ -56,7 +63,7 @@ std::string report_markdown(const std::vector<CaseResult>& results) {
   return s;
 }
 
-std::string report_junit(const std::vector<CaseResult>& results) {
+std::string report_junit(const std::vector<CaseResult>& results, const ReportStatus& status) {
   int n[4] = {0, 0, 0, 0};
   double t = 0;
   for (const auto& r : results) {
@@ -68,6 +75,10 @@ std::string report_junit(const std::vector<CaseResult>& results) {
                    results.size(), n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped], t);
   s += fmt::format("  <testsuite name=\"attn-oracle\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
                    results.size(), n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped], t);
+  s += fmt::format("    <properties><property name=\"status\" value=\"{}\"/>{}</properties>\n",
+                   status.signal ? "interrupted" : "complete",
+                   status.signal ? fmt::format("<property name=\"signal\" value=\"{}\"/>", signal_name(status.signal))
+                                 : "");
   for (const auto& r : results) {
     s += fmt::format("    <testcase classname=\"attn-oracle.{}\" name=\"{}\" time=\"{:.3f}\">", xml_escape(r.backend),
                      xml_escape(r.case_line), r.backend_seconds + r.ref_seconds);
@@ -84,19 +95,6 @@ std::string report_junit(const std::vector<CaseResult>& results) {
   }
   s += "  </testsuite>\n</testsuites>\n";
   return s;
-}
-
-void write_report_files(const std::string& dir, const std::vector<CaseResult>& results) {
-  std::filesystem::create_directories(dir);
-  auto put = [&](const char* name, const std::string& text) {
-    std::ofstream f(std::filesystem::path(dir) / name);
-    if (!f) throw std::runtime_error(fmt::format("cannot write {}/{}", dir, name));
-    f << text;
-  };
-  put("report.json", report_json(results));
-  put("report.md", report_markdown(results));
-  put("report.xml", report_junit(results));
-  put("report.html", report_html(results));
 }
 
 }  // namespace ao

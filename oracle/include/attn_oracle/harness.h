@@ -1,4 +1,8 @@
 // The one-way pipeline: case -> Layout -> Inputs -> backend run -> reference run -> compare -> result.
+// Around the runs: the inputs are fingerprinted and checked after each run (a backend or reference that
+// wrote them is an ERROR, and the reference never runs on written inputs); the reference's outputs
+// must pass reference_sanity() before they judge anything (else ERROR naming the reference); foreign
+// text (names, versions, reasons) is made valid UTF-8.
 #pragma once
 #include <memory>
 #include <string>
