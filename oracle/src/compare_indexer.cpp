@@ -1,7 +1,8 @@
 // Indexer comparator. Per checked row (B = backend's indices, R = reference's):
 //  * strict overlap |B ∩ R| / min(k, allowed)                       (informational; ties make it < 1)
 //  * tie-aware recall: a returned index counts if it is allowed and its exact fp64 score is
-//    >= kth - tol, kth = the lowest exact score in R, tol = indexer_score_tolerance(row). Gate: >= min_recall (1).
+//    >= kth - tol, kth = the lowest exact score in R, tol = indexer_score_tolerance(row) (tolerance.cpp:
+//    fp32 accumulation over heads x dim at the row's input magnitudes). Gate: >= min_recall (1).
 //  * out-of-causal (same document, not allowed), cross-document, out-of-range (outside the KV buffer
 //    or in a KV pad slot), duplicates, wrong -1 fill (count of -1 != k - min(k, allowed)), unwritten rows,
 //    and writes into Q pad rows outside every segment (pad_writes=forbid). All gated at 0.
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/compare.h"
+#include "attn_oracle/tolerance.h"
 
 namespace ao {
 
@@ -41,34 +43,6 @@ double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64
     acc += double(in.w[size_t(row * H + h)]) * std::max(dot, 0.0);
   }
   return l.scale * acc;
-}
-
-// Forward-error bound of an fp32-accumulating kernel on this row: the inputs are exact (already
-// rounded to the dtype), products of bf16/fp16 values are exact in fp32, so the error comes from the
-// D-term dot and H-term head sums: (D + H) * 2^-24 * M with M = scale * sum_h |w_h| * ||q_h||_1 * max|k|.
-// fp32 inputs may be multiplied in TF32 on tensor cores (10-bit mantissa): add 2^-10 * M.
-double max_abs_key(const Layout& l, const Inputs& in) {
-  double kmax = 0;
-  for (const auto& d : l.docs)
-    for (int64_t s = 0; s < d.kv_len; ++s)
-      for (int e = 0; e < l.c.dim; ++e)
-        kmax = std::max(kmax, double(std::fabs(in.k[size_t((d.kv_off + s) * l.c.dim + e)])));
-  return kmax;
-}
-
-double indexer_score_tolerance(const Layout& l, const Inputs& in, int64_t row, double kmax) {
-  if (l.c.score_tol >= 0) return l.c.score_tol;
-  const int H = l.c.heads, D = l.c.dim;
-  double m = 0;
-  for (int h = 0; h < H; ++h) {
-    double l1 = 0;
-    for (int d = 0; d < D; ++d) l1 += std::fabs(double(in.q[size_t((row * H + h) * D + d)]));
-    m += std::fabs(double(in.w[size_t(row * H + h)])) * l1;
-  }
-  m *= kmax * l.scale;
-  double u = double(D + H) * std::ldexp(1.0, -24);
-  if (l.c.dtype == DType::F32) u += std::ldexp(1.0, -10);
-  return u * m;
 }
 
 Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {

@@ -37,6 +37,10 @@ const std::vector<LayoutFamily>& selftest_families() {
       {"sdpa-cp", "op=sdpa docs=256 cp=4 rank=1 seed=36"},
       {"decode", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 seed=37"},
       {"window", "op=sdpa docs=200 window=16 dtype=fp32 seed=38"},
+      // Long rows (>= 4k keys each): one wrong key moves O by ~1/4000, below a fixed tolerance; the
+      // derived gates (tolerance.cpp) must still see it. rows= keeps them cheap.
+      {"long-bf16", "op=sdpa q_lens=40,40 kv_lens=4100,4300 mask=bottomright hq=4 hkv=2 rows=24 seed=39"},
+      {"long-fp16", "op=sdpa docs=8512 cp=32 rank=31 hq=4 hkv=2 dtype=fp16 rows=24 seed=40"},
   };
   return f;
 }

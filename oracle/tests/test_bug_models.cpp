@@ -34,6 +34,8 @@ const Kill kKills[] = {
     {"tol_violations", "derived-offsets", "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2"},
     {"tol_violations", "topleft-cp", "op=sdpa docs=256 cp=4 rank=1"},
     {"lse_max_err", "lse-log2", "op=sdpa docs=70"},
+    {"rel_l2_err", "off-by-one-causal", "op=sdpa docs=8192 cp=32 rank=31 rows=64"},  // long rows: ~1/4000 per key
+    {"lse_max_err", "off-by-one-causal", "op=sdpa q_lens=40,40 kv_lens=4100,4300 mask=bottomright rows=24 dtype=fp16"},
     {"nonfinite_valid", "tail-read", "op=sdpa docs=100,37 pad=11 tail=64 poison=nan"},
     {"unwritten_rows", "grid-floor", "op=sdpa docs=100"},
     {"unwritten_rows", "gqa-stats-first-head", "op=sdpa q_lens=1,1 kv_lens=40,17 mask=bottomright hq=8 hkv=2"},

@@ -41,7 +41,11 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
     c["verdict"] = verdict_name(r.verdict.kind);
     c["reason"] = r.verdict.reason;
     auto& m = c["metrics"] = nlohmann::json::object();
-    for (const auto& x : r.verdict.metrics) m[x.name] = {{"value", number(x.value)}, {"rule", x.rule}, {"failed", x.failed}};
+    for (const auto& x : r.verdict.metrics) {
+      m[x.name] = {{"value", number(x.value)}, {"rule", x.rule}, {"failed", x.failed}};
+      if (x.gate >= 0) m[x.name]["gate"] = number(x.gate);  // derived gate: the margin is value / gate
+      if (x.gate_ratio >= 0) m[x.name]["gate_ratio"] = number(x.gate_ratio);  // worst row error / gate
+    }
     auto& w = c["worst_rows"] = nlohmann::json::array();
     for (const auto& x : r.verdict.worst_rows)
       w.push_back({{"row", x.row}, {"doc", x.doc}, {"chunk", x.chunk}, {"pos", x.pos}, {"value", number(x.value)}});

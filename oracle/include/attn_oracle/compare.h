@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 #include "attn_oracle/tensors.h"
+#include "attn_oracle/tolerance.h"
 
 namespace ao {
 
@@ -13,6 +14,8 @@ struct Metric {
   double value = 0;
   std::string rule;     // human-readable gate, e.g. "== 0", ">= 1"; empty = informational
   bool failed = false;
+  double gate = -1;        // derived bound the value is judged against (-1: none); rule spells it out
+  double gate_ratio = -1;  // worst row's error / its gate (-1: none); > 1 fails
 };
 
 struct RowNote {        // a worst row, located so that a user can find it
@@ -32,10 +35,6 @@ struct Verdict {
 
 const char* verdict_name(Verdict::Kind k);
 
-// Tie-aware tolerance of a row's score comparisons (documented in compare_indexer.cpp);
-// kmax = max_abs_key(l, in).
-double max_abs_key(const Layout& l, const Inputs& in);
-double indexer_score_tolerance(const Layout& l, const Inputs& in, int64_t row, double kmax);
 // Exact fp64 score of (query row, KV buffer row); the oracle's ground truth.
 double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row);
 
@@ -43,7 +42,9 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
 Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 
+// The fixed per-dtype tolerances of the peers, used when a case line overrides atol/rtol (an element
+// passes within atol + rtol*|exact|) or lse_tol (absolute); the derived gates (tolerance.h) otherwise.
 struct SdpaTolerance { double atol, rtol, lse_tol; };
-SdpaTolerance sdpa_tolerance(const Case& c);  // per-dtype defaults, case-line overrides
+SdpaTolerance sdpa_tolerance(const Case& c);
 
 }  // namespace ao

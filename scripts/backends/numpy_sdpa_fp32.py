@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""An `exec:` SDPA backend in numpy doing its arithmetic in float32 on purpose: two honest fp32
+kernels whose rounding differs from the oracle's own fp32 emulation, to show that the derived gates
+(README "How the tolerances are derived") pass correct fp32 arithmetic without a false failure.
+
+  usage: numpy_sdpa_fp32.py [--impl dense|online] [--tile N] [--round] CASE_DIR
+    dense:  S = scale * Q K^T over the row's allowed keys, one max, exp, sum, P V / sum
+    online: FlashAttention's online softmax over key tiles of N (default 64): running max, rescaled
+            running sum and accumulator, one division at the end
+    --round: behave like a flash kernel in the case dtype: P rounded to the dtype before P V (against
+            the running max, for online), O rounded to the dtype (a no-op for fp32)
+Indexer cases are declined (skipped).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ao_exec import CaseDir, skip  # noqa: E402
+
+F = np.float32
+
+
+def rounder(dtype):
+    """Round-to-nearest-even of float32 values to the case dtype, kept as float32."""
+    if dtype == "fp16":
+        return lambda a: np.asarray(a, dtype=F).astype(np.float16).astype(F)
+    if dtype == "bf16":
+        def bf16(a):
+            u = np.atleast_1d(np.asarray(a, dtype=F)).view(np.uint32)
+            r = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)).view(F)
+            return r.reshape(np.shape(a))
+        return bf16
+    return lambda a: np.asarray(a, dtype=F)
+
+
+def row_dense(s, v, rnd):
+    """s: allowed scores [n] (fp32), v: [n, dv] (fp32) -> (o, lse)."""
+    m = s.max()
+    p = np.exp(s - m)
+    tot = p.sum(dtype=F)
+    return rnd((rnd(p) @ v) / tot), m + np.log(tot)
+
+
+def row_online(s, v, tile, rnd):
+    m, tot = F(-np.inf), F(0)
+    acc = np.zeros(v.shape[1], dtype=F)
+    for a in range(0, len(s), tile):
+        st, vt = s[a:a + tile], v[a:a + tile]
+        m_new = max(m, st.max())
+        alpha = np.exp(F(m - m_new)) if np.isfinite(m) else F(0)
+        p = np.exp(st - m_new)
+        tot = F(tot * alpha + p.sum(dtype=F))
+        acc = acc * alpha + rnd(p) @ vt
+        m = m_new
+    return rnd(acc / tot), F(m + np.log(tot))
+
+
+def sdpa(case, impl, tile, rnd):
+    q, k, v = case.input("q"), case.input("k"), case.input("v")
+    hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
+    g = hq // hkv
+    scale = F(case.scale)
+    o, lse = case.output("o"), case.output("lse")
+    for seg in case.segments:
+        d = case.docs[seg["doc"]]
+        kd = k[d["kv_off"]:d["kv_off"] + d["kv_len"]]
+        vd = v[d["kv_off"]:d["kv_off"] + d["kv_len"]]
+        for i in range(seg["valid"]):
+            lo, hi = case.allowed_hi_lo(seg["doc"], seg["pos0"] + i)
+            qr = q[seg["row0"] + i]
+            for h in range(hq):
+                orow, srow = seg["o_row0"] + i, seg["stats_row0"] + i
+                if hi <= lo:
+                    o[orow, h, :] = 0
+                    lse[srow, h] = -np.inf
+                    continue
+                s = (kd[lo:hi, h // g, :] @ qr[h]) * scale
+                vv = vd[lo:hi, h // g, :]
+                out, l_ = row_dense(s, vv, rnd) if impl == "dense" else row_online(s, vv, tile, rnd)
+                o[orow, h, :] = out
+                lse[srow, h] = l_
+    return {"o": o, "lse": lse}
+
+
+def run(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--impl", default="dense", choices=["dense", "online"])
+    ap.add_argument("--tile", type=int, default=64)
+    ap.add_argument("--round", action="store_true")
+    ap.add_argument("case_dir")
+    a = ap.parse_args(argv)
+    if a.tile < 1:
+        ap.error(f"--tile must be >= 1, got {a.tile}")
+    case = CaseDir(a.case_dir)
+    if case.op != "sdpa":
+        skip("numpy_sdpa_fp32: SDPA only")
+    with np.errstate(over="raise", invalid="raise"):
+        for name, arr in sdpa(case, a.impl, a.tile, rounder(case.meta["dtype"] if a.round else "fp32")).items():
+            case.save(name, arr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))
