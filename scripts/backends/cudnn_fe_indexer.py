@@ -171,7 +171,9 @@ def _add_site_dir():
         if not os.path.isdir(site_dir):
             raise SystemExit(f"{NAME}: AO_SITE_DIR={site_dir} is not a directory")
         import site
-        site.addsitedir(site_dir)
+        if site_dir not in sys.path:  # first, so that an image's own copy cannot shadow it
+            sys.path.insert(0, site_dir)
+        site.addsitedir(site_dir)  # runs its .pth files (the DSL's puts dsl_packages on the path)
 
 
 def _bf16(torch, a_u16):
