@@ -22,7 +22,7 @@ PY=${PY:-python3}
 CALL=${CALL:-}
 BUDGET_S=${BUDGET_S:-480}       # whole CALL=2, setup included; the device's per-command limit is 600 s
 EST_CASE_S=${EST_CASE_S:-8}     # per case through the warm host (CPU oracle included)
-EST_COLD_S=${EST_COLD_S:-20}    # per case in a fresh process (JIT compile included)
+EST_COLD_S=${EST_COLD_S:-20}    # per case in a fresh process (JIT compile included; error re-runs)
 EST_GATE_S=${EST_GATE_S:-30}    # JIT compiles when a gate starts a new shape bucket
 mkdir -p "$OUT"
 t_start=$SECONDS
@@ -149,20 +149,26 @@ gate() {  # name, plan file, mode (warm|cold), adapter knobs...
     >> "$OUT/campaign.log" 2>&1
   log "gate $name: $(tail -1 "$OUT/campaign.log") in $((SECONDS - t0)) s"
   summary+=("$name=$work/reports/$name")
-  # A CUDA fault poisons the warm host's context: start a fresh one before the next gate.
-  if ! kill -0 "$srv" 2>/dev/null || grep -q '"verdict": "error"' "$work/reports/$name/report.json" 2>/dev/null; then
+  # A CUDA fault (the seed reported an illegal address at 131k without the offsets) poisons the warm
+  # host's context, and every later case of the gate errors with it: restart the host, and re-run the
+  # cases that errored in a fresh process each (gate <name>-cold), so a fault costs its own case only.
+  if ! kill -0 "$srv" 2>/dev/null || { [[ "$mode" == warm ]] && grep -q '"verdict": "error"' "$work/reports/$name/report.json"; }; then
     log "gate $name had errors (or the host died): restarting ao_serve"
     stop_server; start_server
+    if [[ "$mode" == warm ]]; then
+      $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] == "error"]' \
+        "$work/reports/$name/report.json" > "$work/$name-errors.case" 2>/dev/null
+      [[ -s "$work/$name-errors.case" ]] && gate "$name-cold" "$work/$name-errors.case" cold "$@"
+    fi
   fi
 }
+# In order of what the seed table needs most; what does not fit the budget is listed as not run.
 gate offsets1-row-small "$work/small.case" warm --offsets 1 --seq-lens row
 gate offsets0-row-small "$work/small.case" warm --offsets 0 --seq-lens row
+gate offsets1-row-large "$work/large.case" warm --offsets 1 --seq-lens row
+gate offsets0-row-large "$work/large.case" warm --offsets 0 --seq-lens row
 gate offsets1-chunk-8k "$work/8k.case" warm --offsets 1 --seq-lens chunk
 gate offsets0-chunk-8k "$work/8k.case" warm --offsets 0 --seq-lens chunk
-gate offsets1-row-large "$work/large.case" warm --offsets 1 --seq-lens row
-# The seed reported an illegal address at 131k without the offsets: one fresh process per case, so a
-# fault costs that case only.
-gate offsets0-row-large "$work/large.case" cold --offsets 0 --seq-lens row
 $PY scripts/device/seed-table.py "$OUT/seed-table.tsv" "${summary[@]}"
 for g in "${notrun[@]}"; do
   while read -r line; do printf '%s\t%s\tnot-run (budget)\t\t\t\t\t\t\t\t\t\n' "${g%%:*}" "$line"; done < "${g#*:}"
@@ -170,11 +176,12 @@ done >> "$OUT/seed-table.tsv"
 log "seed table: $OUT/seed-table.tsv ($(($(wc -l < "$OUT/seed-table.tsv") - 1)) rows)"
 
 # --- the fuzz, with what is left -------------------------------------------------------------------------
-fz=$(( $(left) - 45 ))
+# Shrinking is bounded (--shrink-runs, --max-failures) so that the summary line comes before the timeout.
+fz=$(( $(left) - 120 ))
 if (( fz >= 30 )); then
   log "fuzz: ${fz}s"
-  timeout -k 10 "$((fz + 30))" "$AO" fuzz --backend "exec:$client --offsets 1" --dims glm --op indexer --seed 1 \
-    --budget "${fz}s" --out "$work/reports/found" > "$OUT/fuzz.txt" 2>&1
+  timeout -k 10 "$(( $(left) - 15 ))" "$AO" fuzz --backend "exec:$client --offsets 1" --dims glm --op indexer --seed 1 \
+    --budget "${fz}s" --shrink-runs 40 --max-failures 3 --out "$work/reports/found" > "$OUT/fuzz.txt" 2>&1
   log "fuzz: exit $? ($(grep -h 'fuzz-result' "$OUT/fuzz.txt" | tail -1))"
 else
   log "SKIP fuzz: $(left)s of the budget left"

@@ -44,7 +44,7 @@ def rows_of(name, report_dir):
         out.append([name, c["case"], c.get("verdict", ""), metric(m, "overlap_mean"), metric(m, "overlap_min"),
                     metric(m, "tie_aware_recall_min"), metric(m, "out_of_causal"), metric(m, "out_of_range"),
                     metric(m, "wrong_fill_rows"), f"{c.get('seconds', {}).get('backend', 0):.2f}",
-                    c.get("reason", "").replace("\t", " ").replace("\n", " ")[:300], published])
+                    c.get("reason", "").replace("\t", " ").replace("\n", " ")[-300:], published])
     return out
 
 
