@@ -29,12 +29,16 @@ t_start=$SECONDS
 left() { echo $((BUDGET_S - (SECONDS - t_start))); }
 log() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - t_start))s] $*" | tee -a "$OUT/campaign.log"; }
 marker="$SITE/.ao-real-kernels-call1"
+untar_xz() {  # file, folder (Python's lzma where the image has no xz)
+  if command -v xz > /dev/null; then xz -dc "$1" | tar -C "$2" -xf -
+  else $PY -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$1" "$2"; fi
+}
 
 if [[ "$CALL" == 1 ]]; then
   tar=.whl/dsl-cu13.tar.xz
   [[ -f "$tar" ]] || { log "CALL=1: $tar was not carried"; exit 2; }
   rm -rf "$SITE" && mkdir -p "$SITE"
-  xz -dc "$tar" | tar -C "$SITE" -xf - || { log "CALL=1: unpacking $tar failed"; exit 1; }
+  untar_xz "$tar" "$SITE" || { log "CALL=1: unpacking $tar failed"; exit 1; }
   date -u +%FT%TZ > "$marker"
   log "REAL-KERNELS CALL=1 OK: $(find "$SITE" -type f | wc -l) files, $(du -sh "$SITE" | cut -f1) in $SITE; now CALL=2 while the machine is warm"
   exit 0
@@ -50,9 +54,10 @@ tar=.whl/rest.tar.xz
 [[ -f "$tar" ]] || { log "CALL=2: $tar was not carried"; exit 2; }
 work=$(mktemp -d)
 mkdir "$work/wheels" "$work/reports"
-xz -dc "$tar" | tar -C "$work/wheels" -xf - || { log "CALL=2: unpacking $tar failed"; exit 1; }
-for w in "$work"/wheels/*.whl; do
-  unzip -q -o "$w" -d "$SITE" || { log "CALL=2: unzip $w failed"; exit 1; }
+untar_xz "$tar" "$work/wheels" || { log "CALL=2: unpacking $tar failed"; exit 1; }
+for w in "$work"/wheels/*.whl; do  # overlay: existing folders are merged, not replaced
+  $PY -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$w" "$SITE" ||
+    { log "CALL=2: unzip $w failed"; exit 1; }
 done
 log "wheels unzipped into $SITE: $(cd "$work/wheels" && ls *.whl | tr '\n' ' ')"
 
@@ -187,6 +192,6 @@ else
   log "SKIP fuzz: $(left)s of the budget left"
 fi
 stop_server
-tar -C "$work/reports" -cf - . | xz -6 > "$OUT/reports.tar.xz"
+tar -C "$work/reports" -cJf "$OUT/reports.tar.xz" . 2>/dev/null || tar -C "$work/reports" -czf "$OUT/reports.tar.gz" .
 log "done in $((SECONDS - t_start)) s; not run: ${notrun[*]:-none}"
 rm -rf "$work"

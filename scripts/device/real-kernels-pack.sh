@@ -7,9 +7,21 @@
 # nvidia-cutlass-dsl 4.8.1, whose METADATA pins libs-base==4.8.1 and (extra cu13) libs-cu13==4.8.1;
 # libs-base pins libs-core==4.8.1. The meta wheel's unconditional libs-cu12 is left out on purpose: the
 # device's torch is built for CUDA 13 and libs-cu12/-cu13 provide the same package folder.
-# Usage: scripts/device/real-kernels-pack.sh   (needs pip and network; prints the sizes)
+# With --bin it also builds the CPU-only attn-oracle for the device (no BLAS, no tests) into .ext-bin/ with
+# the libfmt/libgomp it links (the device image has neither): CALL=2 then runs with AO_BIN_DIR=.ext-bin.
+# Usage: scripts/device/real-kernels-pack.sh [--bin]   (needs pip and network; prints the sizes)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if [[ "${1:-}" == --bin ]]; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  cmake -S . -B build-device-bin -DCMAKE_BUILD_TYPE=Release -DAO_BLAS=OFF -DAO_BUILD_TESTS=OFF -DAO_WITH_CUDA=OFF \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache > /dev/null
+  cmake --build build-device-bin -j2 --target attn-oracle > /dev/null
+  rm -rf .ext-bin && mkdir .ext-bin
+  cp build-device-bin/attn-oracle .ext-bin/
+  ldd .ext-bin/attn-oracle | awk '/=> \//{print $3}' | grep -E 'libfmt|libgomp' | xargs -r cp -L -t .ext-bin/
+  du -sh .ext-bin; ls .ext-bin
+fi
 dest=.whl
 limit=$((62 * 1024 * 1024))  # leaves room under the 64 MiB carry limit
 plat=(--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64)
@@ -25,9 +37,15 @@ ls -l "$dest/wheels"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/cu13"
-unzip -q "$dest"/wheels/nvidia_cutlass_dsl_libs_cu13-4.8.1-*.whl -d "$work/cu13"
-tar -C "$work/cu13" -cf - . | xz -9 -T1 > "$dest/dsl-cu13.tar.xz"
+cu13=$(ls "$dest"/wheels/nvidia_cutlass_dsl_libs_cu13-4.8.1-*.whl)
+if [[ -f "$dest/dsl-cu13.tar.xz" && "$dest/dsl-cu13.tar.xz" -nt "$cu13" ]] && xz -t "$dest/dsl-cu13.tar.xz"; then
+  echo "$dest/dsl-cu13.tar.xz is newer than the wheel and intact: kept (xz -9 of 226 MiB takes minutes)"
+else
+  mkdir "$work/cu13"
+  unzip -q "$cu13" -d "$work/cu13"
+  tar -C "$work/cu13" -cf - . | xz -9 -T1 > "$dest/dsl-cu13.tar.xz.part"
+  mv "$dest/dsl-cu13.tar.xz.part" "$dest/dsl-cu13.tar.xz"
+fi
 mkdir "$work/rest"
 for p in "${rest[@]}"; do
   n=${p%%==*}; n=${n//-/_}

@@ -49,7 +49,7 @@ def rows_of(name, report_dir):
 
 
 def main(argv):
-    if len(argv) < 2 or any("=" not in a for a in argv[1:]):
+    if len(argv) < 1 or any("=" not in a for a in argv[1:]):
         print(__doc__, file=sys.stderr)
         return 2
     head = ["knobs", "case", "verdict", "overlap_mean", "overlap_min", "tie_recall_min", "out_of_causal",
