@@ -207,6 +207,9 @@ def run(argv):
     _add_site_dir()
     import cuda.bindings.driver as cuda
     from cudnn import deepseek_sparse_attention as dsa
+    got = getattr(sys.modules["cudnn"], "__version__", "?")
+    if got != FRONTEND_VERSION:  # the limits in decline_reason were read from FRONTEND_VERSION's source
+        print(f"{NAME}: note: cudnn frontend {got} imported, the adapter was written for {FRONTEND_VERSION}", file=sys.stderr)
 
     dev = torch.device("cuda")
     q = _bf16(torch, case.raw_input("q"))
@@ -242,7 +245,7 @@ def run(argv):
     log_timing(NAME, t2 - t0, case=case.meta["case"], forward_s=t1 - t0, offsets=int(a.offsets),
                seq_lens=a.seq_lens, deterministic=int(a.deterministic), tie_break=a.tie_break,
                w_dtype=a.w_dtype, total_q=int(len(plan.q_rows)), total_k=int(len(plan.k_rows)),
-               max_seqlen_k=int(plan.max_seqlen_k), frontend=getattr(sys.modules.get("cudnn"), "__version__", "?"),
+               max_seqlen_k=int(plan.max_seqlen_k), frontend=got,
                torch=torch.__version__, device=torch.cuda.get_device_name())
     return 0
 
