@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""CPU tests of cudnn_fe_indexer.py (numpy only): the THD layout mapping, knob parsing and the decline
+paths, on fresh case directories written by the CLI (`attn-oracle repro ... --backend exec:<copy>`).
+
+The kernel itself needs an SM90+ GPU; here a numpy model of its documented contract (frontend 1.32.0,
+indexer_forward/indexer_fwd_sm90.py: key k of THD sequence b is scored iff k < seqlen_k[b] and
+k < (q_causal_offsets[b] + q + 1) // ratio, -inf otherwise; indexer_top_k/api.py: row r's top-k over its
+first seq_lens[r] columns, -1/-inf padding) stands in for it, so the tests check what the adapter hands
+the kernel and how it maps the answer back: with the fix (offsets=1, seq_lens=row) the result must be
+the exact causal top-k of every valid row; with the seed's bug (offsets=0) it must not be.
+
+  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/backends/test_cudnn_fe_indexer.py
+Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
+"""
+import contextlib
+import io
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build-cpu", "attn-oracle"))
+ADAPTER = os.path.join(HERE, "cudnn_fe_indexer.py")
+GLM = "heads=32 dim=128 topk=2048"
+
+try:
+    import numpy as np
+    sys.path.insert(0, HERE)
+    import cudnn_fe_indexer as fe
+    from ao_exec import CaseDir
+except ImportError as e:  # noqa: F841 - reported by the runner below
+    np = None
+    IMPORT_ERROR = str(e)
+
+
+def write_case(line, dest):
+    """The CLI writes the case directory; an exec: command copies it out and skips (exit 125)."""
+    copy = f"exec:sh -c 'cp -R \"$1\" {shlex.quote(dest)}; exit 125' copy"
+    r = subprocess.run([AO, "repro", *line.split(), "--backend", copy], capture_output=True, text=True)
+    if not os.path.exists(os.path.join(dest, "meta.json")):
+        raise AssertionError(f"no case dir for {line}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return CaseDir(dest)
+
+
+def fake_kernel(plan, case, kk, offsets):
+    """numpy model of indexer_forward_wrapper (THD) + indexer_top_k_wrapper(next_n=1), fp64."""
+    q, k, w = case.input("q").astype(np.float64), case.input("k").astype(np.float64), case.input("w")
+    ratio = int(case.dims["ratio"])
+    n = len(plan.q_rows)
+    scores = np.full((n, plan.max_seqlen_k), -np.inf)
+    for b in range(len(plan.cu_seqlens_q) - 1):
+        r0, r1 = plan.cu_seqlens_q[b], plan.cu_seqlens_q[b + 1]
+        k0, k1 = plan.cu_seqlens_k[b], plan.cu_seqlens_k[b + 1]
+        off = int(plan.q_causal_offsets[b]) if offsets else 0
+        kb = k[plan.k_rows[k0:k1]]                                     # the keys the adapter gathered
+        for t in range(r0, r1):
+            i = t - r0
+            s = case.scale * (np.maximum(q[plan.q_rows[t]] @ kb.T, 0) * w[plan.q_rows[t]][:, None]).sum(0)
+            lim = min((off + i + 1) // ratio, k1 - k0)
+            scores[t, :max(lim, 0)] = s[:max(lim, 0)]
+    idx = np.full((n, kk), -1, dtype=np.int64)
+    val = np.full((n, kk), -np.inf)
+    for t in range(n):
+        L = int(plan.seq_lens[t])
+        order = np.lexsort((np.arange(L), -scores[t, :L]))[:kk]       # larger first, ties to lower index
+        idx[t, :len(order)] = order
+        val[t, :len(order)] = scores[t, order]
+    return idx, val.astype(np.float32)
+
+
+def exact_topk_sets(case):
+    """Per checked Q row: the set of K/V buffer rows of its exact top-k (DESIGN semantics, fp64)."""
+    q, k, w = case.input("q").astype(np.float64), case.input("k").astype(np.float64), case.input("w")
+    K = int(case.dims["topk"])
+    out = {}
+    for seg in case.segments:
+        d = case.docs[seg["doc"]]
+        for i in range(seg["rows"]):
+            row = seg["row0"] + i
+            if i >= seg["valid"]:
+                out[row] = None  # pad row
+                continue
+            lo, hi = case.allowed_hi_lo(seg["doc"], seg["pos0"] + i)
+            kd = k[d["kv_off"] + lo:d["kv_off"] + hi]
+            s = case.scale * (np.maximum(q[row] @ kd.T, 0) * w[row][:, None]).sum(0)
+            order = np.lexsort((np.arange(len(s)), -s))[:K]
+            out[row] = set((d["kv_off"] + lo + order).tolist())
+    return out
+
+
+@unittest.skipIf(np is None, "numpy is not importable")
+class CudnnFeIndexer(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(AO, os.X_OK):
+            raise unittest.SkipTest(f"attn-oracle CLI not found at {AO} (set AO_CLI)")
+        cls.tmp = tempfile.mkdtemp(prefix="ao-fe-test-")
+        cls.n = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def case(self, line):
+        type(self).n += 1
+        return write_case(line, os.path.join(self.tmp, f"c{self.n}"))
+
+    def run_fake(self, case, offsets=True, seq_lens="row"):
+        plan = fe.ThdPlan(case.meta, offsets=offsets, seq_lens=seq_lens)
+        kk = plan.top_k(case.dims["topk"])
+        idx, val = fake_kernel(plan, case, kk, offsets)
+        topk, scores = fe.assemble(case.output("topk"), case.output("scores"), plan, idx, val)
+        return plan, topk, scores
+
+    def assert_exact(self, case, topk):
+        want = exact_topk_sets(case)
+        for row, s in want.items():
+            got = topk[row]
+            if s is None:
+                self.assertTrue((got == -1).all(), f"pad row {row}: {got}")
+                continue
+            picks = got[got >= 0]
+            self.assertEqual(len(picks), len(set(picks.tolist())), f"row {row}: duplicate picks")
+            self.assertEqual(set(picks.tolist()), s, f"row {row}")
+            self.assertTrue((got[len(s):] == -1).all(), f"row {row}: fill after the picks")
+
+    def assert_plan_matches_zigzag(self, case, plan, crop):
+        """cu_seqlens / key extents / offsets against the zigzag definition, derived here from cp/rank."""
+        cp, rank = case.meta["cp"]["size"], case.meta["cp"]["rank"]
+        ratio = int(case.dims["ratio"])
+        want_q, want_k, want_off, want_rows, want_krows = [0], [0], [], [], []
+        local0 = 0
+        for d in case.docs:
+            c = d["q_padded"] // (2 * cp)
+            for j, chunk in enumerate((rank, 2 * cp - 1 - rank)):
+                pos0 = chunk * c
+                valid = min(max(d["q_len"] - pos0, 0), c)
+                if valid == 0:
+                    continue
+                key_len = min(d["kv_len"], -(-(pos0 + c) // ratio)) if crop else d["kv_len"]
+                want_q.append(want_q[-1] + valid)
+                want_k.append(want_k[-1] + key_len)
+                want_off.append(pos0)
+                want_rows += list(range(local0 + j * c, local0 + j * c + valid))
+                want_krows += list(range(d["kv_off"], d["kv_off"] + key_len))
+            local0 += 2 * c
+        self.assertEqual(plan.cu_seqlens_q.tolist(), want_q)
+        self.assertEqual(plan.cu_seqlens_k.tolist(), want_k)
+        self.assertEqual(plan.cu_seqlens_q.dtype, np.int32)
+        self.assertEqual(plan.q_causal_offsets.tolist(), want_off)
+        self.assertEqual(plan.q_causal_offsets.dtype, np.int32)
+        self.assertEqual(plan.q_rows.tolist(), want_rows)
+        self.assertEqual(plan.k_rows.tolist(), want_krows)
+        self.assertEqual(plan.max_seqlen_q, max(np.diff(want_q)))
+        self.assertEqual(plan.max_seqlen_k, max(np.diff(want_k)))
+
+    # --- layout mapping -------------------------------------------------------------------------
+    def test_zigzag_multi_doc_cp4(self):
+        for rank in (0, 1, 3):
+            case = self.case(f"op=indexer docs=512,256,64 cp=4 rank={rank} heads=4 dim=16 topk=32 crop=1 seed={11 + rank}")
+            plan, topk, scores = self.run_fake(case)
+            self.assertEqual(len(plan.seqs), 6)
+            self.assert_plan_matches_zigzag(case, plan, crop=True)
+            self.assert_exact(case, topk)
+            # scores.npy: the kernel's values beside its picks, -inf after them
+            self.assertTrue(np.isfinite(scores[topk >= 0]).all())
+            self.assertTrue(np.isneginf(scores[topk == -1]).all())
+            # The seed's bug: without q_causal_offsets every chunk but rank 0's front one is chunk-local.
+            _, bad, _ = self.run_fake(case, offsets=False)
+            front = case.segments[0]
+            same = [np.array_equal(np.sort(bad[r]), np.sort(topk[r])) for r in range(len(topk))]
+            self.assertFalse(all(same), f"rank {rank}: offsets=0 changed nothing")
+            if rank == 0:
+                self.assertTrue(all(same[front["row0"]:front["row0"] + front["valid"]]))
+
+    def test_column_mapping_to_buffer_rows(self):
+        case = self.case("op=indexer docs=128,64 cp=2 rank=1 heads=4 dim=16 topk=8 crop=1 seed=5")
+        plan = fe.ThdPlan(case.meta)
+        kv_off = [case.docs[s["doc"]]["kv_off"] for s in plan.seqs]
+        n = len(plan.q_rows)
+        local = np.tile(np.array([[0, 3, -1, 7]]), (n, 1))
+        mapped = fe.map_columns(local, plan.col_base)
+        self.assertEqual(mapped.dtype, np.int32)
+        for b, off in enumerate(kv_off):
+            for t in range(plan.cu_seqlens_q[b], plan.cu_seqlens_q[b + 1]):
+                self.assertEqual(mapped[t].tolist(), [off, off + 3, -1, off + 7])
+        self.assertEqual(sorted(set(kv_off)), [0, 128])
+        # a garbage column is shifted like any other (no cleaning), saturating at int32
+        self.assertEqual(fe.map_columns(np.array([[2**31 - 2]]), np.array([128]))[0, 0], 2**31 - 1)
+
+    def test_padded_cp_partly_and_wholly_padded_chunks(self):
+        # docs 500 and 37 padded to 512 / 64 (cu_seqlens_padded 0,512,576), cp=4: c = 64 and 8.
+        line = "op=indexer docs=500,37 padded_offsets=0,512,576 cp=4 heads=4 dim=16 topk=16 crop=1"
+        for rank, n_seqs in ((0, 3), (3, 4)):
+            case = self.case(f"{line} rank={rank} seed={rank + 2}")
+            plan, topk, _ = self.run_fake(case)
+            self.assertEqual(len(plan.seqs), n_seqs)
+            self.assert_plan_matches_zigzag(case, plan, crop=True)
+            for s in case.segments:  # pad rows are not sent, and come back all -1
+                pad = range(s["row0"] + s["valid"], s["row0"] + s["rows"])
+                self.assertFalse(set(pad) & set(plan.q_rows.tolist()))
+            self.assertEqual(len(plan.pad_rows()), sum(s["rows"] - s["valid"] for s in case.segments))
+            self.assert_exact(case, topk)
+        wholly = [s for s in fe.ThdPlan(self.case(f"{line} rank=0 seed=2").meta).segments if s["valid"] == 0]
+        self.assertEqual([(s["doc"], s["pos0"]) for s in wholly], [(1, 56)])
+
+    def test_wholly_padded_rank_runs_without_the_kernel(self):
+        # Every row of rank 2 is padding (doc of 5 tokens padded to 64, cp=4): the adapter sends
+        # nothing, writes all -1, and the oracle passes it — no GPU needed.
+        line = f"op=indexer docs=5 padded_offsets=0,64 cp=4 rank=2 {GLM} crop=1 seed=3"
+        r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("PASS", r.stdout)
+
+    def test_crop_1_vs_crop_0(self):
+        base = "op=indexer docs=256,128 cp=4 rank=1 heads=4 dim=16 topk=16 seed=9"
+        c1, c0 = self.case(base + " crop=1"), self.case(base + " crop=0")
+        p1, p0 = fe.ThdPlan(c1.meta), fe.ThdPlan(c0.meta)
+        self.assert_plan_matches_zigzag(c1, p1, crop=True)
+        self.assert_plan_matches_zigzag(c0, p0, crop=False)
+        self.assertEqual(np.diff(p0.cu_seqlens_k).tolist(), [256, 256, 128, 128])   # whole documents
+        self.assertEqual(np.diff(p1.cu_seqlens_k).tolist(), [64, 224, 32, 112])     # cut at the chunk end
+        self.assertEqual(p1.q_causal_offsets.tolist(), p0.q_causal_offsets.tolist())
+        for case in (c1, c0):
+            _, topk, _ = self.run_fake(case)
+            self.assert_exact(case, topk)
+        # seq_lens=chunk is the chunk's key extent: crop changes it, and it covers -inf keys
+        self.assertEqual(sorted(set(fe.ThdPlan(c0.meta, seq_lens="chunk").seq_lens.tolist())), [128, 256])
+        self.assertEqual(sorted(set(fe.ThdPlan(c1.meta, seq_lens="chunk").seq_lens.tolist())), [32, 64, 112, 224])
+
+    def test_ratio_2(self):
+        case = self.case("op=indexer docs=512,256 cp=2 rank=1 heads=4 dim=16 topk=32 ratio=2 crop=1 seed=4")
+        plan, topk, _ = self.run_fake(case)
+        self.assert_plan_matches_zigzag(case, plan, crop=True)
+        for b, s in enumerate(plan.seqs):  # per-row lengths are compressed: floor((pos0+i+1)/2)
+            t0 = plan.cu_seqlens_q[b]
+            want = np.minimum((s["pos0"] + np.arange(s["valid"]) + 1) // 2, s["key_len"])
+            self.assertEqual(plan.seq_lens[t0:t0 + s["valid"]].tolist(), want.tolist())
+        self.assert_exact(case, topk)
+
+    def test_seq_lens_chunk_keeps_masked_picks(self):
+        # The trap the issue reports: with seq_lens = the chunk's key end, rows with fewer than k allowed
+        # keys get indices of -inf keys. The adapter hands those back uncleaned (the oracle judges them).
+        case = self.case("op=indexer docs=256 cp=2 rank=0 heads=4 dim=16 topk=64 crop=1 seed=6")
+        plan, topk, scores = self.run_fake(case, seq_lens="chunk")
+        first = case.segments[0]["row0"]  # position 0: one allowed key, 64 picks asked for
+        self.assertTrue((topk[first] >= 0).all())
+        self.assertEqual(int(np.isfinite(scores[first]).sum()), 1)
+        self.assertTrue(np.isneginf(scores[first][1:]).all())
+        _, good, _ = self.run_fake(case, seq_lens="row")
+        self.assertEqual((good[first] >= 0).sum(), 1)
+
+    def test_top_k_capped_at_max_seqlen_k(self):
+        case = self.case("op=indexer docs=64 cp=2 rank=0 heads=4 dim=16 topk=100 crop=1 seed=8")
+        plan, topk, _ = self.run_fake(case)
+        self.assertEqual(plan.top_k(100), plan.max_seqlen_k)
+        self.assertTrue((topk[:, plan.max_seqlen_k:] == -1).all())
+        self.assert_exact(case, topk)
+
+    # --- knobs ------------------------------------------------------------------------------------
+    def test_knob_parsing(self):
+        a = fe.parse_args(["/x"])
+        self.assertEqual((a.offsets, a.seq_lens, a.deterministic, a.tie_break, a.w_dtype),
+                         (True, "row", False, 0, "fp32"))
+        a = fe.parse_args(["--offsets", "0", "--seq-lens", "chunk", "--deterministic", "1", "--tie-break", "2",
+                           "--w-dtype", "bf16", "/x"])
+        self.assertEqual((a.offsets, a.seq_lens, a.deterministic, a.tie_break, a.w_dtype, a.case_dir),
+                         (False, "chunk", True, 2, "bf16", "/x"))
+        for bad in (["--offsets", "2"], ["--seq-lens", "doc"], ["--tie-break", "3"], ["--deterministic", "yes"]):
+            with self.assertRaises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()) as err:
+                fe.parse_args(bad + ["/x"])
+            self.assertIn("invalid choice", err.getvalue())
+            self.assertEqual(e.exception.code, 2, bad)
+        case = self.case("op=indexer docs=128 cp=2 rank=1 heads=4 dim=16 topk=8 crop=1 seed=1")
+        self.assertIsNone(fe.ThdPlan(case.meta, offsets=False).q_causal_offsets)
+
+    # --- declines -------------------------------------------------------------------------------
+    def test_decline_reasons(self):
+        base = "op=indexer docs=128 cp=2 rank=1 crop=1 seed=1"
+        want = {
+            "heads=32 dim=64 topk=64": "head_dim must be 128, got 64",
+            "heads=8 dim=128 topk=64": "qhead_per_kv_head must be one of (16, 32, 64), got 8",
+            "heads=32 dim=128 topk=4096": "top_k must be in (0, 2048], got 4096",
+            "heads=32 dim=128 topk=64 dtype=fp16": "q must be bfloat16, got torch.float16",
+        }
+        for dims, reason in want.items():
+            meta = self.case(f"{base} {dims}").meta
+            self.assertEqual(fe.decline_reason(meta), reason)
+        self.assertIsNone(fe.decline_reason(self.case(f"{base} {GLM}").meta))
+        # SM100 serves smaller head groups (indexer_forward/_support.py); Hopper does not
+        meta8 = self.case(f"{base} heads=8 dim=128 topk=64").meta
+        self.assertIsNone(fe.decline_reason(meta8, arch_major=10))
+        self.assertEqual(fe.decline_reason(meta8, arch_major=8), "IndexerTopK requires SM90+ compute capability, found SM8")
+        self.assertIn("op=indexer only", fe.decline_reason(self.case("op=sdpa lens=8").meta))
+        self.assertIn("mask=none", fe.decline_reason(self.case(f"op=indexer docs=64 mask=none {GLM}").meta))
+
+    def test_declines_through_the_cli_are_skips_with_the_reason(self):
+        # Exit 125 with the kernel's reason as the last stderr line; torch is never imported.
+        for dims, reason in (("heads=32 dim=64 topk=64", "head_dim must be 128, got 64"),
+                             ("heads=32 dim=128 topk=64 dtype=fp16", "q must be bfloat16, got torch.float16")):
+            line = f"op=indexer docs=128 cp=2 rank=1 crop=1 seed=1 {dims}"
+            r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+            self.assertIn("SKIPPED", r.stdout)
+            self.assertIn(reason, r.stdout)
+
+    def test_served_by_the_warm_host(self):
+        # The device campaign runs the adapter in ao_serve.py through ao_client.py: same skips, same passes.
+        sock = os.path.join(self.tmp, "serve.sock")
+        srv = subprocess.Popen([sys.executable, os.path.join(HERE, "ao_serve.py"), "--no-torch", "--idle-exit", "60",
+                                "--socket", sock], stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                if os.path.exists(sock):
+                    break
+                subprocess.run(["sleep", "0.1"])
+            self.assertTrue(os.path.exists(sock), "ao_serve.py did not start")
+            client = f"exec:{sys.executable} {os.path.join(HERE, 'ao_client.py')} --socket {sock} cudnn_fe_indexer"
+            for line, code, text in (
+                    ("op=indexer docs=128 cp=2 rank=1 crop=1 seed=1 heads=8 dim=128 topk=64", 125,
+                     "qhead_per_kv_head must be one of (16, 32, 64), got 8"),
+                    (f"op=indexer docs=5 padded_offsets=0,64 cp=4 rank=3 {GLM} crop=1 seed=3", 0, "PASS")):
+                r = subprocess.run([AO, "repro", *line.split(), "--backend", client + " --offsets 0"],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, code, r.stdout + r.stderr)
+                self.assertIn(text, r.stdout)
+        finally:
+            srv.kill()
+            srv.wait()
+
+
+if __name__ == "__main__":
+    if np is None:
+        print(f"test_cudnn_fe_indexer: skipped: {IMPORT_ERROR}", file=sys.stderr)
+        sys.exit(125)
+    if not os.access(AO, os.X_OK):
+        print(f"test_cudnn_fe_indexer: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
+        sys.exit(125)
+    unittest.main()

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Packs the Python wheels that scripts/device/real-kernels-campaign.sh needs on the device (which reaches
+# no registry) into .whl/ (git-ignored), within the 64 MiB carry limit of one device call:
+#   .whl/dsl-cu13.tar.xz  nvidia-cutlass-dsl-libs-cu13 (a 92 MB wheel), unpacked, tar | xz -9  -> CALL=1
+#   .whl/rest.tar.xz      the other wheels as they are (.whl files), tar | xz -9              -> CALL=2
+# Versions: nvidia-cudnn-frontend 1.32.0 (requires nvidia-cutlass-dsl[cu13]>=4.8.0, apache-tvm-ffi>=0.1.11);
+# nvidia-cutlass-dsl 4.8.1, whose METADATA pins libs-base==4.8.1 and (extra cu13) libs-cu13==4.8.1;
+# libs-base pins libs-core==4.8.1. The meta wheel's unconditional libs-cu12 is left out on purpose: the
+# device's torch is built for CUDA 13 and libs-cu12/-cu13 provide the same package folder.
+# With --bin it also builds the CPU-only attn-oracle for the device (no BLAS, no tests) into .ext-bin/ with
+# the libfmt/libgomp it links (the device image has neither): CALL=2 then runs with AO_BIN_DIR=.ext-bin.
+# Usage: scripts/device/real-kernels-pack.sh [--bin]   (needs pip and network; prints the sizes)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if [[ "${1:-}" == --bin ]]; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  cmake -S . -B build-device-bin -DCMAKE_BUILD_TYPE=Release -DAO_BLAS=OFF -DAO_BUILD_TESTS=OFF -DAO_WITH_CUDA=OFF \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache > /dev/null
+  cmake --build build-device-bin -j2 --target attn-oracle > /dev/null
+  rm -rf .ext-bin && mkdir .ext-bin
+  cp build-device-bin/attn-oracle .ext-bin/
+  ldd .ext-bin/attn-oracle | awk '/=> \//{print $3}' | grep -E 'libfmt|libgomp' | xargs -r cp -L -t .ext-bin/
+  du -sh .ext-bin; ls .ext-bin
+fi
+dest=.whl
+limit=$((62 * 1024 * 1024))  # leaves room under the 64 MiB carry limit
+plat=(--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64)
+rest=(nvidia-cudnn-frontend==1.32.0 nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1
+      nvidia-cutlass-dsl-libs-core==4.8.1 apache-tvm-ffi==0.1.15.post2)
+big=nvidia-cutlass-dsl-libs-cu13==4.8.1
+
+mkdir -p "$dest/wheels"
+for p in "${rest[@]}" "$big"; do
+  pip download -q "${plat[@]}" -d "$dest/wheels" "$p"
+done
+ls -l "$dest/wheels"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cu13=$(ls "$dest"/wheels/nvidia_cutlass_dsl_libs_cu13-4.8.1-*.whl)
+if [[ -f "$dest/dsl-cu13.tar.xz" && "$dest/dsl-cu13.tar.xz" -nt "$cu13" ]] && xz -t "$dest/dsl-cu13.tar.xz"; then
+  echo "$dest/dsl-cu13.tar.xz is newer than the wheel and intact: kept (xz -9 of 226 MiB takes minutes)"
+else
+  mkdir "$work/cu13"
+  unzip -q "$cu13" -d "$work/cu13"
+  tar -C "$work/cu13" -cf - . | xz -9 -T1 > "$dest/dsl-cu13.tar.xz.part"
+  mv "$dest/dsl-cu13.tar.xz.part" "$dest/dsl-cu13.tar.xz"
+fi
+mkdir "$work/rest"
+for p in "${rest[@]}"; do
+  n=${p%%==*}; n=${n//-/_}
+  cp "$dest"/wheels/"$n"-*.whl "$work/rest/"
+done
+tar -C "$work/rest" -cf - . | xz -9 -T1 > "$dest/rest.tar.xz"
+
+for f in "$dest/dsl-cu13.tar.xz" "$dest/rest.tar.xz"; do
+  size=$(stat -c %s "$f")
+  printf '%s: %d bytes (%.1f MiB)\n' "$f" "$size" "$(echo "$size / 1048576" | bc -l)"
+  if (( size >= limit )); then
+    echo "real-kernels-pack: $f is $size bytes, over the $limit-byte budget of one device call" >&2
+    exit 1
+  fi
+done
