@@ -4,8 +4,9 @@
 # one in PyTorch's wheel), and the PyTorch exec adapters (varlen_attn, per-segment SDPA) through the warm
 # host; the long-row blind-spot case of the issue (docs=8192 cp=32 rank=31 rows=64) in bf16/fp16 for the
 # kernels and for the mask bug knobs; ao_gpu_tests (the GPU suites after the last refactors).
-# Writes into $OUT: env.txt, gate-<name>.txt, report-<name>.json, margins.tsv (per backend and dtype, the
-# distribution of error/gate of every gated numeric metric, from scripts/device/gate-margins.py).
+# Writes into $OUT (at most 8 files come back from a device call): env.txt, gpu_tests.txt, margins.tsv (per
+# backend and dtype, the distribution of error/gate of every gated numeric metric, from
+# scripts/device/gate-margins.py), campaign.tgz (gate-<name>.txt and report-<name>.json of every gate).
 # Binaries: AO_BIN_DIR (default .deps/gpu-bin, made here by scripts/device/gpu-pack.sh with cuDNN on:
 # cmake -S . -B build-gpu && cmake --build build-gpu --target attn-oracle ao_gpu_tests ao-gpu-campaign).
 set -uo pipefail
@@ -47,6 +48,7 @@ timeout 200 "$root/$bin/ao_gpu_tests" --gtest_brief=1 >"$OUT/gpu_tests.txt" 2>&1
 echo "ao_gpu_tests exit $?" | tee -a "$OUT/gpu_tests.txt"; tail -5 "$OUT/gpu_tests.txt"
 
 work=$(mktemp -d)
+mkdir -p "$work/bundle"
 grep -hE '^op=sdpa' corpus/seeds/*.case corpus/edge/*.case corpus/found/*.case corpus/found/*/*.case 2>/dev/null | sort -u >"$work/sdpa.case"
 # The issue's blind spot: every row of this rank sees >= 3968 keys (and its fp16 twin, and a probe variant).
 cat >"$work/long.case" <<'CASES'
@@ -66,6 +68,7 @@ gate() {  # name, case file, backend...
   timeout 240 "$AO" gate "$file" "${args[@]}" --report-dir "$work/$name" >"$OUT/gate-$name.txt" 2>&1
   echo "gate $name: exit $? in $((SECONDS - s)) s ($(tail -1 "$OUT/gate-$name.txt"))"
   cp "$work/$name/report.json" "$OUT/report-$name.json" 2>/dev/null || true
+  mv "$OUT/gate-$name.txt" "$OUT/report-$name.json" "$work/bundle/" 2>/dev/null || true
 }
 
 time_left 60 "cuda-sdpa corpus" && gate cuda-sdpa "$work/sdpa.case" cuda-sdpa
@@ -89,7 +92,9 @@ if time_left 120 "PyTorch adapters"; then
   kill %1 2>/dev/null
 fi
 stamp "summarise"
-$PY scripts/device/gate-margins.py "$OUT"/report-*.json >"$OUT/margins.tsv" 2>&1
+$PY scripts/device/gate-margins.py "$work"/bundle/report-*.json >"$OUT/margins.tsv" 2>&1
 cat "$OUT/margins.tsv"
+cp "$OUT/serve.log" "$work/bundle/" 2>/dev/null; rm -f "$OUT/serve.log"
+tar -czf "$OUT/campaign.tgz" -C "$work/bundle" .
 stamp "done"
 rm -rf "$work"
