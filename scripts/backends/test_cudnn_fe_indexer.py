@@ -137,12 +137,14 @@ class CudnnFeIndexer(unittest.TestCase):
         local0 = 0
         for d in case.docs:
             c = d["q_padded"] // (2 * cp)
+            # bottom-right: the queries are the document's last q_len of kv_len*ratio positions (README)
+            shift = d["kv_len"] * ratio - d["q_len"] if case.mask == "bottomright" else 0
             for j, chunk in enumerate((rank, 2 * cp - 1 - rank)):
-                pos0 = chunk * c
-                valid = min(max(d["q_len"] - pos0, 0), c)
+                pos0 = shift + chunk * c
+                valid = min(max(d["q_len"] - chunk * c, 0), c)
                 if valid == 0:
                     continue
-                key_len = min(d["kv_len"], -(-(pos0 + c) // ratio)) if crop else d["kv_len"]
+                key_len = min(d["kv_len"], max(0, -(-(pos0 + c) // ratio))) if crop else d["kv_len"]
                 want_q.append(want_q[-1] + valid)
                 want_k.append(want_k[-1] + key_len)
                 want_off.append(pos0)
