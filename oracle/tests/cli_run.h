@@ -87,6 +87,19 @@ inline Cmd finish_cli(BackgroundCli& b, double timeout_s) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
+// A case line's words (single spaces), as argv entries for run_cli_measured.
+inline std::vector<std::string> split_words(const std::string& line) {
+  std::vector<std::string> v;
+  size_t i = 0;
+  while (i < line.size()) {
+    const size_t j = line.find(' ', i);
+    v.push_back(line.substr(i, j - i));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return v;
+}
+
 struct ChildRun {
   int rc = -1;
   int64_t max_rss_bytes = 0;

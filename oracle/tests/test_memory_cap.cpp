@@ -23,18 +23,6 @@ namespace {
 
 using namespace ao;
 
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> v;
-  size_t i = 0;
-  while (i < line.size()) {
-    const size_t j = line.find(' ', i);
-    v.push_back(line.substr(i, j - i));
-    if (j == std::string::npos) break;
-    i = j + 1;
-  }
-  return v;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -58,7 +46,7 @@ TEST(MemoryCap, EstimateBoundsMeasuredPeakRss) {
     const Layout l = make_layout(parse_case(line), {}, LayoutMode::Describe);
     // The cap set to the estimate (in GiB, rounded up to a MiB): the case is admitted and must run within it.
     const double cap_gib = std::ceil(double(l.mem_bytes) / double(1 << 20)) / 1024.0;
-    auto args = split(line);
+    auto args = test::split_words(line);
     args.insert(args.begin(), {"--max-mem", fmt::format("{}", cap_gib), "repro"});
     args.insert(args.end(), {"--backend", "cpu-ref"});
     const auto t0 = std::chrono::steady_clock::now();

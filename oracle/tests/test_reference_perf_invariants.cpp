@@ -109,18 +109,7 @@ TEST(ReferencePerfInvariants, AcrossThreadCheckCatchesAPerturbedResult) {
 
 using test::ChildRun;
 using test::run_cli_measured;
-
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> v;
-  size_t i = 0;
-  while (i < line.size()) {
-    const size_t j = line.find(' ', i);
-    v.push_back(line.substr(i, j - i));
-    if (j == std::string::npos) break;
-    i = j + 1;
-  }
-  return v;
-}
+using test::split_words;
 
 // Peak RSS of `repro <case> --backend cpu-ref` (inputs, two output sets, reference run twice,
 // comparator). Allowed: the tensors the check holds, plus a fixed working set. A reference that held a
@@ -133,7 +122,7 @@ void expect_linear_memory(const std::string& line) {
   const int64_t out_bytes = l.q_rows * int64_t(K) * 8;  // top-k indices + scores of one output set
   const int64_t held = l.tensor_bytes + out_bytes;      // inputs + backend outputs + reference outputs
   const int64_t allowed = held + (int64_t(160) << 20);
-  auto args = split(line);
+  auto args = split_words(line);
   args.insert(args.begin(), "repro");
   args.push_back("--backend");
   args.push_back("cpu-ref");
