@@ -1,0 +1,703 @@
+#!/usr/bin/env python3
+"""Hostile-input battery against the attn-oracle CLI (the attack of issue 17, re-run).
+
+usage: attack.py ATTN_ORACLE BUILD_DIR [--full] [--only CLASS] [-v]
+
+BUILD_DIR holds the test plugins (oracle/tests/libao_hostile_plugin_<mode>.so, libao_example_plugin_ok.so).
+Every attack runs in a fresh temp dir, in its own session, under a hard wall-clock limit (the whole process
+group is killed on the limit). Each states its expected exit codes and a predicate on output, files and
+processes; the verdict is HANDLED or NOT HANDLED with the reason. Deterministic (fixed seeds). Stdlib only.
+Default: a quick subset (< 3 min); --full: everything (< 15 min on 2 busy cores).
+Exit 0 if every attack was handled, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+IDX = "op=indexer docs=512,256 cp=4 rank=2"
+SMALL = "op=indexer docs=64,32 heads=2 dim=16 topk=8"
+SDPA = "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"
+PLUGIN_MODES = ["exit_run", "underscore_exit_run", "exit_ctor", "segv", "abort", "stack", "loop", "abi_data",
+                "msg_nonul"]
+CLASSES = {
+    1: "mutated inputs", 2: "plugin faults", 3: "bisect-run cmdline -> 128", 4: "exec outputs not regular",
+    5: "huge header / stderr", 6: "memory cap / big cases", 7: "fuzz budget wall time", 8: "non-UTF-8 stderr",
+    9: "bad .case files", 10: "report dirs / signals", 11: "leaked processes", 12: "ignored keys / bad options",
+    13: "BOM / loops / long values / shard", 14: "fuzz dedup", 15: "random malformed lines",
+}
+
+
+class Attack:
+    def __init__(self, cls, name, args, rc, check=None, env=None, setup=None, limit=60, quick=True, during=None,
+                 max_rss_mib=None):
+        self.cls, self.name, self.args, self.rc = cls, name, args, set(rc)
+        self.check, self.env, self.setup, self.limit, self.quick = check, env or {}, setup, limit, quick
+        self.during, self.max_rss_mib = during, max_rss_mib
+
+
+class Result:
+    pass
+
+
+def write(path, text, mode=0o644):
+    with open(path, "w" if isinstance(text, str) else "wb") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def exec_script(d, name, body):
+    """An exec: backend: a sh script in the attack dir; the case dir is its last argument ($1)."""
+    p = write(os.path.join(d, name), "#!/bin/sh\n" + body + "\n", 0o755)
+    return "exec:/bin/sh " + p
+
+
+def pids_alive(d):
+    """pids recorded by exec backends in d/pids (one per line) that still run (and are not zombies)."""
+    out = []
+    path = os.path.join(d, "pids")
+    if not os.path.exists(path):
+        return out
+    for tok in open(path).read().split():
+        try:
+            pid = int(tok)
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            if state != "Z":
+                out.append(pid)
+        except (ValueError, OSError):
+            pass
+    return out
+
+
+def run_one(bin_path, a, root):
+    d = tempfile.mkdtemp(prefix="atk-", dir=root)
+    r = Result()
+    r.dir = d
+    ctx = {"dir": d}
+    args = a.setup(d, ctx) if a.setup else None
+    if args is None:
+        args = a.args
+    argv = [bin_path] + [x.format(**ctx) if isinstance(x, str) else x for x in args]
+    r.cmd = " ".join(shlex.quote(x) for x in argv)
+    env = dict(os.environ)
+    env.update({k: v.format(**ctx) for k, v in a.env.items()})
+    outf, errf = open(os.path.join(d, "stdout"), "wb"), open(os.path.join(d, "stderr"), "wb")
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=outf, stderr=errf, stdin=subprocess.DEVNULL, env=env, cwd=d,
+                         start_new_session=True)
+    r.timed_out, status, ru = False, None, None
+    fired = False
+    while True:
+        pid, st, rus = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            status, ru = st, rus
+            break
+        el = time.monotonic() - t0
+        if a.during and not fired and el >= a.during[0]:
+            fired = True
+            a.during[1](p.pid, ctx)
+        if el > a.limit:
+            r.timed_out = True
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            _, status, ru = os.wait4(p.pid, 0)
+            break
+        time.sleep(0.02)
+    p.returncode = 0  # reaped by wait4 above
+    r.wall = time.monotonic() - t0
+    outf.close()
+    errf.close()
+    r.rss_mib = ru.ru_maxrss / 1024.0 if ru else 0
+    r.signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    r.rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    r.stdout = open(os.path.join(d, "stdout"), "rb").read().decode("utf-8", "replace")
+    r.stderr = open(os.path.join(d, "stderr"), "rb").read().decode("utf-8", "replace")
+    r.out = r.stdout + r.stderr
+    time.sleep(0.05)
+    leaked = pids_alive(d)
+    # the harness's own group must be gone too
+    try:
+        os.killpg(p.pid, 0)
+        group_left = True
+    except OSError:
+        group_left = False
+    reason = None
+    if r.timed_out:
+        reason = f"hang: killed after {a.limit}s"
+    elif r.signal is not None:
+        reason = f"harness died by signal {r.signal}"
+    elif r.rc not in a.rc:
+        reason = f"wrong exit code {r.rc} (expected {sorted(a.rc)})" + (" -- accepted/PASS"
+                                                                          if r.rc == 0 and 0 not in a.rc else "")
+    elif leaked:
+        reason = f"leaked process(es) {leaked}"
+    elif group_left:
+        reason = "harness process group still alive after exit"
+    elif a.max_rss_mib and r.rss_mib > a.max_rss_mib:
+        reason = f"peak RSS {r.rss_mib:.0f} MiB > {a.max_rss_mib} MiB"
+    elif a.check:
+        try:
+            reason = a.check(r, ctx)
+        except Exception as e:  # a predicate that cannot evaluate is a finding about the output
+            reason = f"check raised {type(e).__name__}: {e}"
+    for pid in leaked:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if group_left:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    r.reason = reason
+    subprocess.run(["chmod", "-R", "u+rwx", d], stderr=subprocess.DEVNULL)
+    subprocess.run(["rm", "-rf", d], stderr=subprocess.DEVNULL)
+    return r
+
+
+# ---------- predicates ----------
+def has(*words):
+    def f(r, ctx):
+        for w in words:
+            if w.lower() not in r.out.lower():
+                return f"output does not mention {w!r}: {r.out[-300:]!r}"
+        return None
+    return f
+
+
+def all_of(*fs):
+    def f(r, ctx):
+        for g in fs:
+            if g is None:
+                continue
+            why = g(r, ctx)
+            if why:
+                return why
+        return None
+    return f
+
+
+def short_output(limit):
+    return lambda r, ctx: None if len(r.out) <= limit else f"output {len(r.out)} bytes > {limit}"
+
+
+def faster(sec):
+    return lambda r, ctx: None if r.wall <= sec else f"took {r.wall:.1f}s > {sec}s"
+
+
+def report_json(status=None, where="rep"):
+    def f(r, ctx):
+        p = os.path.join(ctx["dir"], where, "report.json")
+        if not os.path.exists(p):
+            return "missing report.json"
+        try:
+            j = json.load(open(p, encoding="utf-8"))
+        except Exception as e:
+            return f"report.json does not parse: {e}"
+        if status and j.get("status") != status:
+            return f"report status {j.get('status')!r}, expected {status!r}"
+        return None
+    return f
+
+
+def error_verdict(r, ctx):
+    return None if "ERROR" in r.out or "error" in r.out.lower() else "no ERROR verdict in output"
+
+
+# ---------- setups ----------
+def corpus(lines, name="c.case"):
+    def s(d, ctx):
+        write(os.path.join(d, name), "\n".join(lines) + "\n")
+        ctx["corpus"] = os.path.join(d, name)
+        return None
+    return s
+
+
+def with_exec(body, extra=None):
+    """setup making an exec backend; ctx['be'] is its --backend value."""
+    def s(d, ctx):
+        ctx["be"] = exec_script(d, "be.sh", body.replace("@D@", d))
+        if extra:
+            extra(d, ctx)
+        return None
+    return s
+
+
+def chain(*ss):
+    def s(d, ctx):
+        for x in ss:
+            if x:
+                x(d, ctx)
+        return None
+    return s
+
+
+def npy_header(descr, shape):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, ", ".join(map(str, shape)) +
+                                                                        ("," if len(shape) == 1 else ""))
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode()
+
+
+def build(bin_path, bdir, full):
+    A = []
+    tests = os.path.join(bdir, "oracle", "tests")
+    plug = lambda m: "plugin:" + os.path.join(tests, f"libao_hostile_plugin_{m}.so")
+    ok_plugin = "plugin:" + os.path.join(tests, "libao_example_plugin_ok.so")
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    numpy_ref = f"/usr/bin/python3 {src}/scripts/backends/numpy_ref.py"
+    edge = os.path.join(src, "corpus", "edge")
+
+    # (1) mutated inputs
+    A.append(Attack(1, "plugin zero_inputs repro", ["repro", IDX, "--backend", plug("zero_inputs")], {1}))
+    A.append(Attack(1, "plugin zero_inputs repro rank 3", ["repro", "op=indexer docs=512,256 cp=4 rank=3",
+                                                           "--backend", plug("zero_inputs")], {1}))
+    A.append(Attack(1, "plugin zero_inputs gate corpus/edge", ["gate", edge, "--backend", plug("zero_inputs")],
+                    {1}, limit=120, quick=False,
+                    check=lambda r, c: None if not re.search(r"(?<!\d)0 failed", r.out) else "no failures reported"))
+    zq = ("python3 -c \"import sys;p=sys.argv[1]+'/q.npy';b=bytearray(open(p,'rb').read());"
+          "n=128;b[n:]=bytes(len(b)-n);open(p,'wb').write(b)\" \"$1\"\n")
+    A.append(Attack(1, "exec zeroes q.npy then numpy_ref", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=with_exec(zq + f"exec {numpy_ref} \"$1\"")))
+    A.append(Attack(1, "exec zeroes q.npy then numpy_ref rank 0", ["repro", "op=indexer docs=512,256 cp=4 rank=0",
+                                                                     "--backend", "{be}"], {1},
+                    setup=with_exec(zq + f"exec {numpy_ref} \"$1\"")))
+    A.append(Attack(1, "exec rewrites q.npy only (outputs unwritten)", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=with_exec(zq)))
+    A.append(Attack(1, "exec honest numpy_ref passes (control)", ["repro", IDX, "--backend", f"exec:{numpy_ref}"],
+                    {0}))
+
+    # (2) plugin faults through repro, gate, fuzz, bisect-run
+    env = {"AO_PLUGIN_TIMEOUT": "3"}
+    for m in PLUGIN_MODES:
+        load_fault = m in ("exit_ctor", "abi_data")
+        rc_run = {1, 2} if load_fault else {1}
+        A.append(Attack(2, f"plugin {m} repro", ["repro", IDX, "--backend", plug(m)], rc_run, env=env,
+                        check=all_of(short_output(20000), has("hostile_plugin"))))
+        A.append(Attack(2, f"plugin {m} repro --report-dir", ["repro", SMALL, "--backend", plug(m),
+                                                               "--report-dir", "rep"], rc_run, env=env,
+                        check=None if load_fault else report_json("complete"), quick=(m == "segv")))
+        A.append(Attack(2, f"plugin {m} gate", ["gate", "{corpus}", "--backend", plug(m), "--report-dir", "rep"],
+                        rc_run, env=env, setup=corpus([SMALL, SDPA]),
+                        check=None if load_fault else report_json("complete")))
+        # a time budget bounds fuzz (shrinking included) to the budget plus one run (AO_PLUGIN_TIMEOUT=3 s here)
+        A.append(Attack(2, f"plugin {m} fuzz", ["fuzz", "--backend", plug(m), "--budget", "5s", "--seed", "3",
+                                                "--no-save"], rc_run, env=env, check=faster(5 + 3 + 2),
+                        quick=(m in ("exit_run", "stack"))))
+        A.append(Attack(2, f"plugin {m} bisect-run", ["bisect-run", SMALL, "--backend", plug(m), "--timeout", "20"],
+                        {1, 125, 128} if load_fault else {1}, env=env, quick=(m in ("abort", "loop"))))
+        A.append(Attack(2, f"plugin {m} bisect-run --crash-is-skip", ["bisect-run", SMALL, "--backend", plug(m),
+                                                                       "--timeout", "20", "--crash-is-skip"],
+                        {1, 125, 128}, env=env, quick=False))
+    A.append(Attack(2, "example plugin ok (control)", ["repro", IDX, "--backend", ok_plugin], {0}))
+    A.append(Attack(2, "example plugin bug=topleft", ["repro", IDX, "--backend", ok_plugin + ":bug=topleft"], {1}))
+
+    # (3) bisect-run command-line errors -> 128
+    for name, args in [("typo option", ["bisect-run", SMALL, "--backnd", "cpu-ref"]),
+                       ("missing backend", ["bisect-run", SMALL]),
+                       ("missing case", ["bisect-run", "--backend", "cpu-ref"]),
+                       ("--timeout abc", ["bisect-run", SMALL, "--backend", "cpu-ref", "--timeout", "abc"]),
+                       ("--timeout -1", ["bisect-run", SMALL, "--backend", "cpu-ref", "--timeout", "-1"]),
+                       ("--timeout nan", ["bisect-run", SMALL, "--backend", "cpu-ref", "--timeout", "nan"]),
+                       ("--timeout inf", ["bisect-run", SMALL, "--backend", "cpu-ref", "--timeout", "inf"]),
+                                              ("--timeout without value", ["bisect-run", SMALL, "--backend", "cpu-ref", "--timeout"]),
+                       ("unknown backend", ["bisect-run", SMALL, "--backend", "no-such-backend"]),
+                       ("bad case key", ["bisect-run", "op=indexer docs=64 bogus=1", "--backend", "cpu-ref"]),
+                       ("missing case file", ["bisect-run", "/nonexistent/x.case", "--backend", "cpu-ref"]),
+                       ("plugin not found", ["bisect-run", SMALL, "--backend", "plugin:/nonexistent/lib.so"])]:
+        A.append(Attack(3, f"bisect-run {name}", args, {128}))
+
+    # (4) exec outputs that are not regular files
+    env5 = {"AO_EXEC_TIMEOUT": "5"}
+    for kind, body in [("FIFO", 'rm -f "$1/{f}"; mkfifo "$1/{f}"'),
+                       ("symlink to dir", 'rm -f "$1/{f}"; ln -s /tmp "$1/{f}"'),
+                       ("symlink to file", 'rm -f "$1/{f}"; ln -s /etc/passwd "$1/{f}"'),
+                       ("symlink to /dev/zero", 'rm -f "$1/{f}"; ln -s /dev/zero "$1/{f}"'),
+                       ("directory", 'rm -f "$1/{f}"; mkdir "$1/{f}"'),
+                       ("missing", 'rm -f "$1/{f}"')]:
+        for case, f in [(IDX, "topk.npy"), (SDPA, "o.npy")]:
+            A.append(Attack(4, f"exec output {f} is {kind}", ["repro", case, "--backend", "{be}"], {1}, env=env5,
+                            setup=with_exec(body.format(f=f)), limit=30,
+                            check=all_of(faster(15), short_output(20000),
+                                         lambda r, c: None if "9223372036854775807" not in r.out
+                                         else "absurd size in message")))
+
+    # (5) huge .npy header, huge stderr
+    def huge_npy(shape, sparse_gib=0):
+        def s(d, ctx):
+            hdr = npy_header("<i4", shape)
+            py = (f"import sys;p=sys.argv[1]+'/topk.npy';f=open(p,'wb');f.write({hdr!r});"
+                  + (f"f.truncate({sparse_gib}<<30);" if sparse_gib else "") + "f.close()")
+            ctx["be"] = exec_script(d, "be.sh", f"python3 -c {shlex.quote(py)} \"$1\"")
+        return s
+    A.append(Attack(5, "npy header shape 1e9x8 (header only)", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=huge_npy((1000000000, 8)), max_rss_mib=1024))
+    A.append(Attack(5, "npy header shape 1e9x8 sparse 3 GiB", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=huge_npy((1000000000, 8), 3), max_rss_mib=1024))
+    A.append(Attack(5, "npy header shape 2^62", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=huge_npy((4611686018427387904,)), max_rss_mib=1024))
+    A.append(Attack(5, "npy header negative shape", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=huge_npy((-1, 8)), max_rss_mib=1024))
+    A.append(Attack(5, "npy header length 65535 garbage", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=with_exec("python3 -c \"import sys;open(sys.argv[1]+'/topk.npy','wb').write("
+                                    "b'\\x93NUMPY\\x01\\x00\\xff\\xff'+b'{' * 65535)\" \"$1\""),
+                    max_rss_mib=1024))
+    A.append(Attack(5, "npy v2 header 4 GiB length", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=with_exec("python3 -c \"import sys;open(sys.argv[1]+'/topk.npy','wb').write("
+                                    "b'\\x93NUMPY\\x02\\x00\\xff\\xff\\xff\\xff')\" \"$1\""), max_rss_mib=1024))
+    A.append(Attack(5, "stderr 600 MB then exit 3", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=with_exec("head -c 600000000 /dev/zero | tr '\\0' x >&2; exit 3"),
+                    max_rss_mib=600, check=short_output(100000), limit=90, quick=False))
+    A.append(Attack(5, "stderr 50 MB no newline then exit 0", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=with_exec("head -c 50000000 /dev/zero | tr '\\0' y >&2; exit 0"),
+                    max_rss_mib=600, check=short_output(100000)))
+    A.append(Attack(5, "stdout 50 MB then exit 1", ["repro", IDX, "--backend", "{be}"], {1},
+                    setup=with_exec("head -c 50000000 /dev/zero | tr '\\0' z; exit 1"),
+                    max_rss_mib=600, check=short_output(100000)))
+
+    # (6) memory cap
+    for v in ["nan", "inf", "-1", "", "0", "abc", "1e10", "-inf", "0.0001"]:
+        A.append(Attack(6, f"--max-mem {v!r}", ["--max-mem", v, "repro", SMALL], {2}, check=has("max-mem"),
+                        limit=20))
+    A.append(Attack(6, "--max-mem 1 docs=64*500000", ["--max-mem", "1", "repro",
+                                                      "op=indexer docs=64*500000 heads=1 dim=1 topk=1"], {2},
+                    check=all_of(faster(5), has("docs")), max_rss_mib=600))
+    # show is held to the cap too (a refusal is an answer); under a cap that admits it, it must not build rows
+    A.append(Attack(6, "show docs=300000000", ["show", "op=indexer docs=300000000 heads=1 dim=1 topk=1"], {0, 2},
+                    check=faster(5), max_rss_mib=600))
+    A.append(Attack(6, "--max-mem 100 show docs=300000000", ["--max-mem", "100", "show",
+                                                             "op=indexer docs=300000000 heads=1 dim=1 topk=1"], {0},
+                    check=faster(5), max_rss_mib=600))
+    A.append(Attack(6, "--max-mem 100 show rows=3999999 on 4M", ["--max-mem", "100", "show",
+                    "op=indexer docs=4000000 heads=1 dim=1 topk=1 rows=3999999"], {0}, check=faster(20),
+                    max_rss_mib=1500, quick=False))
+    A.append(Attack(6, "cap names tail", ["--max-mem", "1", "repro", "op=sdpa docs=64 tail=4000000000"], {2},
+                    check=all_of(faster(5), has("tail")), max_rss_mib=600))
+    A.append(Attack(6, "cap names capacity/offsets", ["--max-mem", "1", "repro",
+                                                      "op=sdpa lens=3 padded_offsets=0,4000000000"], {2},
+                    check=all_of(faster(5), lambda r, c: None if ("capacity" in r.out or "offsets" in r.out)
+                                 else "refusal names neither capacity nor offsets"), max_rss_mib=600))
+    A.append(Attack(6, "cap names heads", ["--max-mem", "0.01", "repro", "op=indexer docs=4096 heads=100000 dim=64"],
+                    {2}, check=all_of(faster(5), has("heads")), max_rss_mib=600))
+    A.append(Attack(6, "docs=1e12 show", ["show", "op=indexer docs=1000000000000"], {0, 2}, check=faster(5),
+                    max_rss_mib=600))
+
+    # (7) fuzz --budget 1s --dims glm wall time
+    def budget_ok(budget):
+        def f(r, c):
+            lr = 0.0
+            for tok in r.out.split():
+                if tok.startswith("longest_run_seconds="):
+                    lr = float(tok.split("=", 1)[1])
+            if "fuzz-result" not in r.out:
+                return "no fuzz-result line"
+            return None if r.wall <= budget + lr + 2.0 else f"wall {r.wall:.1f}s > budget {budget}s + run {lr:.1f}s + 2s"
+        return f
+    for be, seed in [("cpu-ref", 1), ("cpu-bug:topleft-cp", 1), ("cpu-bug:off-by-one-causal", 2), ("cpu-ref", 7)]:
+        A.append(Attack(7, f"fuzz --budget 1s --dims glm {be} seed {seed}",
+                        ["fuzz", "--backend", be, "--budget", "1s", "--dims", "glm", "--seed", str(seed), "--no-save"],
+                        {0, 1}, check=budget_ok(1), quick=(seed == 1 and be == "cpu-ref")))
+    A.append(Attack(7, "fuzz --budget 2s small off-by-one", ["fuzz", "--backend", "cpu-bug:off-by-one-causal",
+                                                             "--budget", "2s", "--seed", "5", "--no-save"],
+                    {1}, check=budget_ok(2)))
+
+    # (8) non-UTF-8 stderr with --report-dir
+    for name, body in [("raw 0xff 0xfe", "printf 'bad \\377\\376 bytes\\n' >&2; exit 1"),
+                       ("cut mid-character", "python3 -c \"import sys;sys.stderr.buffer.write('é'.encode()*3001)\";"
+                                             " exit 1"),
+                       ("lone surrogate bytes", "printf '\\355\\240\\200\\n' >&2; exit 4"),
+                       ("NUL and controls", "printf 'a\\000b\\001\\033[31mred\\n' >&2; exit 1"),
+                       ("skip reason non-UTF-8", "printf 'skip \\377\\n' >&2; exit 125")]:
+        A.append(Attack(8, f"repro exec stderr {name}", ["repro", IDX, "--backend", "{be}", "--report-dir", "rep"],
+                        {1, 125}, setup=with_exec(body), check=report_json("complete")))
+        A.append(Attack(8, f"gate exec stderr {name}", ["gate", "{corpus}", "--backend", "{be}", "--report-dir",
+                                                        "rep"], {1, 125},
+                        setup=chain(with_exec(body), corpus([SMALL, SDPA])), check=report_json("complete"),
+                        quick=(name == "cut mid-character")))
+
+    # (9) bad .case files in gate
+    for name, content in [("empty", ""), ("comments only", "# nothing\n\n"), ("truncated", "op=indexer docs="),
+                          ("truncated key", "op=indexer docs=64 hea"), ("binary", bytes(random.Random(9).randrange(256)
+                                                                                       for _ in range(300))),
+                          ("NUL inside", b"op=indexer docs=64\x00 heads=2\n"), ("only BOM", b"\xef\xbb\xbf"),
+                          ("claim without case", "# catches: cpu-bug:topleft-cp\n")]:
+        def s(d, ctx, content=content):
+            os.mkdir(os.path.join(d, "corp"))
+            write(os.path.join(d, "corp", "good.case"), SMALL + "\n")
+            write(os.path.join(d, "corp", "bad.case"), content)
+            return None
+        A.append(Attack(9, f"gate .case {name}", ["gate", "corp", "--backend", "cpu-ref"], {2}, setup=s,
+                        check=has("bad.case")))
+
+    def tmp_left(d, ctx):
+        os.mkdir(os.path.join(d, "corp"))
+        write(os.path.join(d, "corp", "good.case"), SMALL + "\n")
+        write(os.path.join(d, "corp", ".abc.case.tmp.12345"), "op=indexer docs=")
+    A.append(Attack(9, "gate ignores crash-left temp file", ["gate", "corp", "--backend", "cpu-ref"], {0}, setup=tmp_left))
+
+    def fuzz_known_empty(d, ctx):
+        os.mkdir(os.path.join(d, "found"))
+        write(os.path.join(d, "found", "deadbeef.case"), "")
+    A.append(Attack(9, "fuzz --out with an empty .case: no empty file left", ["fuzz", "--backend",
+                    "cpu-bug:topleft-cp", "--budget", "20", "--seed", "1", "--out", "found"], {1}, setup=fuzz_known_empty,
+                    check=lambda r, c: None if any(os.path.getsize(os.path.join(c["dir"], "found", f)) > 0
+                                                   for f in os.listdir(os.path.join(c["dir"], "found")))
+                    else "no case saved"))
+
+    # (10) report dirs and signals
+    A.append(Attack(10, "--report-dir ''", ["repro", SMALL, "--report-dir", ""], {2}, check=has("report-dir")))
+    A.append(Attack(10, "--report-dir under /proc", ["repro", SMALL, "--report-dir", "/proc/ao-nope/x"], {2},
+                    check=has("report")))
+    A.append(Attack(10, "--report-dir is a file", ["gate", "{corpus}", "--backend", "cpu-ref", "--report-dir", "{corpus}"], {2},
+                    setup=corpus([SMALL])))
+    A.append(Attack(10, "gate --report-dir unwritable (/proc) checked first", ["gate", "{corpus}", "--backend",
+                    "{be}", "--report-dir", "/proc/self/ao"], {2},
+                    setup=chain(with_exec("echo ran >> @D@/ran; exit 125"), corpus([SMALL, SDPA])),
+                    check=lambda r, c: None if not os.path.exists(os.path.join(c["dir"], "ran"))
+                    else "cases ran before the report dir was checked"))
+
+    def concurrent(d, ctx):
+        corpus([SMALL, SDPA])(d, ctx)
+        ctx["be"] = exec_script(d, "be.sh", "sleep 2; exit 125")
+        os.mkdir(os.path.join(d, "rep"))
+        ctx["first"] = subprocess.Popen([bin_path, "gate", ctx["corpus"], "--backend", ctx["be"], "--report-dir",
+                                         os.path.join(d, "rep")], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(0.8)
+        return None
+
+    def concurrent_check(r, ctx):
+        first = ctx["first"]
+        try:
+            rc1 = first.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+            return "first gate hung"
+        if rc1 != 125:
+            return f"first gate exit {rc1}, expected 125"
+        if "pid" not in r.out.lower():
+            return "second gate's refusal does not name the holder's pid"
+        return report_json("complete")(r, ctx)
+    A.append(Attack(10, "two gates on one report dir", ["gate", "{corpus}", "--backend", "cpu-ref", "--report-dir",
+                                                        "rep"], {2}, setup=concurrent, check=concurrent_check))
+
+    for sig, code, kind in [(signal.SIGINT, 130, "gate"), (signal.SIGTERM, 143, "gate"),
+                            (signal.SIGINT, 130, "repro"), (signal.SIGTERM, 143, "fuzz")]:
+        def sigsetup(d, ctx, kind=kind):
+            corpus([SMALL, SDPA, IDX, SMALL + " seed=2"])(d, ctx)
+            ctx["be"] = exec_script(d, "be.sh", "echo $$ >> @D@/pids; sleep 3; exit 125".replace("@D@", d))
+            if kind == "gate":
+                return ["gate", ctx["corpus"], "--backend", ctx["be"], "--report-dir", "rep"]
+            if kind == "repro":
+                return ["repro", SMALL, "--backend", ctx["be"], "--backend", ctx["be"], "--backend", ctx["be"],
+                        "--report-dir", "rep"]
+            return ["fuzz", "--backend", ctx["be"], "--budget", "20", "--no-save"]
+
+        def send(pid, ctx, sig=sig):
+            os.kill(pid, sig)
+        chk = report_json("interrupted") if kind != "fuzz" else has("INTERRUPTED")
+        A.append(Attack(10, f"{signal.Signals(sig).name} during {kind}", [], {code}, setup=sigsetup,
+                        during=(4.0, send), check=all_of(chk, faster(12)), limit=40))
+
+    # (11) leaked processes
+    for name, body in [("setsid sleep", "setsid sleep 300 & echo $! >> @D@/pids; exit 125"),
+                       ("double fork", "( sleep 300 & echo $! >> @D@/pids ) ; exit 125"),
+                       ("setsid nohup double fork", "( setsid nohup sleep 300 >/dev/null 2>&1 & echo $! >> @D@/pids ) ;"
+                                                    " sleep 0.3; exit 1"),
+                       ("daemon then pass", f"( setsid sleep 300 & echo $! >> @D@/pids ); exec {numpy_ref} \"$1\""),
+                       ("child ignores SIGTERM", "( trap '' TERM; exec sleep 300 ) & echo $! >> @D@/pids; exit 125")]:
+        for sub in ["repro", "gate", "fuzz", "bisect-run"]:
+            args = {"repro": ["repro", IDX, "--backend", "{be}"],
+                    "gate": ["gate", "{corpus}", "--backend", "{be}"],
+                    "fuzz": ["fuzz", "--backend", "{be}", "--budget", "2", "--no-save", "--op", "indexer"],
+                    "bisect-run": ["bisect-run", IDX, "--backend", "{be}", "--timeout", "20"]}[sub]
+            A.append(Attack(11, f"{sub} exec {name}", args, {0, 1, 125}, setup=chain(with_exec(body), corpus([IDX])),
+                            quick=(sub == "repro")))
+    A.append(Attack(11, "bisect-run --timeout 2 with a sleeping sh", ["bisect-run", SMALL, "--backend", "{be}",
+                                                                       "--timeout", "2"], {1},
+                    setup=with_exec("echo $$ >> @D@/pids; sleep 300 & echo $! >> @D@/pids; wait"),
+                    check=faster(15)))
+    A.append(Attack(11, "repro AO_EXEC_TIMEOUT=2 with a grandchild", ["repro", SMALL, "--backend", "{be}"], {1},
+                    env={"AO_EXEC_TIMEOUT": "2"},
+                    setup=with_exec("echo $$ >> @D@/pids; (setsid sleep 300 & echo $! >> @D@/pids); sleep 300"),
+                    check=faster(15)))
+
+    # (12) ignored keys, bad option values, claims
+    for line, key in [("op=indexer docs=64 o_offsets=0", "o_offsets"), ("op=indexer docs=64 stats_offsets=0",
+                                                                         "stats_offsets"),
+                      ("op=indexer docs=64 crop=1", "crop"), ("op=indexer docs=64 cp_scheme=contiguous", "cp_scheme"),
+                      ("op=indexer docs=64 cp=1 crop=1", "crop"), ("op=indexer docs=64 mask=none ratio=4", "ratio"),
+                      ("op=indexer docs=64 cp=2 rank=0 mask=none crop=1", "crop"),
+                      ("op=sdpa docs=64 cp_scheme=zigzag", "cp_scheme")]:
+        A.append(Attack(12, f"ignored key {line}", ["repro", line], {2}, check=has(key)))
+    for name, args, opt in [("--seed -1", ["fuzz", "--backend", "cpu-ref", "--seed", "-1", "--budget", "1"], "seed"),
+                            ("--seed 2^64", ["fuzz", "--backend", "cpu-ref", "--seed", "18446744073709551616", "--budget", "1"], "seed"),
+                            ("--seed abc", ["fuzz", "--backend", "cpu-ref", "--seed", "abc", "--budget", "1"], "seed"),
+                            ("--max-failures -1", ["fuzz", "--backend", "cpu-ref", "--max-failures", "-1", "--budget", "1"], "max-failures"),
+                            ("--shrink-runs -5", ["fuzz", "--backend", "cpu-ref", "--shrink-runs", "-5", "--budget", "1"], "shrink-runs"),
+                            ("--budget -1", ["fuzz", "--backend", "cpu-ref", "--budget", "-1"], "budget"),
+                            ("--budget 0s", ["fuzz", "--backend", "cpu-ref", "--budget", "0s"], "budget"),
+                            ("--budget 1x", ["fuzz", "--backend", "cpu-ref", "--budget", "1x"], "budget"),
+                            ("--dims huge", ["fuzz", "--backend", "cpu-ref", "--dims", "huge", "--budget", "1"], "dims"),
+                            ("--op bogus", ["fuzz", "--backend", "cpu-ref", "--op", "bogus", "--budget", "1"], "op"),
+                            ("shrink --runs -1", ["shrink", SMALL, "--backend", "cpu-bug:topleft-cp", "--runs", "-1"],
+                             "runs"),
+                            ("unknown subcommand option", ["repro", SMALL, "--frobnicate"], "frobnicate"),
+                            ("unknown backend", ["repro", SMALL, "--backend", "nope"], "nope")]:
+        A.append(Attack(12, f"bad option {name}", args, {2}, check=has(opt), limit=30))
+    A.append(Attack(12, "false # catches: claim", ["gate", "{corpus}", "--backend", "cpu-ref"], {1},
+                    setup=corpus(["# catches: cpu-ref", SMALL]), check=has("claim not held")))
+    A.append(Attack(12, "unknown # catches: backend", ["gate", "{corpus}", "--backend", "cpu-ref"], {2},
+                    setup=corpus(["# catches: cpu-bug:no-such-model", SMALL]), check=has("c.case:1")))
+    A.append(Attack(12, "double # catches: claim", ["gate", "{corpus}", "--backend", "cpu-ref"], {2},
+                    setup=corpus(["# catches: cpu-bug:topleft-cp", "# catches: cpu-bug:topleft-cp", SMALL])))
+    A.append(Attack(12, "true # catches: claim holds", ["gate", "{corpus}", "--backend", "cpu-bug:topleft-cp"], {1},
+                    setup=corpus(["# catches: cpu-bug:topleft-cp", IDX]), check=has("1 of 1 claims held")))
+
+    # (13) BOM, symlink loops, long values, --shard
+    A.append(Attack(13, "BOM on a command-line case", ["repro", "\ufeff" + SMALL], {0}))
+    A.append(Attack(13, "BOM + bad key names key", ["repro", "\ufeffop=indexer docs=64 bogus=1"], {2},
+                    check=all_of(has("bogus"), lambda r, c: None if "'\ufeffop'" not in r.out else "BOM in key")))
+    A.append(Attack(13, "BOM at start of corpus file", ["gate", "{corpus}", "--backend", "cpu-ref"], {0},
+                    setup=lambda d, c: (write(os.path.join(d, "c.case"), b"\xef\xbb\xbf" + SMALL.encode() + b"\n"),
+                                        c.update(corpus=os.path.join(d, "c.case")), None)[-1]))
+
+    def loop_setup(d, ctx):
+        os.makedirs(os.path.join(d, "corp", "sub"))
+        write(os.path.join(d, "corp", "good.case"), SMALL + "\n")
+        os.symlink("a", os.path.join(d, "corp", "sub", "b"))
+        os.symlink("b", os.path.join(d, "corp", "sub", "a"))
+        os.symlink("..", os.path.join(d, "corp", "sub", "up"))
+    A.append(Attack(13, "symlink loop in corpus dir", ["gate", "corp", "--backend", "cpu-ref"], {2}, setup=loop_setup,
+                    check=has("cannot resolve")))
+
+    def dangling(d, ctx):
+        os.makedirs(os.path.join(d, "corp"))
+        write(os.path.join(d, "corp", "good.case"), SMALL + "\n")
+        os.symlink("/nonexistent/x.case", os.path.join(d, "corp", "gone.case"))
+    A.append(Attack(13, "dangling symlink in corpus dir ignored", ["gate", "corp", "--backend", "cpu-ref"], {0}, setup=dangling))
+    big = "9" * 1000000
+    for key in ["docs", "seed", "dtype", "bogus"]:
+        A.append(Attack(13, f"120 kB value (argv limit) for {key}", ["repro", f"op=indexer docs=64 {key}={big[:120000]}" if key != "docs"
+                                                      else f"op=indexer docs={big[:120000]}"], {2},
+                        check=all_of(short_output(2000), has(key))))
+    for key in ["docs", "seed", "dtype", "bogus"]:
+        A.append(Attack(13, f"1 MB value for {key} in a corpus file", ["gate", "{corpus}", "--backend", "cpu-ref"],
+                        {2}, setup=corpus([f"op=indexer docs=64 {key}={big}" if key != "docs"
+                                           else f"op=indexer docs={big}"]), check=all_of(short_output(2000), has(key))))
+    for v in ["5/4", "4/4", "a/b", "1/0", "-1/3", "1/", "/3", "1", "1/4/2", "99999999999999999999/3"]:
+        A.append(Attack(13, f"--shard {v!r}", ["fuzz", "--backend", "cpu-ref", "--shard", v, "--budget", "1"], {2},
+                        check=has("shard")))
+    for v in ["0/4", "3/4"]:  # shards are 0-based (README: case numbers i, i+n, ...)
+        A.append(Attack(13, f"--shard {v} (control)", ["fuzz", "--backend", "cpu-ref", "--shard", v, "--budget", "3",
+                                                       "--no-save"], {0}))
+
+    # (14) fuzz dedup
+    secs = 30 if full else 10
+    A.append(Attack(14, f"fuzz {secs}s off-by-one-causal leaves a handful of files",
+                    ["fuzz", "--backend", "cpu-bug:off-by-one-causal", "--budget", f"{secs}s", "--seed", "1",
+                     "--out", "found"], {1}, limit=secs + 60,
+                    check=lambda r, c: (lambda n: None if 1 <= n <= 8 else f"{n} files saved")(
+                        len([f for f in os.listdir(os.path.join(c["dir"], "found")) if f.endswith(".case")])
+                        if os.path.isdir(os.path.join(c["dir"], "found")) else 0)))
+    A.append(Attack(14, "fuzz 8s topleft-cp leaves a handful of files",
+                    ["fuzz", "--backend", "cpu-bug:topleft-cp", "--budget", "8s", "--seed", "4", "--out", "found"],
+                    {1}, limit=70, quick=False,
+                    check=lambda r, c: (lambda n: None if 1 <= n <= 8 else f"{n} files saved")(
+                        len([f for f in os.listdir(os.path.join(c["dir"], "found")) if f.endswith(".case")])
+                        if os.path.isdir(os.path.join(c["dir"], "found")) else 0)))
+
+    # (15) random malformed case lines (mutations of valid lines)
+    rng = random.Random(20261203)
+    valid = [IDX, SMALL, SDPA, "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan",
+             "op=indexer docs=8192,4096 cp=32 rank=15 heads=8 dim=64 topk=256", "op=sdpa lens=5,7 dtype=bf16 window=3"]
+    bad_values = ["abc", "", "-7", "18446744073709551616", "1e999", "nan", "1,,2", "0x10", " ", "1.5.5", "+-1",
+                  "\u00e9\u00e9", "9" * 40, "1/0", "*", "64*"]
+    for i in range(60):
+        toks = rng.choice(valid).split()
+        kind = rng.randrange(4)
+        if kind == 0:  # bad value for an existing key (never op, so the key stays known)
+            j = rng.randrange(1, len(toks))
+            key = toks[j].split("=")[0]
+            # a value the key accepts is no mutation (poison=nan is valid)
+            toks[j] = key + "=" + rng.choice([v for v in bad_values if key + "=" + v != toks[j]
+                                              and not (key == "poison" and v == "nan")])
+        elif kind == 1:  # unknown key
+            key = rng.choice(["bogus", "doc", "head", "topK", "cp_sheme", "lens_q", "x"])
+            toks.insert(rng.randrange(len(toks) + 1), key + "=1")
+        elif kind == 2:  # duplicated key
+            j = rng.randrange(len(toks))
+            key = toks[j].split("=")[0]
+            toks.append(toks[j])
+        else:  # key without '='
+            j = rng.randrange(1, len(toks))
+            key = toks[j].split("=")[0]
+            toks[j] = key
+        line = " ".join(toks)
+        A.append(Attack(15, f"malformed #{i} [{line[:70]}]", ["repro", line], {2}, check=has(key), limit=30,
+                        quick=(i % 4 == 0)))
+    return A
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("binary")
+    ap.add_argument("build_dir")
+    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--only", type=int, action="append")
+    ap.add_argument("-v", action="store_true")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.binary)
+    random.seed(0)
+    attacks = [x for x in build(binary, os.path.abspath(a.build_dir), a.full) if a.full or x.quick]
+    if a.only:
+        attacks = [x for x in attacks if x.cls in a.only]
+    root = tempfile.mkdtemp(prefix="ao-attack-")
+    tally, bad = {}, []
+    t0 = time.monotonic()
+    for i, atk in enumerate(attacks):
+        try:
+            r = run_one(binary, atk, root)
+        except Exception as e:  # the attack itself could not start (e.g. E2BIG): counted, never hidden
+            r = Result()
+            r.reason, r.rc, r.signal, r.wall, r.rss_mib, r.cmd, r.out = (f"attack setup failed: {e!r}", None, None,
+                                                                       0.0, 0.0, atk.name, "")
+        ok = r.reason is None
+        h, n = tally.get(atk.cls, (0, 0))
+        tally[atk.cls] = (h + ok, n + 1)
+        if a.v or not ok:
+            print(f"[{i + 1}/{len(attacks)}] {'HANDLED' if ok else 'NOT HANDLED'} ({atk.cls}) {atk.name}: "
+                  f"rc={r.rc} sig={r.signal} {r.wall:.1f}s {r.rss_mib:.0f}MiB" + ("" if ok else f" -- {r.reason}"),
+                  flush=True)
+        if not ok:
+            bad.append((atk, r))
+    subprocess.run(["rm", "-rf", root])
+    print(f"\n{'class':<44} handled / tried")
+    for c in sorted(tally):
+        h, n = tally[c]
+        print(f"{c:>2} {CLASSES[c]:<41} {h:>4} / {n}")
+    th, tn = sum(v[0] for v in tally.values()), sum(v[1] for v in tally.values())
+    print(f"   {'total':<41} {th:>4} / {tn}   ({time.monotonic() - t0:.0f}s, {'full' if a.full else 'quick'})")
+    if bad:
+        print("\nNOT HANDLED:")
+        for atk, r in bad:
+            print(f"- ({atk.cls}) {atk.name}: {r.reason}\n    $ {r.cmd}\n    output tail: {r.out[-300:]!r}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
