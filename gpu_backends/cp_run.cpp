@@ -105,6 +105,8 @@ int run_rank_process(const CpRunOptions& o, const CpWorld& world) {
   if (c.cp % world.size != 0)
     throw CaseError("cp", std::to_string(c.cp), fmt::format("cannot be folded over {} processes", world.size));
   const int per = c.cp / world.size;
+  if (c.probe != Probe::None)  // each rank generates its chunks on its GPU; probe= inputs exist on the host only
+    throw CaseError("probe", "edges", "cp-run generates inputs on the devices; probe= inputs are generated on the host only");
   auto backend = make_backend(o.backend);
   auto* dev = dynamic_cast<DeviceRunnable*>(backend.get());
   if (!dev) throw CaseError("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");

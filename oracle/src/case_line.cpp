@@ -135,6 +135,7 @@ const std::vector<std::pair<std::string, Precision>> kPrecisions = {{"fp32", Pre
                                                                     {"fp64", Precision::F64}};
 const std::vector<std::pair<std::string, PadWrites>> kPadWrites = {{"forbid", PadWrites::Forbid},
                                                                    {"allow", PadWrites::Allow}};
+const std::vector<std::pair<std::string, Probe>> kProbes = {{"none", Probe::None}, {"edges", Probe::Edges}};
 const std::vector<std::pair<std::string, bool>> kBools = {{"0", false}, {"1", true}};
 
 using Setter = std::function<void(Case&, const std::string& key, const std::string& v)>;
@@ -190,6 +191,7 @@ const std::map<std::string, Setter>& setters() {
     s["score_tol"] = [](Case& c, auto& k, auto& v) { c.score_tol = parse_double(k, v, 0, 1e30); };
     s["min_recall"] = [](Case& c, auto& k, auto& v) { c.min_recall = parse_double(k, v, 0, 1); };
     s["pad_writes"] = [](Case& c, auto& k, auto& v) { c.pad_writes = parse_enum(k, v, kPadWrites); };
+    s["probe"] = [](Case& c, auto& k, auto& v) { c.probe = parse_enum(k, v, kProbes); };
     return s;
   }();
   return m;
@@ -225,6 +227,7 @@ const std::vector<std::pair<std::string, std::string>>& case_keys() {
       {"atol, rtol, lse_tol", "sdpa tolerances (defaults per dtype)"},
       {"score_tol, min_recall", "indexer tie tolerance override, minimum tie-aware recall"},
       {"pad_writes", "forbid | allow writes into output pad slots"},
+      {"probe", "none | edges (sdpa): inputs where each row's mask-boundary keys dominate (one-key errors show)"},
   };
   return k;
 }
@@ -277,7 +280,7 @@ Case parse_case(const std::string& line) {
   Case c = defaults_for(op);
   static const std::set<std::string> indexer_only = {"heads", "topk", "ratio", "score_tol", "min_recall"};
   static const std::set<std::string> sdpa_only = {"hq",   "hkv",  "dim_v",   "window",       "atol",
-                                                  "rtol", "lse_tol", "o_offsets", "stats_offsets"};
+                                                  "rtol", "lse_tol", "o_offsets", "stats_offsets", "probe"};
   for (auto& [k, v] : kvs) {
     if (op == Op::Sdpa && indexer_only.count(k)) throw CaseError(k, v, "applies only to op=indexer");
     if (op == Op::Indexer && sdpa_only.count(k)) throw CaseError(k, v, "applies only to op=sdpa");
@@ -368,6 +371,7 @@ std::string print_case(const Case& c) {
   if (c.score_tol != d.score_tol) add("score_tol", fmt_double(c.score_tol));
   if (c.min_recall != d.min_recall) add("min_recall", fmt_double(c.min_recall));
   if (c.pad_writes != d.pad_writes) add("pad_writes", enum_name(c.pad_writes, kPadWrites));
+  if (c.probe != d.probe) add("probe", enum_name(c.probe, kProbes));
   std::string s;
   for (auto& p : parts) s += (s.empty() ? "" : " ") + p;
   return s;

@@ -287,6 +287,8 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
     throw CaseError(c.o_offsets.empty() ? "stats_offsets" : "o_offsets",
                     list_str(c.o_offsets.empty() ? c.stats_offsets : c.o_offsets),
                     "applies only to op=sdpa (the indexer's outputs follow the Q rows)");
+  if (c.op == Op::Indexer && c.probe != Probe::None)
+    throw CaseError("probe", "edges", "applies only to op=sdpa (the indexer's inputs are not probed)");
   if (c.cp > 1) {
     for (size_t b = 0; b < B; ++b)
       if (c.q_lens[b] != c.kv_lens[b] && c.ratio == 1)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attn_oracle/probe_inputs.h"
 #include "attn_oracle/rng.h"
 
 namespace ao {
@@ -73,6 +74,7 @@ Inputs make_inputs(const Layout& l) {
     fill(in.q, l.q_rows, int64_t(c.hq) * c.dim, kTensorQ, c, q_token);
     fill(in.k, l.kv_rows, int64_t(c.hkv) * c.dim, kTensorK, c, k_token);
     fill(in.v, l.kv_rows, int64_t(c.hkv) * c.dim_v, kTensorV, c, k_token);
+    if (c.probe == Probe::Edges) apply_edge_probe(l, in);
   }
   return in;
 }

@@ -17,6 +17,7 @@ enum class CpScheme { Zigzag, Contiguous };
 enum class Poison { NaN, Inf, Large, None };
 enum class Precision { F32, F64 };
 enum class PadWrites { Forbid, Allow };
+enum class Probe { None, Edges };  // mask-probe inputs (sdpa): see probe_inputs.h
 
 // A value as error messages echo it: at most max_bytes (cut at a UTF-8 boundary) + "... (N bytes)".
 std::string clip_for_message(const std::string& v, size_t max_bytes = 80);
@@ -51,6 +52,7 @@ struct Case {
   uint32_t levels = 0;                             // round inputs to multiples of 2/N (tie stress)
   double atol = -1, rtol = -1, lse_tol = -1, score_tol = -1, min_recall = -1;  // -1 = defaults
   PadWrites pad_writes = PadWrites::Forbid;
+  Probe probe = Probe::None;
 
   bool operator==(const Case&) const = default;
 };
