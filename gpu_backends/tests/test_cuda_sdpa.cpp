@@ -98,5 +98,21 @@ TEST(CudaSdpa, DeviceInputsEqualHostInputs) {
   EXPECT_EQ(0, std::memcmp(a.got.lse.data(), b.got.lse.data(), a.got.lse.size() * sizeof(float)));
 }
 
+// probe= inputs exist on the host only: device-generated inputs would silently differ, so the kernel
+// skips such a case unless the harness uploads its inputs (inputs=host), where it must pass.
+TEST(CudaSdpa, ProbeInputsNeedInputsHost) {
+  AO_REQUIRE_GPU();
+  const std::string line = "op=sdpa docs=300,77 window=40 probe=edges";
+  const auto dev = run_line(line, "cuda-sdpa");
+  EXPECT_EQ(dev.verdict.kind, Verdict::Skipped);
+  EXPECT_NE(dev.verdict.reason.find("probe= inputs are generated on the host only (inputs=host)"), std::string::npos)
+      << dev.verdict.reason;
+  for (const char* l : {"op=sdpa docs=300,77 window=40 probe=edges", "op=sdpa docs=4096 probe=edges dtype=bf16"}) {
+    const auto host = run_line(l, "cuda-sdpa:inputs=host");
+    EXPECT_EQ(host.verdict.kind, Verdict::Pass) << l << ": " << host.verdict.reason;
+  }
+}
+
 }  // namespace
 }  // namespace ao::gpu
+
