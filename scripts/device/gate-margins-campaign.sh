@@ -3,7 +3,7 @@
 # For every SDPA case of the corpus: cuda-sdpa, cudnn-sdpa against each cuDNN found (the system one and the
 # one in PyTorch's wheel), and the PyTorch exec adapters (varlen_attn, per-segment SDPA) through the warm
 # host; the long-row blind-spot case of the issue (docs=8192 cp=32 rank=31 rows=64) in bf16/fp16 for the
-# kernels and for the mask bug knobs; ao_gpu_tests (the GPU suites after the last refactors).
+# kernels and for the mask bug knobs; all of them again with mask-probe inputs (probe=edges); ao_gpu_tests (the GPU suites after the last refactors).
 # Writes into $OUT (at most 8 files come back from a device call): env.txt, gpu_tests.txt, margins.tsv (per
 # backend and dtype, the distribution of error/gate of every gated numeric metric, from
 # scripts/device/gate-margins.py), campaign.tgz (gate-<name>.txt and report-<name>.json of every gate).
@@ -58,6 +58,9 @@ op=sdpa docs=8192 cp=32 rank=0 rows=64 dtype=bf16
 op=sdpa docs=4096,8192 cp=8 rank=5 rows=64 hq=8 hkv=2 dim=128 dtype=bf16
 op=sdpa docs=8192 rows=64 hq=4 hkv=1 dim=128 dtype=fp16
 CASES
+# Mask-probe inputs (probe=edges, host-generated): the same cases with boundary keys made to dominate.
+sed 's/$/ probe=edges/' "$work/sdpa.case" >"$work/probe.case"
+sed 's/$/ probe=edges/' "$work/long.case" >>"$work/probe.case"
 wc -l "$work"/*.case
 
 gate() {  # name, case file, backend...
@@ -72,6 +75,7 @@ gate() {  # name, case file, backend...
 }
 
 time_left 60 "cuda-sdpa corpus" && gate cuda-sdpa "$work/sdpa.case" cuda-sdpa
+time_left 60 "cuda-sdpa probe" && gate probe-cuda "$work/probe.case" cuda-sdpa:inputs=host
 time_left 40 "cuda-sdpa long rows" && gate long-cuda "$work/long.case" cuda-sdpa cuda-sdpa:derived-offsets=1
 for spec in "sys:$(dirname "$(readlink -f "${sys_cudnn:-/nonexistent}")")" "torch:$torch_cudnn"; do
   tag=${spec%%:*} dir=${spec#*:}
@@ -80,7 +84,8 @@ for spec in "sys:$(dirname "$(readlink -f "${sys_cudnn:-/nonexistent}")")" "torc
   ( export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     "$AO" backends 2>&1 | grep -A1 '^cudnn' | head -2
     gate "cudnn-$tag" "$work/sdpa.case" cudnn-sdpa
-    gate "long-cudnn-$tag" "$work/long.case" cudnn-sdpa )
+    gate "long-cudnn-$tag" "$work/long.case" cudnn-sdpa
+    gate "probe-cudnn-$tag" "$work/probe.case" cudnn-sdpa )
 done
 if time_left 120 "PyTorch adapters"; then
   sock="$work/ao.sock"
@@ -89,6 +94,7 @@ if time_left 120 "PyTorch adapters"; then
   client="$PY $root/scripts/backends/ao_client.py --socket $sock"
   gate torch "$work/sdpa.case" "exec:$client torch_varlen_sdpa --impl varlen" "exec:$client torch_varlen_sdpa --impl sdpa"
   gate long-torch "$work/long.case" "exec:$client torch_varlen_sdpa --impl varlen"
+  gate probe-torch "$work/probe.case" "exec:$client torch_varlen_sdpa --impl varlen" "exec:$client torch_varlen_sdpa --impl sdpa"
   kill %1 2>/dev/null
 fi
 stamp "summarise"

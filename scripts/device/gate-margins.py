@@ -11,7 +11,8 @@ from collections import defaultdict
 
 def dtype_of(line):
     m = re.search(r"\bdtype=(\w+)", line)
-    return m.group(1) if m else "bf16"  # the SDPA default
+    d = m.group(1) if m else "bf16"  # the SDPA default
+    return d + "+probe" if re.search(r"\bprobe=edges\b", line) else d
 
 
 def main(paths):
