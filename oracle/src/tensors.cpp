@@ -29,11 +29,6 @@ int64_t q_token_id(const Layout& l, int64_t r) {
   return l.docs[size_t(s.doc)].packed_q_off + s.tok0 + (r - s.row0);
 }
 
-uint64_t q_element_index(const Layout& l, int doc, int64_t tok, int head, int d, int heads, int dim) {
-  const uint64_t token = uint64_t(l.docs[size_t(doc)].packed_q_off + tok);
-  return (token * uint64_t(heads) + uint64_t(head)) * uint64_t(dim) + uint64_t(d);
-}
-
 namespace {
 
 // Fills `rows` rows of `width` floats: valid rows by token id, pad rows by poison.

@@ -40,6 +40,5 @@ Outputs make_sentinel_outputs(const Layout& l);
 // not on buffer placement or mask position, so the same tokens get the same values under any padding,
 // CP split or alignment. q_token_id: the id of Q row r (packed_q_off + token index), -1 for a pad slot.
 int64_t q_token_id(const Layout& l, int64_t r);
-uint64_t q_element_index(const Layout& l, int doc, int64_t tok, int head, int d, int heads, int dim);
 
 }  // namespace ao
