@@ -1,4 +1,4 @@
-#include "cp_run.h"
+#include "attn_oracle/gpu/cp_run.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,13 +12,13 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/compare.h"
-#include "attn_oracle/harness.h"
-#include "attn_oracle/rng.h"
+#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/inputs/rng.h"
 #include "cp_comm.h"
 #include "device_inputs.h"
 #include "device_run.h"
-#include "report.h"
+#include "attn_oracle/reports/report.h"
 
 namespace ao::gpu {
 

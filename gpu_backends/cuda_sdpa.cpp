@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/backend.h"
+#include "attn_oracle/backends/backend.h"
 #include "device_inputs.h"
 #include "device_run.h"
 #include "gpu_backend.h"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/tensors.h"
+#include "attn_oracle/inputs/tensors.h"
 
 namespace ao::cudnn {
 

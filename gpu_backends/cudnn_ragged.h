@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/layout.h"
+#include "attn_oracle/layout/layout.h"
 
 namespace ao::cudnn {
 

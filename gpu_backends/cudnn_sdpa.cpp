@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/backend.h"
-#include "attn_oracle/case.h"
-#include "attn_oracle/tensors.h"
+#include "attn_oracle/backends/backend.h"
+#include "attn_oracle/case/case.h"
+#include "attn_oracle/inputs/tensors.h"
 #include "cudnn_ragged.h"
 #include "gpu_common.h"
 

@@ -1,8 +1,8 @@
 // Host side of device_inputs.h: token maps from the Layout, allocation, upload for inputs=host.
 #include "device_inputs.h"
 
-#include "attn_oracle/dtype.h"
-#include "attn_oracle/rng.h"
+#include "attn_oracle/case/dtype.h"
+#include "attn_oracle/inputs/rng.h"
 
 namespace ao::gpu {
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "attn_oracle/dtype.h"
-#include "attn_oracle/rng.h"
+#include "attn_oracle/case/dtype.h"
+#include "attn_oracle/inputs/rng.h"
 
 namespace ao::gpu {
 

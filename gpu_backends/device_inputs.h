@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "attn_oracle/tensors.h"
+#include "attn_oracle/inputs/tensors.h"
 #include "device_buffer.h"
 
 namespace ao::gpu {

@@ -1,7 +1,7 @@
 // A GPU backend whose kernel can run on inputs already on the device: `cp-run` generates each rank's
 // chunks on its own GPU, all-gathers K/V with NCCL, and hands the result in here.
 #pragma once
-#include "attn_oracle/tensors.h"
+#include "attn_oracle/inputs/tensors.h"
 #include "device_inputs.h"
 #include "gpu_backend.h"
 

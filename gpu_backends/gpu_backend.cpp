@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "attn_oracle/case.h"
+#include "attn_oracle/case/case.h"
 
 namespace ao::gpu {
 

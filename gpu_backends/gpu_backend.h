@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/backend.h"
+#include "attn_oracle/backends/backend.h"
 #include "gpu_common.h"
 
 namespace ao::gpu {

@@ -4,7 +4,7 @@
 
 #include <cub/block/block_scan.cuh>
 
-#include "attn_oracle/dtype.h"
+#include "attn_oracle/case/dtype.h"
 
 namespace ao::gpu {
 

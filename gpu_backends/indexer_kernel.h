@@ -12,7 +12,7 @@
 
 #include <cuda_runtime.h>
 
-#include "attn_oracle/hd.h"
+#include "attn_oracle/internal/hd.h"
 #include "device_inputs.h"
 
 namespace ao::gpu {

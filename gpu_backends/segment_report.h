@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/compare.h"
+#include "attn_oracle/compare/compare.h"
 
 namespace ao::gpu {
 

@@ -74,8 +74,8 @@ if ((plugin_demo)); then
   git -C "$repo" init -q
   export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.invalid GIT_COMMITTER_NAME=demo
   export GIT_COMMITTER_EMAIL=demo@example.invalid
-  mkdir -p "$repo/include/attn_oracle"
-  cp "$here/oracle/include/attn_oracle/plugin.h" "$repo/include/attn_oracle/"
+  mkdir -p "$repo/include/attn_oracle/backends"
+  cp "$here/oracle/include/attn_oracle/backends/plugin.h" "$repo/include/attn_oracle/backends/"
   cp "$here/oracle/tests/plugins/example_plugin.cpp" "$repo/kernel.cpp"
   echo 'mkdir -p build && ${CXX:-c++} -std=c++20 -O1 -shared -fPIC -Iinclude $(cat abi.flags 2>/dev/null) -o build/libkernel.so kernel.cpp' > "$repo/build.sh"
   k="$repo/kernel.cpp"

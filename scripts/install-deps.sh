@@ -8,7 +8,7 @@ pkgs=(cmake g++ make libeigen3-dev libfmt-dev libcli11-dev nlohmann-json3-dev
 # clang with libFuzzer (libclang-rt-14-dev, also FuzzedDataProvider.h) and clang's OpenMP, for the
 # libFuzzer targets (fuzz/run-libfuzzer.sh) and the g++ replay of fuzz_differential.
 pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)
-# Headless Chromium for the report.html render test (oracle/tests/test_report_html.cpp), with a fixed
+# Headless Chromium for the report.html render test (reports/writers/tests/test_report_html.cpp), with a fixed
 # font so screenshots look the same everywhere; without it that test skips with the reason.
 [[ "${1:-}" == "--with-chromium" ]] && pkgs+=(chromium fonts-dejavu-core)
 missing=()

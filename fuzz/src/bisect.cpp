@@ -1,11 +1,11 @@
-#include "attn_oracle/bisect.h"
+#include "attn_oracle/fuzz/bisect.h"
 
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "attn_oracle/interrupt.h"
-#include "attn_oracle/subprocess.h"
+#include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/internal/subprocess.h"
 
 namespace ao {
 

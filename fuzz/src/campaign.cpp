@@ -1,4 +1,4 @@
-#include "attn_oracle/campaign.h"
+#include "attn_oracle/fuzz/campaign.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/case_file.h"
-#include "attn_oracle/interrupt.h"
-#include "attn_oracle/shrink.h"
+#include "attn_oracle/fuzz/case_file.h"
+#include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/fuzz/shrink.h"
 
 namespace ao {
 

@@ -1,4 +1,4 @@
-#include "attn_oracle/case_file.h"
+#include "attn_oracle/fuzz/case_file.h"
 
 #include <algorithm>
 #include <filesystem>

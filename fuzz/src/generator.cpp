@@ -11,15 +11,15 @@
 //  * top-k below, at, just above and far above the allowed keys; key compression ratio;
 //  * GQA ratios, all dtypes, all poisons, tie-stress quantisation, fp64 references.
 // Large cases get `rows=` so the CPU oracle checks a sample (plus every boundary row).
-#include "attn_oracle/generator.h"
+#include "attn_oracle/fuzz/generator.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
 
-#include "attn_oracle/layout.h"
-#include "attn_oracle/rng.h"
+#include "attn_oracle/layout/layout.h"
+#include "attn_oracle/inputs/rng.h"
 
 namespace ao {
 

@@ -2,12 +2,12 @@
 // Case fields that keeps the other documents where they are: removing a document removes its whole
 // slot (valid rows + gap) from every explicit offset list and capacity; shortening one removes rows
 // from the end of its slot.
-#include "attn_oracle/shrink.h"
+#include "attn_oracle/fuzz/shrink.h"
 
 #include <algorithm>
 
-#include "attn_oracle/interrupt.h"
-#include "attn_oracle/layout.h"
+#include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/layout/layout.h"
 
 namespace ao {
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "attn_oracle/layout.h"
+#include "attn_oracle/layout/layout.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // libFuzzer target 2: structured differential. Bytes -> a small layout (FuzzedDataProvider; byte 0 is
 // the format version, so old corpus files stay meaningful) -> the production reference (`cpu-ref`
 // path: layout.cpp + reference_*.cpp) vs the independent naive fp64 reference
-// (oracle/tests/naive_reference.*, which re-derives offsets, CP chunks and masks from the Case).
+// (oracle/tests/support/naive_reference.*, which re-derives offsets, CP chunks and masks from the Case).
 // Properties (abort on violation), on every row of the rank:
 //  * both derive the same rows, positions and pad rows;
 //  * indexer: every returned index is allowed (same document, causal), no duplicates, exactly
@@ -20,8 +20,8 @@
 #include <fuzzer/FuzzedDataProvider.h>
 #endif
 
-#include "attn_oracle/compare.h"
-#include "attn_oracle/reference.h"
+#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/reference/reference.h"
 #include "naive_reference.h"
 
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/dtype.h"
-#include "attn_oracle/plugin.h"
+#include "attn_oracle/case/dtype.h"
+#include "attn_oracle/backends/plugin.h"
 #include "indexer_kernel.h"
 
 namespace ao::gpu {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "attn_oracle/rng.h"
-#include "attn_oracle/tensors.h"
+#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/inputs/tensors.h"
 #include "cudnn_ragged.h"
 #include "cudnn_sdpa.h"
 

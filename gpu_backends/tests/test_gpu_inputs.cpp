@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "attn_oracle/dtype.h"
+#include "attn_oracle/case/dtype.h"
 #include "device_inputs.h"
 #include "gpu_test_util.h"
 

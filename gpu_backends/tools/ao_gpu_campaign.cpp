@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "attn_oracle/harness.h"
+#include "attn_oracle/pipeline/harness.h"
 #include "gpu_backend.h"
 #include "segment_report.h"
 

@@ -12,8 +12,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "attn_oracle/reference.h"
-#include "../src/reference_plan.h"
+#include "attn_oracle/reference/reference.h"
+#include "../reference/reference_plan.h"
 
 namespace {
 

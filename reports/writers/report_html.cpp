@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "report.h"
+#include "attn_oracle/reports/report.h"
 #include "svg.h"
 #include "svg_pictures.h"
 

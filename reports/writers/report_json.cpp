@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report.h"
+#include "attn_oracle/reports/report.h"
 
 #ifndef AO_VERSION
 #define AO_VERSION "unknown"

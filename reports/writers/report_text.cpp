@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/utf8.h"
-#include "report.h"
+#include "attn_oracle/internal/utf8.h"
+#include "attn_oracle/reports/report.h"
 
 namespace ao {
 

@@ -1,6 +1,6 @@
 #include "svg.h"
 
-#include "report.h"
+#include "attn_oracle/reports/report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/compare.h"
+#include "attn_oracle/compare/compare.h"
 #include "svg.h"
 #include "svg_pictures.h"
 

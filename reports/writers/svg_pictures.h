@@ -13,7 +13,7 @@
 #pragma once
 #include <string>
 
-#include "attn_oracle/harness.h"
+#include "attn_oracle/pipeline/harness.h"
 
 namespace ao {
 

@@ -1,4 +1,4 @@
-"""Helpers for attn-oracle `exec:` adapters (protocol 1; see oracle/include/attn_oracle/external.h).
+"""Helpers for attn-oracle `exec:` adapters (protocol 1; see oracle/include/attn_oracle/backends/external.h).
 
     case = CaseDir(sys.argv[1])      # meta.json, inputs decoded to float32 (bf16 bits -> float32)
     o = case.output("o")             # the pre-poisoned buffer (write valid rows only)

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/plugin.h"
+#include "attn_oracle/backends/plugin.h"
 
 #ifndef AO_EXAMPLE_ABI
 #define AO_EXAMPLE_ABI AO_PLUGIN_ABI_VERSION

@@ -18,7 +18,7 @@
 #include <cstring>
 #include <limits>
 
-#include "attn_oracle/plugin.h"
+#include "attn_oracle/backends/plugin.h"
 
 namespace {
 

@@ -1,0 +1,146 @@
+// `attn-oracle gate <files|dirs> --backend B`: the CI regression gate. Every case line of the corpus is
+// parsed and validated first (a bad line: `file:line: ...`, exit 2, nothing run), then replayed on
+// each backend vs the reference. Exit 0 only if every case that ran passed; skipped cases are listed
+// and, with --require-run, fail the gate; 125 if nothing ran at all. Reports via --report-dir (checked
+// and locked before any case runs). A `# catches: B` claim whose case passes on B fails the gate.
+// SIGINT/SIGTERM: stops after the case in flight, writes an interrupted report, exits 128 + signal.
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/fuzz/case_file.h"
+#include "attn_oracle/internal/interrupt.h"
+#include "commands.h"
+#include "attn_oracle/reports/report_dir.h"
+
+namespace ao {
+namespace {
+
+struct GateArgs {
+  std::vector<std::string> paths, backends;
+  std::string vs = "cpu-ref", report_dir;
+  bool report_dir_given = false, require_run = false, quiet = false;
+};
+
+// `# catches: <backend>` claims, each checked to name a backend that exists; key: the claim text.
+// Value: the claimed backend's name(), which is compared with the name() of each backend the gate runs.
+std::map<std::string, std::string> claimed_names(const std::vector<CaseEntry>& entries) {
+  std::map<std::string, std::string> names;
+  for (const auto& e : entries) {
+    if (e.claim.empty() || names.count(e.claim)) continue;
+    try {
+      names[e.claim] = make_backend(e.claim)->name();
+    } catch (const CaseError& err) {
+      throw CaseFileError(fmt::format("{}:{}: '# catches: {}': {}", e.file, e.claim_line, e.claim, err.what()));
+    }
+  }
+  return names;
+}
+
+int run_gate(const GateArgs& a, const LayoutLimits& lim) {
+  std::vector<CaseEntry> entries;
+  std::map<std::string, std::string> claims;
+  try {
+    entries = read_case_files(collect_case_files(a.paths), lim);
+    claims = claimed_names(entries);
+  } catch (const CaseFileError& e) {
+    std::cerr << "attn-oracle gate: " << e.what() << "\n";
+    return 2;
+  }
+  if (entries.empty()) {
+    std::cerr << "attn-oracle gate: no cases found in the given files\n";
+    return 2;
+  }
+  // The report dir is checked and locked before any case runs, not found unwritable at the end.
+  std::unique_ptr<ReportDir> report;
+  try {
+    if (a.report_dir_given) report = std::make_unique<ReportDir>(a.report_dir);
+  } catch (const ReportDirError& e) {
+    std::cerr << "attn-oracle gate: " << e.what() << "\n";
+    return 2;
+  }
+  auto vs = make_backend(a.vs);
+  std::vector<CaseResult> results;
+  std::vector<std::string> where;
+  int passed = 0, failed = 0, skipped = 0, claims_checked = 0, claims_not_held = 0;
+  for (const auto& spec : a.backends) {
+    if (interrupted()) break;
+    auto be = make_backend(spec);
+    const std::string name = be->name();
+    for (const auto& e : entries) {
+      if (interrupted()) break;  // stop between cases: the one in flight has finished
+      results.push_back(run_case(e.c, *be, *vs, lim, report != nullptr));  // artifacts: report.html
+      auto& r = results.back();
+      where.push_back(fmt::format("{}:{}", e.file, e.line));
+      if (!e.claim.empty() && claims.at(e.claim) == name && r.verdict.kind != Verdict::Skipped) {
+        ++claims_checked;
+        if (r.verdict.kind == Verdict::Pass) {  // the corpus lost its teeth (or the comparator went blind)
+          ++claims_not_held;
+          r.verdict.kind = Verdict::Fail;
+          r.verdict.reason = fmt::format("claim not held: {}:{} '# catches: {}', but the case passed", e.file,
+                                         e.claim_line, e.claim);
+        }
+      }
+      std::string v = verdict_name(r.verdict.kind);
+      for (auto& ch : v) ch = char(std::toupper(ch));
+      if (r.verdict.kind == Verdict::Pass) ++passed;
+      else if (r.verdict.kind == Verdict::Skipped) ++skipped;
+      else ++failed;
+      if (!a.quiet || r.verdict.kind != Verdict::Pass)  // flushed: printed lines survive an interruption
+        std::cout << fmt::format("{:<7} {}  [{}]  {:.2f}s  {}{}\n", v, where.back(), spec,
+                                 r.backend_seconds + r.ref_seconds, r.case_line,
+                                 r.verdict.reason.empty() ? "" : "  (" + r.verdict.reason + ")")
+                  << std::flush;
+    }
+  }
+  const int sig = interrupted();
+  int report_error = 0;
+  if (report) {
+    try {
+      report->write(results, {sig});
+    } catch (const ReportDirError& e) {
+      std::cerr << "attn-oracle gate: " << e.what() << "\n";
+      report_error = 2;
+    }
+  }
+  if (skipped > 0) {
+    std::cout << fmt::format("skipped ({}{}):\n", skipped, a.require_run ? ", --require-run: they fail the gate" : "");
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].verdict.kind == Verdict::Skipped)
+        std::cout << fmt::format("  {}  [{}]  {}\n", where[i], results[i].backend, results[i].verdict.reason);
+  }
+  const std::string claim_note =
+      claims_checked == 0 ? "" : fmt::format(", {} of {} claims held", claims_checked - claims_not_held, claims_checked);
+  if (sig) {
+    std::cout << fmt::format("gate: INTERRUPTED by {} after {} of {} case runs: {} passed, {} failed, {} skipped{}\n",
+                             signal_name(sig), results.size(), entries.size() * a.backends.size(), passed, failed,
+                             skipped, claim_note)
+              << std::flush;
+    return 128 + sig;
+  }
+  const int code = failed > 0 || (a.require_run && skipped > 0) ? 1 : passed == 0 ? 125 : 0;
+  std::cout << fmt::format("gate: {} cases x {} backend(s): {} passed, {} failed, {} skipped{} -> {}\n",
+                           entries.size(), a.backends.size(), passed, failed, skipped, claim_note,
+                           code == 0 ? "PASS" : code == 125 ? "NOTHING RAN" : "FAIL")
+            << std::flush;
+  return report_error ? report_error : code;
+}
+
+const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
+  auto a = std::make_shared<GateArgs>();
+  auto* sub = app.add_subcommand("gate", "replay corpus files/directories (*.case); exit 0 only if all passed");
+  sub->add_option("paths", a->paths, "case files or directories (searched recursively for *.case)")->required();
+  sub->add_option("--backend,-b", a->backends, "backend(s) under test (repeatable)")->required();
+  sub->add_option("--vs", a->vs, "reference backend")->capture_default_str();
+  auto* rd = sub->add_option("--report-dir", a->report_dir, "write report.json / report.md / report.xml here");
+  sub->add_flag("--require-run", a->require_run, "skipped cases fail the gate");
+  sub->add_flag("--quiet,-q", a->quiet, "print only cases that did not pass");
+  return AppCommand{sub, [a, rd, &lim] {
+                      a->report_dir_given = rd->count() > 0;
+                      return run_gate(*a, lim);
+                    }};
+});
+
+}  // namespace
+}  // namespace ao

@@ -1,0 +1,64 @@
+// `attn-oracle shrink <case> --backend B`: reduces a failing case (shrink.h). Prints the minimal case
+// line on stdout (pipeable) and the steps/runs and failing metrics on stderr. Exit 0 when a failing
+// case was shrunk, 1 when the given case does not fail with B (nothing to shrink), 2 bad input,
+// 128 + signal when SIGINT/SIGTERM stopped it (the smallest failing case so far is still printed).
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/fuzz/campaign.h"
+#include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/fuzz/shrink.h"
+#include "commands.h"
+
+namespace ao {
+namespace {
+
+struct ShrinkArgs {
+  std::vector<std::string> case_args;
+  std::string backend, vs = "cpu-ref";
+  int runs = 300;
+};
+
+const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
+  auto a = std::make_shared<ShrinkArgs>();
+  auto* sub = app.add_subcommand("shrink", "reduce a failing case while it still fails with the backend");
+  sub->add_option("case", a->case_args, "key=value ...")->required();
+  sub->add_option("--backend,-b", a->backend, "backend the case fails with")->required();
+  sub->add_option("--vs", a->vs, "reference backend")->capture_default_str();
+  sub->add_option("--runs", a->runs, "backend runs the shrinker may spend")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  return AppCommand{sub, [a, &lim] {
+                      const Case c = parse_case(join_case_args(a->case_args));
+                      make_layout(c, lim, LayoutMode::Describe);
+                      auto be = make_backend(a->backend);
+                      auto vs = make_backend(a->vs);
+                      install_interrupt_handlers();
+                      const CaseResult r = run_case(c, *be, *vs, lim);
+                      if (const int sig = interrupted(); sig != 0) {
+                        std::cerr << fmt::format("shrink: interrupted by signal {} before the case finished\n", sig);
+                        return 128 + sig;
+                      }
+                      if (r.verdict.kind != Verdict::Fail && r.verdict.kind != Verdict::Error) {
+                        std::cerr << fmt::format("shrink: the case does not fail with {} (verdict {}{}); nothing to shrink\n",
+                                                 a->backend, verdict_name(r.verdict.kind),
+                                                 r.verdict.reason.empty() ? "" : ": " + r.verdict.reason);
+                        return 1;
+                      }
+                      ShrinkOptions so;
+                      so.max_runs = a->runs;
+                      so.lim = lim;
+                      CaseResult fin = r;  // the minimal case's result (the predicate keeps the latest failing one)
+                      const ShrinkResult s = shrink_case(c, fails_like(r, *be, *vs, lim, &fin), so);
+                      std::cerr << fmt::format("shrink: {} steps ({} runs{}); original failing: {}\n  minimal failing: {}\n",
+                                               s.steps, s.runs, shrink_stop_note(s.stop),
+                                               failing_summary(r.verdict), failing_summary(fin.verdict));
+                      std::cerr << std::flush;
+                      std::cout << print_case(s.minimal) << std::endl;
+                      return s.stop == ShrinkStop::Interrupted ? 128 + interrupted() : 0;
+                    }};
+});
+
+}  // namespace
+}  // namespace ao

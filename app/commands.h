@@ -1,0 +1,40 @@
+// Subcommands beyond repro/show/backends/keys: each lives in its own cmd_*.cpp and registers itself
+// with a static CommandRegistrar (the CLI sources are linked directly, so registrars are kept).
+#pragma once
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "attn_oracle/pipeline/harness.h"
+
+namespace ao {
+
+struct AppCommand {
+  CLI::App* sub;
+  std::function<int()> run;  // returns the process exit code
+  int bad_input_code = 2;    // exit code for its command-line errors (bisect-run: 128, see git bisect run)
+};
+
+// Adds the subcommand's options to `app` and returns it with its action. `lim` is filled from
+// --max-mem before run() is called.
+using CommandFactory = std::function<AppCommand(CLI::App& app, const LayoutLimits& lim)>;
+
+struct CommandRegistrar {
+  explicit CommandRegistrar(CommandFactory f);
+};
+
+std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim);
+std::string join_case_args(const std::vector<std::string>& args);
+// This process's command line (main() records it; cp-run re-executes it once per rank).
+void set_cli_argv(int argc, char** argv);
+const std::vector<std::string>& cli_argv();
+// Option validators (CLI11 runs them on the raw string, and names the option in its message).
+// A finite decimal number in [lo, hi] (CLI11 alone accepts nan, inf and the empty string as doubles).
+CLI::Validator finite_number(double lo, double hi);
+// An unsigned 64-bit integer, the whole range and nothing else (CLI11 wraps -1, clamps >= 2^64).
+CLI::Validator u64_number();
+
+}  // namespace ao

@@ -1,0 +1,37 @@
+// Case files (corpus): one case line per line, `#` starts a comment, blank lines are skipped.
+// Directories are walked recursively for `*.case` files, in sorted order, so a gate over a corpus
+// replays the same cases in the same order everywhere. A file without any case line (e.g. left empty
+// by a crashed save) is an error, as is a path that cannot be resolved (a symlink loop) anywhere under
+// a given directory: a corpus never loses a case silently.
+// `# catches: <backend>` on its own line claims that <backend> fails the next case line (one claim per
+// case; a claim not followed by a case line is an error); `gate` checks the claims of the backends it runs.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn_oracle/layout/layout.h"
+
+namespace ao {
+
+struct CaseEntry {
+  std::string file;
+  int line = 0;  // 1-based
+  Case c;
+  std::string claim;   // backend spec of a `# catches:` line before the case, or empty
+  int claim_line = 0;  // its line
+};
+
+// A bad line or path: the message starts with `file:line:` (or the path) and carries the CaseError text.
+struct CaseFileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Explicit files are taken as given; directories contribute their *.case files recursively.
+std::vector<std::string> collect_case_files(const std::vector<std::string>& paths);
+// Parses and validates (make_layout) every case; throws CaseFileError at the first bad line.
+std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, const LayoutLimits& lim = {});
+// The case text of one line (comment stripped, trimmed); empty for blank/comment lines.
+std::string case_text_of_line(const std::string& line);
+
+}  // namespace ao

@@ -1,0 +1,99 @@
+// `cpu-ref` (the oracle seen as a backend) and the `cpu-bug:<model>` bug models: each a Quirks
+// setting on the same reference path or an output transform after it (bug_transforms.cpp),
+// re-creating one real defect class.
+#include <fmt/format.h>
+
+#include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/reference/reference.h"
+
+namespace ao {
+
+namespace detail {
+void register_cpu_backends();
+}
+
+const std::vector<BugModel>& bug_models() {
+  static const std::vector<BugModel> m = [] {
+    std::vector<BugModel> v;
+    auto add = [&](std::string name, std::string what, bool idx, bool sdpa, auto set) {
+      Quirks q;
+      set(q);
+      v.push_back({std::move(name), std::move(what), idx, sdpa, q, {}});
+    };
+    add("topleft-cp", "chunk-local top-left causal mask on CP / bottom-right query chunks (q_causal_offsets dropped; seed PR #14)",
+        true, true, [](Quirks& q) { q.topleft_cp = true; });
+    add("derived-offsets", "sequences addressed by prefix(lens), bound ragged offsets ignored (cudnn-frontend #737)",
+        true, true, [](Quirks& q) { q.derived_offsets = true; });
+    add("shared-qkv-offsets", "K/V read through the Q offsets", true, true,
+        [](Quirks& q) { q.shared_qkv_offsets = true; });
+    add("tail-read", "64-row key tiles read past a sequence's end; masked P times pad-row V (cudnn-frontend #624)",
+        false, true, [](Quirks& q) { q.tail_read_tile = 64; });
+    add("off-by-one-causal", "causal mask keeps key p+1", true, true, [](Quirks& q) { q.off_by_one = true; });
+    add("cross-doc", "causal mask over the whole pack, document boundaries ignored", true, true,
+        [](Quirks& q) { q.cross_doc = true; });
+    add("gqa-modulo", "query head h reads kv head h % hkv instead of h / (hq/hkv)", false, true,
+        [](Quirks& q) { q.gqa_modulo = true; });
+    add("lse-log2", "LSE written in base 2", false, true, [](Quirks& q) { q.lse_log2 = true; });
+    add("stats-packed", "LSE written at packed prefix rows, stats offsets ignored", false, true,
+        [](Quirks& q) { q.stats_packed = true; });
+    add("fill-zero", "rows with fewer than k allowed keys filled with 0 instead of -1", true, false,
+        [](Quirks& q) { q.fill_zero = true; });
+    for (auto& t : transform_bug_models()) v.push_back(std::move(t));
+    return v;
+  }();
+  return m;
+}
+
+namespace {
+
+class CpuBackend : public Backend {
+ public:
+  CpuBackend(std::string name, Quirks q, bool idx, bool sdpa, OutputTransform t = {})
+      : name_(std::move(name)), q_(q), idx_(idx), sdpa_(sdpa), transform_(std::move(t)) {}
+  std::string name() const override { return name_; }
+  std::string declines(const Layout& l) const override {
+    if (l.c.op == Op::Indexer && !idx_) return name_ + " models an SDPA defect; not defined for op=indexer";
+    if (l.c.op == Op::Sdpa && !sdpa_) return name_ + " models an indexer defect; not defined for op=sdpa";
+    return {};
+  }
+  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
+    if (l.c.op == Op::Indexer)
+      reference_indexer(l, in, out, q_);
+    else
+      reference_sdpa(l, in, out, q_);
+    if (transform_) transform_(l, in, out);
+    return {};
+  }
+
+ private:
+  std::string name_;
+  Quirks q_;
+  bool idx_, sdpa_;
+  OutputTransform transform_;
+};
+
+void no_knobs(const std::string& name, const std::string& knobs) {
+  if (!knobs.empty()) throw CaseError("backend", name + ":" + knobs, "this backend takes no knobs");
+}
+
+}  // namespace
+
+void detail::register_cpu_backends() {
+  {
+    register_backend({"cpu-ref", "exact CPU reference (Eigen; precision=fp32|fp64 from the case)",
+                      [](const std::string& k) {
+                        no_knobs("cpu-ref", k);
+                        return std::make_unique<CpuBackend>("cpu-ref", Quirks{}, true, true);
+                      }});
+    for (const auto& m : bug_models()) {
+      std::string name = "cpu-bug:" + m.name;
+      register_backend({name, "bug model: " + m.what, [name, m](const std::string& k) {
+                          no_knobs(name, k);
+                          return std::make_unique<CpuBackend>(name, m.quirks, m.indexer, m.sdpa, m.transform);
+                        }});
+    }
+  }
+}
+
+}  // namespace ao

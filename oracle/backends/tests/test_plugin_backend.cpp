@@ -1,0 +1,257 @@
+// plugin: backend: the CPU example plugin (oracle/tests/plugins/example_plugin.cpp) must pass on fresh
+// random cases; its bug knob / env var must be caught; every load and run failure must be a clear error.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "attn_oracle/backends/external.h"
+#include "attn_oracle/pipeline/harness.h"
+#include "cli_run.h"
+
+using namespace ao;
+
+namespace {
+
+CaseResult run_plugin(const std::string& spec, const std::string& line) {
+  auto be = make_backend(spec);
+  auto ref = make_backend("cpu-ref");
+  return run_case(parse_case(line), *be, *ref);
+}
+
+std::string load_error(const std::string& spec) {
+  try {
+    make_backend(spec);
+  } catch (const CaseError& e) {
+    EXPECT_EQ(e.key, "backend");
+    return e.what();
+  }
+  ADD_FAILURE() << spec << " loaded";
+  return {};
+}
+
+const std::string kPlugin = std::string("plugin:") + AO_EXAMPLE_PLUGIN;
+const char* kIdxCp = "op=indexer docs=512,256 cp=4 rank=2 heads=4 dim=32 topk=16 seed=";
+const char* kSdpa = "op=sdpa lens=37,5,64 q_pad=3,0,2 kv_pad=0,6,1 hq=4 hkv=2 dim=32 mask=bottomright seed=";
+
+}  // namespace
+
+TEST(Plugin, ExamplePassesOnFreshCases) {
+  const unsigned seed = std::random_device{}() % 100000;
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  for (const std::string& line :
+       {std::string(kIdxCp) + std::to_string(seed), std::string(kSdpa) + std::to_string(seed),
+        std::string("op=sdpa docs=64,128 cp=2 rank=1 hq=2 hkv=1 dim=16 window=20 dtype=fp16 seed=") + std::to_string(seed),
+        std::string("op=indexer docs=300 pad=4 heads=2 dim=16 topk=400 ratio=2 dtype=fp32 seed=") + std::to_string(seed)}) {
+    auto r = run_plugin(kPlugin, line);
+    EXPECT_EQ(r.verdict.kind, Verdict::Pass) << format_result(r);
+    EXPECT_EQ(r.backend_version, "example-cpu-plugin 1 (fp64 loops)");
+  }
+}
+
+TEST(Plugin, BugKnobAndEnvVarAreCaught) {
+  auto k = run_plugin(kPlugin + ":bug=topleft", std::string(kIdxCp) + "3");
+  EXPECT_EQ(k.verdict.kind, Verdict::Fail) << format_result(k);
+  ::setenv("AO_EXAMPLE_PLUGIN_BUG", "topleft", 1);
+  auto e = run_plugin(kPlugin, std::string("op=sdpa docs=128 cp=2 rank=0 hq=2 hkv=2 dim=16 seed=4"));
+  ::unsetenv("AO_EXAMPLE_PLUGIN_BUG");
+  EXPECT_EQ(e.verdict.kind, Verdict::Fail) << format_result(e);
+}
+
+TEST(Plugin, RunFailuresAreBackendErrorsOrSkips) {
+  auto err = run_plugin(kPlugin + ":fail=error", std::string(kIdxCp) + "1");
+  EXPECT_EQ(err.verdict.kind, Verdict::Error);
+  EXPECT_NE(err.verdict.reason.find("plugin error: planted failure (knob fail=error) on case: op=indexer"),
+            std::string::npos)
+      << err.verdict.reason;
+  auto skip = run_plugin(kPlugin + ":fail=skip", std::string(kIdxCp) + "1");
+  EXPECT_EQ(skip.verdict.kind, Verdict::Skipped);
+  EXPECT_NE(skip.verdict.reason.find("planted decline"), std::string::npos) << skip.verdict.reason;
+  ::setenv("AO_EXAMPLE_PLUGIN_UNAVAILABLE", "1", 1);
+  auto un = run_plugin(kPlugin, std::string(kIdxCp) + "1");
+  ::unsetenv("AO_EXAMPLE_PLUGIN_UNAVAILABLE");
+  EXPECT_EQ(un.verdict.kind, Verdict::Skipped);
+  EXPECT_NE(un.verdict.reason.find("pretending no device"), std::string::npos) << un.verdict.reason;
+}
+
+TEST(Plugin, NanOutputIsContamination) {
+  auto r = run_plugin(kPlugin + ":fail=nan", std::string(kSdpa) + "2");
+  ASSERT_EQ(r.verdict.kind, Verdict::Fail) << format_result(r);
+  const Metric* m = r.verdict.find("nonfinite_valid");
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->failed);
+}
+
+TEST(PluginLoad, AbiMismatchMissingSymbolAndBadFilesAreNamed) {
+  const std::string abi = load_error(std::string("plugin:") + AO_EXAMPLE_PLUGIN_ABI99);
+  EXPECT_NE(abi.find("plugin ABI version 99 but this harness speaks version 1"), std::string::npos) << abi;
+  const std::string norun = load_error(std::string("plugin:") + AO_EXAMPLE_PLUGIN_NORUN);
+  EXPECT_NE(norun.find("missing required symbol 'ao_plugin_run'"), std::string::npos) << norun;
+  const std::string missing = load_error("plugin:/nonexistent/libkernel.so");
+  EXPECT_NE(missing.find("no such library file '/nonexistent/libkernel.so'"), std::string::npos) << missing;
+  const auto junk = std::filesystem::temp_directory_path() / fmt::format("ao-not-a-lib-{}.so", ::getpid());
+  std::ofstream(junk) << "this is not an ELF file\n";
+  const std::string bad = load_error("plugin:" + junk.string());
+  std::filesystem::remove(junk);
+  EXPECT_NE(bad.find("dlopen failed"), std::string::npos) << bad;
+  // A library that is not a plugin at all (libc): the ABI symbol is missing.
+  const std::string libc = load_error("plugin:/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_TRUE(libc.find("missing required symbol 'ao_plugin_abi_version'") != std::string::npos ||
+              libc.find("no such library file") != std::string::npos)
+      << libc;
+  EXPECT_NE(make_backend("plugin")->unavailable_reason().find("needs a library"), std::string::npos);
+}
+
+TEST(PluginCli, ExitCodes) {
+  const std::string base = std::string(AO_CLI) + " repro " + kIdxCp + "5 --backend " + kPlugin;
+  EXPECT_EQ(WEXITSTATUS(std::system((base + " >/dev/null").c_str())), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system((base + ":bug=topleft >/dev/null").c_str())), 1);
+  EXPECT_EQ(WEXITSTATUS(std::system((std::string(AO_CLI) + " repro " + kIdxCp + "5 --backend plugin:" +
+                                     AO_EXAMPLE_PLUGIN_ABI99 + " >/dev/null 2>&1").c_str())),
+            2);
+}
+
+// A real `git bisect run` over a throwaway repo of plugin sources (scripts/bisect.sh --plugin-demo):
+// the library is rebuilt at each commit; the injected bad commit is named, and a commit that does not
+// build, one built against another ABI version and one that crashes each map to 125 (skip).
+TEST(PluginBisect, GitBisectRunNamesTheInjectedCommit) {
+  if (std::system("command -v git >/dev/null && command -v c++ >/dev/null") != 0)
+    GTEST_SKIP() << "git and a C++ compiler are needed to rebuild the plugin at each commit";
+  const std::string cmd = std::string("AO=") + AO_CLI + " bash " + AO_SOURCE_DIR + "/scripts/bisect.sh --plugin-demo 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = ::pclose(p);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  EXPECT_NE(out.find("commit 3: simplify row positions (drops q_causal_offsets)"), std::string::npos) << out;
+  EXPECT_NE(out.find("demo: bisect named the commit that introduced the bug"), std::string::npos) << out;
+  EXPECT_NE(out.find("commit 5: work in progress (does not build) -> exit 125: skip: build failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("commit 6: builds, but against ABI 7 -> exit 125"), std::string::npos) << out;
+  EXPECT_NE(out.find("plugin ABI version 7 but this harness speaks version 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("commit 7: debug assert (crashes) -> exit 125"), std::string::npos) << out;
+}
+
+// ---- hostile plugins (plugins/hostile_plugin.cpp): every plugin code path runs in a supervised child ----
+
+namespace {
+
+struct HostileMode {
+  const char* mode;
+  Verdict::Kind kind;
+  const char* cause;  // what the reason (and the CLI output) must say
+};
+
+void PrintTo(const HostileMode& m, std::ostream* os) { *os << m.mode; }
+
+std::string hostile(const std::string& mode) {
+  return std::string("plugin:") + AO_HOSTILE_PLUGIN_DIR + "/libao_hostile_plugin_" + mode + ".so";
+}
+
+// AO_PLUGIN_TIMEOUT for the test's duration (the endless loop must end quickly).
+struct PluginTimeout {
+  explicit PluginTimeout(const char* s) { ::setenv("AO_PLUGIN_TIMEOUT", s, 1); }
+  ~PluginTimeout() { ::unsetenv("AO_PLUGIN_TIMEOUT"); }
+};
+
+const HostileMode kHostile[] = {
+    {"exit_run", Verdict::Error, "exited without a verdict (exit status 0) during ao_plugin_run"},
+    {"underscore_exit_run", Verdict::Error, "exited without a verdict (exit status 0) during ao_plugin_run"},
+    {"exit_ctor", Verdict::Error, "exited without a verdict (exit status 0) during loading"},
+    {"segv", Verdict::Error, "crashed (signal 11"},
+    {"abort", Verdict::Error, "crashed (signal 6"},
+    {"stack", Verdict::Error, "crashed (signal 11"},
+    {"loop", Verdict::Error, "timed out after 1 s during ao_plugin_run"},
+    {"abi_data", Verdict::Error, "symbol 'ao_plugin_abi_version' is not a function"},
+    {"msg_nonul", Verdict::Error, "plugin error: AAAAAAAA"},
+    {"zero_inputs", Verdict::Fail, "tie_aware_recall_min"},
+};
+
+class PluginHostile : public ::testing::TestWithParam<HostileMode> {};
+
+}  // namespace
+
+TEST_P(PluginHostile, IsAnErrorOfTheBackendNeverAPassOrADeadHarness) {
+  const auto& m = GetParam();
+  PluginTimeout t("1");
+  const unsigned seed = std::random_device{}() % 100000;
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  auto r = run_plugin(hostile(m.mode), std::string("op=indexer docs=512,256 cp=4 rank=2 seed=") + std::to_string(seed));
+  EXPECT_EQ(r.verdict.kind, m.kind) << format_result(r);
+  const std::string what = m.kind == Verdict::Fail ? format_result(r) : r.verdict.reason;
+  EXPECT_NE(what.find(m.cause), std::string::npos) << what;
+  if (m.kind == Verdict::Error && std::string(m.cause).rfind("plugin error", 0) != 0) {  // the harness's words
+    EXPECT_NE(what.find("libao_hostile_plugin_" + std::string(m.mode) + ".so"), std::string::npos) << what;
+  }
+}
+
+TEST_P(PluginHostile, ReproGateAndFuzzExitOneNamingTheCause) {
+  const auto& m = GetParam();
+  const std::string spec = hostile(m.mode);
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("ao-hostile-{}-{}", m.mode, ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string line = "op=indexer docs=512,256 cp=4 rank=2 seed=5";
+  std::ofstream(dir / "hostile.case") << line << "\n";
+  const std::string env = "AO_PLUGIN_TIMEOUT=1 ";
+  for (const std::string& cmd :
+       {"repro " + line + " --backend " + spec, "gate " + (dir / "hostile.case").string() + " --backend " + spec,
+        "fuzz --op indexer --budget 1 --shrink-runs 1 --no-save --backend " + spec}) {
+    const auto r = test::run_sh(env + AO_CLI + " " + cmd);
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
+    if (std::string(m.mode) != "zero_inputs" || cmd.rfind("fuzz", 0) != 0) {  // fuzz names the failing metrics
+      EXPECT_NE(r.out.find(m.cause), std::string::npos) << cmd << "\n" << r.out;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, PluginHostile, ::testing::ValuesIn(kHostile),
+                         [](const auto& info) { return std::string(info.param.mode); });
+
+TEST(PluginIsolation, InputsTheLibraryZeroesStayInItsChild) {
+  const Layout l = make_layout(parse_case("op=indexer docs=512,256 cp=4 rank=2 seed=11"));
+  const Inputs in = make_inputs(l);
+  const Inputs copy = in;
+  Outputs out = make_sentinel_outputs(l);
+  auto be = make_backend(hostile("zero_inputs"));
+  ASSERT_EQ(be->run(l, in, out).kind, RunStatus::Ok);
+  // The plugin's outputs came back (lowest allowed keys) ...
+  EXPECT_EQ(out.topk[size_t(l.segments[0].row0) * size_t(l.c.topk)], int32_t(l.docs[size_t(l.segments[0].doc)].kv_off));
+  // ... its writes to the inputs did not.
+  EXPECT_EQ(std::memcmp(in.q.data(), copy.q.data(), in.q.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(in.w.data(), copy.w.data(), in.w.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(in.k.data(), copy.k.data(), in.k.size() * sizeof(float)), 0);
+}
+
+TEST(PluginIsolation, MessageWithoutNulIsCutAtTheBuffer) {
+  auto r = run_plugin(hostile("msg_nonul"), std::string(kIdxCp) + "3");
+  ASSERT_EQ(r.verdict.kind, Verdict::Error);
+  const std::string prefix = "plugin error: ";
+  ASSERT_EQ(r.verdict.reason.rfind(prefix, 0), 0u) << r.verdict.reason.substr(0, 100);
+  EXPECT_EQ(r.verdict.reason.size() - prefix.size(), 2047u);
+  EXPECT_EQ(r.verdict.reason.find_first_not_of('A', prefix.size()), std::string::npos);
+}
+
+TEST(PluginIsolation, TimeoutIsValidated) {
+  for (const char* bad : {"0", "-1", "abc", "nan", "inf"}) {
+    PluginTimeout t(bad);
+    try {
+      make_backend(kPlugin);
+      ADD_FAILURE() << "AO_PLUGIN_TIMEOUT=" << bad << " accepted";
+    } catch (const CaseError& e) {
+      EXPECT_EQ(e.key, "AO_PLUGIN_TIMEOUT");
+      EXPECT_EQ(e.value, bad);
+    }
+  }
+  const auto r = test::run_sh(std::string("AO_PLUGIN_TIMEOUT=-1 ") + AO_CLI + " repro " + kIdxCp + "1 --backend " + kPlugin);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("AO_PLUGIN_TIMEOUT"), std::string::npos) << r.out;
+}

@@ -1,0 +1,182 @@
+// Indexer comparator. Per checked row (B = backend's indices, R = reference's):
+//  * strict overlap |B ∩ R| / min(k, allowed)                       (informational; ties make it < 1)
+//  * tie-aware recall: a returned index counts if it is allowed and its exact fp64 score is
+//    >= kth - tol, kth = the lowest exact score in R, tol = indexer_score_tolerance(row) (tolerance.cpp:
+//    fp32 accumulation over heads x dim at the row's input magnitudes). Gate: >= min_recall (1).
+//  * out-of-causal (same document, not allowed), cross-document, out-of-range (outside the KV buffer
+//    or in a KV pad slot), duplicates, wrong -1 fill (count of -1 != k - min(k, allowed)), unwritten rows,
+//    and writes into Q pad rows outside every segment (pad_writes=forbid). All gated at 0.
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/compare/tolerance.h"
+
+namespace ao {
+
+const Metric* Verdict::find(const std::string& name) const {
+  for (const auto& m : metrics)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const char* verdict_name(Verdict::Kind k) {
+  switch (k) {
+    case Verdict::Pass: return "pass";
+    case Verdict::Fail: return "fail";
+    case Verdict::Skipped: return "skipped";
+    default: return "error";
+  }
+}
+
+double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row) {
+  const int H = l.c.heads, D = l.c.dim;
+  const float* q = in.q.data() + row * H * D;
+  const float* k = in.k.data() + key_row * D;
+  double acc = 0;
+  for (int h = 0; h < H; ++h) {
+    double dot = 0;
+    for (int d = 0; d < D; ++d) dot += double(q[h * D + d]) * double(k[d]);
+    acc += double(in.w[size_t(row * H + h)]) * std::max(dot, 0.0);
+  }
+  return l.scale * acc;
+}
+
+Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
+  const Case& c = l.c;
+  const size_t K = size_t(c.topk);
+  // Owner document of each KV row (-1: pad slot).
+  std::vector<int32_t> kv_doc(size_t(l.kv_rows), -1);
+  for (size_t b = 0; b < l.docs.size(); ++b)
+    for (int64_t s = 0; s < l.docs[b].kv_len; ++s) kv_doc[size_t(l.docs[b].kv_off + s)] = int32_t(b);
+
+  const double kmax = max_abs_key(l, in);
+
+  // Per-row judgement; rows are independent, so they run in parallel and are summed in row order.
+  struct RowStats {
+    int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0;
+    bool unwritten = false, bad_fill = false, bad = false;
+    double ov = 1, rc = 1;
+  };
+  const auto& rows = l.check_rows;
+  std::vector<RowStats> st(rows.size());
+#pragma omp parallel for schedule(dynamic, 16)
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const int64_t r = rows[ri];
+    RowStats& x = st[ri];
+    const auto& seg = l.seg_of(r);
+    const auto& d = l.docs[size_t(seg.doc)];
+    const int32_t* b = got.topk.data() + size_t(r) * K;
+    const int32_t* rr = ref.topk.data() + size_t(r) * K;
+    int64_t lo = 0, hi = 0;
+    if (l.valid_row(r)) l.allowed_range(seg.doc, l.pos_of(r), lo, hi);
+    const size_t expect = std::min<size_t>(K, size_t(hi - lo));
+    size_t fills = 0;
+    std::unordered_set<int32_t> seen, in_ref;
+    for (size_t e = 0; e < K; ++e)
+      if (rr[e] >= 0) in_ref.insert(rr[e]);
+    size_t inter = 0, good = 0;
+    std::vector<int32_t> to_score;
+    for (size_t e = 0; e < K; ++e) {
+      const int32_t v = b[e];
+      if (v == kSentinelIndex) { x.unwritten = true; continue; }
+      if (v == -1) { ++fills; continue; }
+      if (!seen.insert(v).second) { ++x.dups; x.bad = true; continue; }
+      if (v < 0 || v >= l.kv_rows || kv_doc[size_t(v)] < 0) { ++x.out_of_range; x.bad = true; continue; }
+      if (kv_doc[size_t(v)] != seg.doc) { ++x.cross_doc; x.bad = true; continue; }
+      const int64_t s = v - d.kv_off;
+      if (s < lo || s >= hi) { ++x.out_of_causal; x.bad = true; continue; }
+      if (in_ref.count(v)) { ++inter; ++good; } else { to_score.push_back(v); }
+    }
+    if (!x.unwritten && fills != K - expect) { x.bad_fill = true; x.bad = true; }
+    if (!to_score.empty()) {
+      const double tol = indexer_score_tolerance(l, in, r, kmax);
+      // kth = the lowest exact score in R. The reference's own scores (when it wrote finite ones) say
+      // which entries can be lowest: only those within 2*tol of its lowest need an exact score.
+      // (Not with a score_tol override: the margin must cover the reference's own rounding.)
+      const float* rs = ref.scores.size() == ref.topk.size() && l.c.score_tol < 0 ? ref.scores.data() + size_t(r) * K
+                                                                                 : nullptr;
+      double ref_min = INFINITY;
+      for (size_t e = 0; rs && e < K; ++e)
+        if (rr[e] >= 0) {
+          if (!std::isfinite(rs[e])) { rs = nullptr; break; }
+          ref_min = std::min(ref_min, double(rs[e]));
+        }
+      double kth = INFINITY;
+      for (size_t e = 0; e < K; ++e)
+        if (rr[e] >= 0 && (!rs || double(rs[e]) <= ref_min + 2 * tol))
+          kth = std::min(kth, exact_indexer_score(l, in, r, rr[e]));
+      for (int32_t v : to_score)
+        if (in_ref.size() < expect || exact_indexer_score(l, in, r, v) >= kth - tol) ++good;
+    }
+    x.ov = expect ? double(inter) / double(expect) : (seen.empty() ? 1.0 : 0.0);
+    x.rc = expect ? double(std::min(good, expect)) / double(expect) : (seen.empty() ? 1.0 : 0.0);
+  }
+  int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0, fill_rows = 0, unwritten = 0,
+          pad_written = 0, rows_scored = 0;
+  double ov_min = 1, ov_sum = 0, rc_min = 1, rc_sum = 0;
+  std::vector<RowNote> notes;
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const auto& x = st[ri];
+    out_of_causal += x.out_of_causal;
+    cross_doc += x.cross_doc;
+    out_of_range += x.out_of_range;
+    dups += x.dups;
+    fill_rows += x.bad_fill;
+    unwritten += x.unwritten;
+    ov_min = std::min(ov_min, x.ov);
+    rc_min = std::min(rc_min, x.rc);
+    ov_sum += x.ov;
+    rc_sum += x.rc;
+    ++rows_scored;
+    if (x.ov < 1 || x.rc < 1 || x.bad || x.unwritten) {
+      const int64_t r = rows[ri];
+      const auto& seg = l.seg_of(r);
+      notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), std::min(x.ov, x.rc)});
+    }
+  }
+  // Q rows outside every segment are pad slots: a write there (anything but sentinel or -1) clobbers.
+  if (c.pad_writes == PadWrites::Forbid)
+    for (int64_t r = 0; r < l.q_rows; ++r) {
+      if (l.row_segment[size_t(r)] >= 0) continue;
+      for (size_t e = 0; e < K; ++e) {
+        const int32_t v = got.topk[size_t(r) * K + e];
+        if (v != kSentinelIndex && v != -1) { ++pad_written; break; }
+      }
+    }
+
+  Verdict v;
+  const double n = double(std::max<int64_t>(rows_scored, 1));
+  const double min_recall = c.min_recall >= 0 ? c.min_recall : 1.0;
+  auto add = [&](std::string name, double value, std::string rule, bool failed) {
+    v.metrics.push_back({std::move(name), value, std::move(rule), failed});
+  };
+  add("rows_checked", double(rows_scored), "", false);
+  add("overlap_min", ov_min, "", false);
+  add("overlap_mean", ov_sum / n, "", false);
+  add("tie_aware_recall_min", rc_min, fmt::format(">= {}", min_recall), rc_min < min_recall);
+  add("tie_aware_recall_mean", rc_sum / n, "", false);
+  add("out_of_causal", double(out_of_causal), "== 0", out_of_causal > 0);
+  add("cross_doc", double(cross_doc), "== 0", cross_doc > 0);
+  add("out_of_range", double(out_of_range), "== 0", out_of_range > 0);
+  add("duplicates", double(dups), "== 0", dups > 0);
+  add("wrong_fill_rows", double(fill_rows), "== 0", fill_rows > 0);
+  add("unwritten_rows", double(unwritten), "== 0", unwritten > 0);
+  add("clobbered_pad_rows", double(pad_written), c.pad_writes == PadWrites::Forbid ? "== 0" : "", pad_written > 0);
+  std::stable_sort(notes.begin(), notes.end(), [](const RowNote& a, const RowNote& b) { return a.value < b.value; });
+  if (notes.size() > 8) notes.resize(8);
+  v.worst_rows = std::move(notes);
+  for (const auto& m : v.metrics)
+    if (m.failed) v.reason += (v.reason.empty() ? "" : ", ") + m.name;
+  v.kind = v.reason.empty() ? Verdict::Pass : Verdict::Fail;
+  return v;
+}
+
+Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
+  return l.c.op == Op::Indexer ? compare_indexer(l, in, got, ref) : compare_sdpa(l, in, got, ref);
+}
+
+}  // namespace ao

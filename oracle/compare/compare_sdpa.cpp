@@ -1,0 +1,156 @@
+// SDPA comparator on checked valid rows (every query head), against the exact fp64 answer that it
+// recomputes on those rows (sdpa_truth; the reference's outputs are not the yardstick: a fp32
+// reference is not exact, and its rounding is what the gates must allow for):
+//  * max_abs_err: max |O - exact| (informational; inf when a valid element is NaN/Inf);
+//  * tol_violations: (row, head) pairs whose max |O - exact| exceeds the derived gate
+//    c * (emulation's error) + floor (tolerance.cpp), gate 0; gate_ratio = worst row's error / gate;
+//  * rel_l2_err: ||O - exact|| / ||exact||, gated at c * the emulation's rel_l2 + floor;
+//  * lse_max_err: max |LSE - exact|, each row within its derived fp32 gate (a row with no allowed key
+//    must give -inf exactly);
+//  * nonfinite_valid: NaN/Inf in valid O/LSE that is not the sentinel (contamination, gate 0)
+//  * unwritten_rows: (row, head) pairs still holding the sentinel (gate 0)
+//  * clobbered_pad_slots: O/stats rows outside valid rows that were written (gate 0, pad_writes=forbid)
+// Case keys atol/rtol (element within atol + rtol*|exact|) and lse_tol (absolute) replace the derived
+// gates; a missing one of atol/rtol takes the peers' per-dtype default (bf16 2e-2, fp16 5e-3, fp32 1e-4).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/compare/compare.h"
+
+namespace ao {
+
+SdpaTolerance sdpa_tolerance(const Case& c) {
+  double t = c.dtype == DType::BF16 ? 2e-2 : c.dtype == DType::F16 ? 5e-3 : 1e-4;
+  return {c.atol >= 0 ? c.atol : t, c.rtol >= 0 ? c.rtol : t, c.lse_tol >= 0 ? c.lse_tol : t};
+}
+
+Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
+  (void)ref;
+  const Case& c = l.c;
+  const int Hq = c.hq, Dv = c.dim_v;
+  const bool fixed_o = c.atol >= 0 || c.rtol >= 0, fixed_lse = c.lse_tol >= 0;
+  const auto tol = sdpa_tolerance(c);
+  const SdpaTruth truth = sdpa_truth(l, in);
+  double max_abs = 0, diff2 = 0, ref2 = 0, emul2 = 0, floor2 = 0, lse_err = 0;
+  double o_ratio = 0, o_gate_at = 0, lse_ratio = 0, lse_gate_at = 0;
+  int64_t violations = 0, nonfinite = 0, unwritten = 0, clobbered = 0, elems = 0;
+  std::vector<RowNote> notes;
+
+  for (size_t ri = 0; ri < truth.rows.size(); ++ri) {
+    const int64_t r = truth.rows[ri];
+    const auto& seg = l.seg_of(r);
+    const int64_t orow = seg.o_row0 + (r - seg.row0), srow = seg.stats_row0 + (r - seg.row0);
+    double row_ratio = 0;
+    for (int h = 0; h < Hq; ++h) {
+      const size_t th = ri * size_t(Hq) + size_t(h);
+      const SdpaRowTruth& t = truth.rh[th];
+      const SdpaRowGate gate = sdpa_row_gate(c, t);
+      const float* g = got.o.data() + (orow * Hq + h) * Dv;
+      const double* x = truth.o_exact.data() + th * size_t(Dv);
+      const float* e = truth.o_emul.data() + th * size_t(Dv);
+      bool unw = false, over = false;
+      double err = 0;
+      for (int k = 0; k < Dv; ++k) {
+        emul2 += (double(e[k]) - x[k]) * (double(e[k]) - x[k]);
+        ref2 += x[k] * x[k];
+        ++elems;
+        if (is_sentinel(g[k])) { unw = true; continue; }
+        if (!std::isfinite(g[k])) {  // contamination: reported by nonfinite_valid, and the error is unbounded
+          ++nonfinite;
+          err = max_abs = diff2 = INFINITY;
+          continue;
+        }
+        const double d = std::fabs(double(g[k]) - x[k]);
+        err = std::max(err, d);
+        diff2 += d * d;
+        if (fixed_o && d > tol.atol + tol.rtol * std::fabs(x[k])) over = true;
+      }
+      max_abs = std::max(max_abs, err);
+      floor2 += double(Dv) * gate.o_floor * gate.o_floor;
+      const double o_gate = fixed_o ? tol.atol + tol.rtol * t.o_max : gate.o_gate;
+      const double ratio = o_gate > 0 ? err / o_gate : (err > 0 ? INFINITY : 0);
+      if (!fixed_o) over = !(err <= o_gate);
+      violations += over;
+      row_ratio = std::max(row_ratio, ratio);
+      if (!(ratio <= o_ratio)) { o_ratio = ratio; o_gate_at = o_gate; }
+
+      const float gl = got.lse[size_t(srow * Hq + h)];
+      const double lse_gate = fixed_lse ? tol.lse_tol : gate.lse_gate;
+      double le = 0;
+      if (is_sentinel(gl)) {
+        unw = true;
+      } else if (t.keys == 0) {
+        if (!(std::isinf(gl) && gl < 0)) le = INFINITY;
+      } else if (std::isnan(gl) || std::isinf(gl)) {
+        ++nonfinite;
+        le = INFINITY;
+      } else {
+        le = std::fabs(double(gl) - t.lse);
+      }
+      lse_err = std::max(lse_err, le);
+      const double lr = lse_gate > 0 ? le / lse_gate : (le > 0 ? INFINITY : 0);
+      if (!(lr <= lse_ratio)) { lse_ratio = lr; lse_gate_at = lse_gate; }
+      row_ratio = std::max(row_ratio, lr);
+      unwritten += unw;
+    }
+    if (row_ratio > 1) notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), row_ratio});
+  }
+  if (c.pad_writes == PadWrites::Forbid) {
+    std::vector<char> o_valid(size_t(l.o_rows), 0), s_valid(size_t(l.stats_rows), 0);
+    for (const auto& s : l.segments)
+      for (int64_t i = 0; i < s.valid; ++i) {
+        o_valid[size_t(s.o_row0 + i)] = 1;
+        s_valid[size_t(s.stats_row0 + i)] = 1;
+      }
+    for (int64_t r = 0; r < l.o_rows; ++r) {
+      if (o_valid[size_t(r)]) continue;
+      bool w = false;
+      for (int64_t e = 0; e < int64_t(Hq) * Dv && !w; ++e) w = !is_sentinel(got.o[size_t(r * Hq * Dv + e)]);
+      clobbered += w;
+    }
+    for (int64_t r = 0; r < l.stats_rows; ++r) {
+      if (s_valid[size_t(r)]) continue;
+      bool w = false;
+      for (int h = 0; h < Hq && !w; ++h) w = !is_sentinel(got.lse[size_t(r * Hq + h)]);
+      clobbered += w;
+    }
+  }
+
+  Verdict v;
+  auto add = [&](std::string name, double value, std::string rule, bool failed, double gate = -1,
+                 double gate_ratio = -1) {
+    v.metrics.push_back({std::move(name), value, std::move(rule), failed, gate, gate_ratio});
+  };
+  const double rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  const double rel_gate = fixed_o ? INFINITY : sdpa_rel_l2_gate(emul2, ref2, floor2, elems);
+  const std::string o_how =
+      fixed_o ? fmt::format("atol {:g} rtol {:g}", tol.atol, tol.rtol) : "per row: 2 x emulation's err + floor";
+  add("rows_checked", double(truth.rows.size()), "", false);
+  add("max_abs_err", max_abs, "", false);
+  add("rel_l2_err", rel_l2,
+      fixed_o ? "" : fmt::format("<= {:.3g} (2 x emulation's {:.3g} + floor; ratio {:.3g})", rel_gate,
+                                 std::sqrt(emul2 / (ref2 > 0 ? ref2 : 1.0)), rel_l2 / rel_gate),
+      !fixed_o && !(rel_l2 <= rel_gate), fixed_o ? -1 : rel_gate, fixed_o ? -1 : rel_l2 / rel_gate);
+  add("tol_violations", double(violations),
+      fmt::format("== 0 ({}; worst row err/gate {:.3g}, gate {:.3g})", o_how, o_ratio, o_gate_at), violations > 0,
+      o_gate_at, o_ratio);
+  add("lse_max_err", lse_err,
+      fmt::format("per row <= {} (worst row err/gate {:.3g}, gate {:.3g})",
+                  fixed_lse ? fmt::format("{:g}", tol.lse_tol) : std::string("derived fp32 gate"), lse_ratio,
+                  lse_gate_at),
+      !(lse_ratio <= 1), lse_gate_at, lse_ratio);
+  add("nonfinite_valid", double(nonfinite), "== 0", nonfinite > 0);
+  add("unwritten_rows", double(unwritten), "== 0", unwritten > 0);
+  add("clobbered_pad_slots", double(clobbered), c.pad_writes == PadWrites::Forbid ? "== 0" : "", clobbered > 0);
+  std::stable_sort(notes.begin(), notes.end(), [](const RowNote& a, const RowNote& b) { return a.value > b.value; });
+  if (notes.size() > 8) notes.resize(8);
+  v.worst_rows = std::move(notes);
+  for (const auto& m : v.metrics)
+    if (m.failed) v.reason += (v.reason.empty() ? "" : ", ") + m.name;
+  v.kind = v.reason.empty() ? Verdict::Pass : Verdict::Fail;
+  return v;
+}
+
+}  // namespace ao

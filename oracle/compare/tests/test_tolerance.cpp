@@ -1,0 +1,215 @@
+// Derived tolerances (tolerance.h, README "How the tolerances are derived"): the emulation reference,
+// the per-row O / LSE / rel_l2 gates, their visibility (gate, gate_ratio in JSON), the overrides, and
+// the two blind spots of issue 14 they close: a one-key mask error on long rows, and an LSE gate that
+// ignored the scale (item 4).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/reference/reference.h"
+#include "attn_oracle/compare/tolerance.h"
+#include "cli_run.h"
+#include "attn_oracle/reports/report.h"
+
+using namespace ao;
+
+namespace {
+
+Outputs run_ref(const Layout& l, const Inputs& in, const Quirks& qk = {}) {
+  Outputs o = make_sentinel_outputs(l);
+  reference_sdpa(l, in, o, qk);
+  return o;
+}
+
+const Metric& get(const Verdict& v, const char* name) {
+  const Metric* m = v.find(name);
+  EXPECT_NE(m, nullptr) << name;
+  static const Metric none{};
+  return m ? *m : none;
+}
+
+}  // namespace
+
+TEST(Tolerance, UlpAndUnitRoundoffOfEachDtype) {
+  EXPECT_EQ(unit_roundoff(DType::BF16), std::ldexp(1.0, -8));
+  EXPECT_EQ(unit_roundoff(DType::F16), std::ldexp(1.0, -11));
+  EXPECT_EQ(unit_roundoff(DType::F32), std::ldexp(1.0, -24));
+  EXPECT_EQ(dtype_ulp(DType::BF16, 1.0), std::ldexp(1.0, -7));
+  EXPECT_EQ(dtype_ulp(DType::BF16, 0.03), std::ldexp(1.0, -6 - 7));  // 0.03 in [2^-6, 2^-5)
+  EXPECT_EQ(dtype_ulp(DType::F16, -3.0), std::ldexp(1.0, 1 - 10));
+  EXPECT_EQ(dtype_ulp(DType::F16, 1e-6), std::ldexp(1.0, -24));       // fp16 subnormal spacing
+  EXPECT_EQ(dtype_ulp(DType::F32, 0.0), std::ldexp(1.0, -149));
+  for (DType t : {DType::BF16, DType::F16, DType::F32})  // the next value up is exactly one ulp away
+    for (double x : {0.7, 0.0123, 5.5}) {
+      const float v = round_to(t, float(x));  // a dtype value; one ulp up is the next dtype value
+      EXPECT_EQ(round_to(t, float(v + dtype_ulp(t, v))), float(v + dtype_ulp(t, v)));
+      EXPECT_EQ(round_to(t, float(v + 0.4 * dtype_ulp(t, v))), v);
+    }
+}
+
+// The emulation rounds O to the dtype, its error against the exact answer is about the dtype's
+// rounding (bf16 >> fp16 >> fp32), and rows without keys give exactly zero.
+TEST(Tolerance, EmulationIsInTheDtypeAndItsErrorFollowsTheDtype) {
+  double worst[3] = {0, 0, 0};
+  const char* names[3] = {"bf16", "fp16", "fp32"};
+  for (int i = 0; i < 3; ++i) {
+    const Layout l = make_layout(
+        parse_case(fmt::format("op=sdpa q_lens=30,9 kv_lens=300,15 mask=bottomright hq=4 hkv=2 dtype={} seed=5", names[i])));
+    const Inputs in = make_inputs(l);
+    const SdpaTruth t = sdpa_truth(l, in);
+    ASSERT_EQ(t.rows.size(), size_t(39));
+    for (size_t k = 0; k < t.o_emul.size(); ++k) ASSERT_EQ(round_to(l.c.dtype, t.o_emul[k]), t.o_emul[k]);
+    for (const auto& rh : t.rh) {
+      ASSERT_GT(rh.keys, 0);
+      ASSERT_TRUE(std::isfinite(rh.lse));
+      worst[i] = std::max(worst[i], rh.emul_err / std::max(rh.o_max, 1e-30));
+      EXPECT_LE(rh.emul_err, 4 * unit_roundoff(l.c.dtype) * rh.v_abs + 1e-6) << names[i];
+    }
+  }
+  EXPECT_GT(worst[0], 4 * worst[1]);
+  EXPECT_GT(worst[1], 100 * worst[2]);
+  const Layout l = make_layout(parse_case("op=sdpa q_lens=10 kv_lens=5 mask=bottomright seed=1"));
+  const SdpaTruth t = sdpa_truth(l, make_inputs(l));
+  EXPECT_EQ(t.rh[0].keys, 0);
+  EXPECT_TRUE(std::isinf(t.rh[0].lse) && t.rh[0].lse < 0);
+  for (int e = 0; e < l.c.dim_v; ++e) EXPECT_EQ(t.o_exact[size_t(e)], 0.0);
+}
+
+// Errors placed at a fraction of the derived gate pass below 1 and fail above, and the metric's
+// gate_ratio reads that fraction back.
+TEST(Tolerance, ErrorsJustInsideTheDerivedGatePassJustOutsideFail) {
+  for (const char* dt : {"bf16", "fp16", "fp32"}) {
+    const Layout l = make_layout(parse_case(fmt::format("op=sdpa docs=50,20 dtype={} seed=3", dt)));
+    const Inputs in = make_inputs(l);
+    const Outputs ref = run_ref(l, in);
+    const SdpaTruth t = sdpa_truth(l, in);
+    const int Hq = l.c.hq, Dv = l.c.dim_v;
+    ASSERT_EQ(t.rows[30], 30);
+    const size_t th = size_t(30 * Hq + 1);
+    const SdpaRowGate g = sdpa_row_gate(l.c, t.rh[th]);
+    for (double f : {0.5, 2.0}) {
+      Outputs o = ref;
+      o.o[th * size_t(Dv) + 5] = float(t.o_exact[th * size_t(Dv) + 5] + f * g.o_gate);
+      const Verdict v = compare(l, in, o, ref);
+      EXPECT_EQ(get(v, "tol_violations").failed, f > 1) << dt << " " << f;
+      EXPECT_NEAR(get(v, "tol_violations").gate_ratio, f, 0.02 * f) << dt;
+      EXPECT_DOUBLE_EQ(get(v, "tol_violations").gate, g.o_gate) << dt;
+    }
+    for (double f : {0.5, 2.0}) {
+      Outputs o = ref;
+      o.lse[7] = float(t.rh[7].lse + f * sdpa_row_gate(l.c, t.rh[7]).lse_gate);
+      const Verdict v = compare(l, in, o, ref);
+      EXPECT_EQ(get(v, "lse_max_err").failed, f > 1) << dt << " " << f;
+      EXPECT_NEAR(get(v, "lse_max_err").gate_ratio, f, 0.05 * f) << dt;
+    }
+  }
+}
+
+// Issue 14, blind spot: every row of this rank sees >= 3968 keys, so one extra key moves O by ~1/4000;
+// the fixed bf16 gates (0.02) passed it. The derived gates fail it on O, rel_l2 and LSE; cpu-ref passes.
+TEST(Tolerance, OneExtraKeyOnLongRowsFails) {
+  const Layout l = make_layout(parse_case("op=sdpa docs=8192 cp=32 rank=31 rows=64"));
+  const Inputs in = make_inputs(l);
+  const Outputs ref = run_ref(l, in);
+  const Verdict good = compare(l, in, ref, ref);
+  EXPECT_EQ(good.kind, Verdict::Pass) << good.reason;
+  Quirks qk;
+  qk.off_by_one = true;
+  const Verdict bad = compare(l, in, run_ref(l, in, qk), ref);
+  EXPECT_TRUE(get(bad, "lse_max_err").failed);
+  EXPECT_TRUE(get(bad, "rel_l2_err").failed);
+  EXPECT_GT(get(bad, "lse_max_err").gate_ratio, 4);
+  EXPECT_LT(get(bad, "max_abs_err").value, 2e-3);  // what the old 2e-2 gate let through
+  EXPECT_LT(get(good, "lse_max_err").gate_ratio, 0.2);
+}
+
+// Issue 14 item 4: at scale=1000 the LSE is ~1e3 and fp32's rounding of it exceeds any absolute 1e-4;
+// the fp32 reference (the answer of an exact fp32 kernel) must pass against the exact answer, and also
+// with a fp64 reference as `ref` (what `--vs` with precision=fp64 gives).
+TEST(Tolerance, LseGateScalesWithTheScores) {
+  for (int seed : {2, 3}) {
+    const Case c = parse_case(fmt::format("op=sdpa docs=40,17 hq=4 hkv=2 dim=16 dtype=fp32 scale=1000 seed={}", seed));
+    const Layout l = make_layout(c);
+    const Inputs in = make_inputs(l);
+    const Outputs fp32 = run_ref(l, in);
+    Case c64 = c;
+    c64.precision = Precision::F64;
+    const Layout l64 = make_layout(c64);
+    const Outputs fp64 = run_ref(l64, in);
+    for (const Outputs* ref : {&fp32, &fp64}) {
+      const Verdict v = compare(l, in, fp32, *ref);
+      EXPECT_EQ(v.kind, Verdict::Pass) << seed << " " << v.reason;
+    }
+    const Verdict v = compare(l, in, fp32, fp64);
+    EXPECT_GT(get(v, "lse_max_err").value, 1e-4) << seed;  // above the old absolute gate
+    EXPECT_LT(get(v, "lse_max_err").gate_ratio, 1) << seed;
+    // Still relative: an error of 1e-3 relative to |LSE| fails.
+    Outputs o = fp32;
+    o.lse[3] *= 1.001f;
+    EXPECT_TRUE(get(compare(l, in, o, fp64), "lse_max_err").failed) << seed;
+  }
+}
+
+TEST(Tolerance, OverridesReplaceTheDerivedGates) {
+  const Layout l = make_layout(parse_case("op=sdpa docs=50,20 atol=0.1 rtol=0 lse_tol=0.5 seed=3"));
+  const Inputs in = make_inputs(l);
+  const Outputs ref = run_ref(l, in);
+  Outputs o = ref;
+  o.o[40] += 0.05f;
+  o.lse[9] += 0.3f;
+  EXPECT_EQ(compare(l, in, o, ref).kind, Verdict::Pass);
+  o.o[40] += 0.1f;
+  EXPECT_TRUE(get(compare(l, in, o, ref), "tol_violations").failed);
+  o = ref;
+  o.lse[9] += 0.7f;
+  EXPECT_TRUE(get(compare(l, in, o, ref), "lse_max_err").failed);
+}
+
+TEST(Tolerance, JsonShowsGateAndGateRatio) {
+  CaseResult r;
+  r.case_line = "op=sdpa docs=40";
+  r.backend = r.vs = "cpu-ref";
+  const Layout l = make_layout(parse_case(r.case_line));
+  const Inputs in = make_inputs(l);
+  const Outputs ref = run_ref(l, in);
+  r.verdict = compare(l, in, ref, ref);
+  const auto j = nlohmann::json::parse(report_json({r}));
+  const auto& m = j["cases"][0]["metrics"];
+  for (const char* name : {"tol_violations", "rel_l2_err", "lse_max_err"}) {
+    ASSERT_TRUE(m[name].contains("gate")) << name;
+    EXPECT_GT(m[name]["gate"].get<double>(), 0) << name;
+    EXPECT_LT(m[name]["gate_ratio"].get<double>(), 1) << name;
+  }
+  EXPECT_FALSE(m["nonfinite_valid"].contains("gate"));
+}
+
+// No false failure from honest fp32 arithmetic of another order: numpy's dense masked SDPA and an
+// online-softmax one (tiles of 16, P and O rounded to the dtype like a flash kernel) pass a
+// representative corpus subset (masks, GQA, windows, TE's padded THD) and a long-row CP rank. The whole
+// corpus is in the README's measurement; this subset keeps CI (2 cores) short.
+TEST(Tolerance, Fp32ExecReferencesPassTheCorpusSubset) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with numpy (Debian python3-numpy) is not installed";
+  const std::string dir = ::testing::TempDir() + "/ao-tol-exec";
+  std::system(("mkdir -p '" + dir + "'").c_str());
+  {
+    std::ofstream f(dir + "/long.case");
+    f << "op=sdpa docs=8192 cp=32 rank=31 rows=12 dtype=fp16\nop=sdpa q_lens=8 kv_lens=4100 mask=bottomright "
+         "hq=2 hkv=1 dtype=fp32 scale=1000 seed=2\n";
+  }
+  const std::string script = std::string("/usr/bin/python3 '") + AO_SOURCE_DIR + "/scripts/backends/numpy_sdpa_fp32.py'";
+  const auto r = test::run_cli(fmt::format(
+      "gate -q '{0}/corpus/edge/masks-topk-gqa.case' '{0}/corpus/seeds/te-padded-thd.case' '{1}/long.case' "
+      "--backend \"exec:{2} --impl dense\" --backend \"exec:{2} --impl online --tile 16 --round\"",
+      AO_SOURCE_DIR, dir, script));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" 0 failed"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" 0 passed"), std::string::npos) << r.out;
+}

@@ -1,0 +1,52 @@
+// External backends: kernels that live outside this build.
+//  * `exec:<command>`: a process of any language. The harness writes a fresh case directory
+//    (protocol below), runs `/bin/sh -c '<command> "$@"' ao-exec <dir>` (so <command> is a shell
+//    command line: quote as in sh; the directory is appended as the last argument and is also in
+//    $AO_CASE_DIR) in its own process group under a timeout, and reads the outputs back.
+//  * `plugin:<path.so>[:<knobs>]`: a shared library implementing attn_oracle/plugin.h, loaded with
+//    dlopen (the path holds no ':'; the text after the next ':' is handed to the plugin).
+// Every way an external backend can go wrong is a RunStatus::Error naming the cause, never a crash,
+// hang or leak of the harness: both run in supervised child processes (subprocess.h); a plugin's
+// loading and each of its runs happen in a child (timeout AO_PLUGIN_TIMEOUT, default 600 s).
+//
+// exec: case directory, protocol version 1:
+//   case.txt     the canonical case line
+//   meta.json    layout: dims, dtype, mask, cp/rank, per-document lengths and ragged offsets,
+//                cu_seqlens, per-segment rows and causal offsets (pos0), tensor files and shapes
+//   q.npy k.npy  inputs in the case dtype: fp32 '<f4', fp16 '<f2', bf16 stored as '<u2' bits
+//   w.npy|v.npy  (float32 = bits << 16); pad slots hold the case's poison
+//   o.npy lse.npy | topk.npy scores.npy
+//                outputs, pre-filled with the sentinel (NaN payload 0x7fe5a5a5 / index -1515870810).
+//                The process must rewrite o.npy+lse.npy ('<f4') or topk.npy ('<i4'); scores.npy
+//                ('<f4') is optional. Shapes are exact (meta.json "outputs").
+//   exit 0: outputs are read and compared; exit 125: skipped (reason: last stderr line);
+//   any other exit, a signal or the timeout: error with the stderr tail.
+#pragma once
+#include <memory>
+#include <string>
+#include "attn_oracle/backends/backend.h"
+
+namespace ao {
+
+struct ExecOptions {
+  double timeout_s = 600;  // AO_EXEC_TIMEOUT
+  bool keep_dir = false;   // AO_EXEC_KEEP=1 keeps case directories (their path is reported)
+  std::string work_root;   // AO_EXEC_DIR, else $TMPDIR, else /tmp
+};
+// Reads AO_EXEC_TIMEOUT / AO_EXEC_KEEP / AO_EXEC_DIR; throws CaseError for a bad value.
+ExecOptions exec_options_from_env();
+std::unique_ptr<Backend> make_exec_backend(const std::string& command, const ExecOptions& opt);
+
+// Writes the case directory (inputs, meta.json, sentinel outputs); returns meta.json's text.
+std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in);
+
+// `spec` is what follows "plugin:". Throws CaseError(key="backend") when the library cannot be
+// loaded, lacks a required symbol or reports another ABI version (found by a probe in a child), and
+// CaseError(key="AO_PLUGIN_TIMEOUT") for a bad timeout.
+std::unique_ptr<Backend> make_plugin_backend(const std::string& spec);
+
+namespace detail {
+void register_external_backends();
+}
+
+}  // namespace ao

@@ -1,0 +1,75 @@
+// The case line: `key=value` pairs separated by spaces, one test case. It is the only user-facing
+// description of a case (CLI, corpus files, reports), so print(parse(s)) is canonical and
+// parse(print(c)) == c. Unknown keys and malformed values throw CaseError naming the key.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include "attn_oracle/case/dtype.h"
+
+namespace ao {
+
+enum class Op { Indexer, Sdpa };
+enum class MaskKind { None, TopLeft, BottomRight };
+enum class CpScheme { Zigzag, Contiguous };
+enum class Poison { NaN, Inf, Large, None };
+enum class Precision { F32, F64 };
+enum class PadWrites { Forbid, Allow };
+enum class Probe { None, Edges };  // mask-probe inputs (sdpa): see probe_inputs.h
+
+// A value as error messages echo it: at most max_bytes (cut at a UTF-8 boundary) + "... (N bytes)".
+std::string clip_for_message(const std::string& v, size_t max_bytes = 80);
+
+// A bad case: names the key and the value, so a user can fix the line. CLI exit code 2.
+// The message carries both clipped (clip_for_message); the members hold them whole.
+struct CaseError : std::runtime_error {
+  std::string key, value;
+  CaseError(std::string k, std::string v, const std::string& why);
+};
+
+struct Case {
+  Op op = Op::Indexer;
+  std::vector<int64_t> q_lens, kv_lens;            // valid tokens per document
+  std::vector<int64_t> q_pad, kv_pad;              // gap after each sequence (convenience for offsets)
+  std::vector<int64_t> q_offsets, kv_offsets;      // explicit ragged offsets (rows); empty = derived
+  std::vector<int64_t> o_offsets, stats_offsets;   // empty = same as q_offsets
+  int64_t q_capacity = -1, kv_capacity = -1;       // total rows of the buffers; -1 = end of last seq
+  int64_t tail = 0;                                // extra capacity rows past the last sequence
+  int cp = 1, rank = 0;
+  CpScheme cp_scheme = CpScheme::Zigzag;
+  bool crop = false;                               // keys cropped to the chunk end (kernel view)
+  MaskKind mask = MaskKind::TopLeft;               // resolved per op default (see defaults_for)
+  int64_t window = 0;                              // sliding window (keys in (pos-window, pos]); 0 = off
+  int heads = 0, hq = 0, hkv = 0, dim = 0, dim_v = 0, topk = 0, ratio = 1;
+  DType dtype = DType::BF16;
+  uint64_t seed = 1;
+  Poison poison = Poison::NaN;
+  Precision precision = Precision::F32;
+  double scale = 0;                                // 0 = op default (indexer 1, sdpa 1/sqrt(dim))
+  int64_t rows = 0;                                // rows to check: 0 = all, N = N sampled + boundaries
+  uint32_t levels = 0;                             // round inputs to multiples of 2/N (tie stress)
+  double atol = -1, rtol = -1, lse_tol = -1, score_tol = -1, min_recall = -1;  // -1 = defaults
+  PadWrites pad_writes = PadWrites::Forbid;
+  Probe probe = Probe::None;
+
+  bool operator==(const Case&) const = default;
+};
+
+// Defaults that depend on the op (dims small enough for CI; the seeds' dims are given explicitly).
+Case defaults_for(Op op);
+
+// A leading UTF-8 byte-order mark (an editor's, at the start of a file or line) is not part of the case.
+std::string strip_utf8_bom(const std::string& line);
+Case parse_case(const std::string& line);
+std::string print_case(const Case& c);
+
+// The embedded default case: the seed's single-document cp=32 rank=31 indexer case, reduced dims.
+inline constexpr const char* kDefaultCase =
+    "op=indexer docs=8192 cp=32 rank=31 heads=8 dim=64 topk=256 seed=7";
+
+// Every accepted key with a one-line description (README and `attn-oracle keys`).
+const std::vector<std::pair<std::string, std::string>>& case_keys();
+
+}  // namespace ao

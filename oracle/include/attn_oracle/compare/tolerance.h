@@ -1,0 +1,55 @@
+// Tolerances derived from the arithmetic (README "How the tolerances are derived").
+//  * SDPA: an emulation of a flash kernel in the case dtype and the exact fp64 answer on the checked
+//    rows (reference_emulation.cpp); FlashAttention's rule per (row, head): a kernel's max error
+//    against the exact answer <= c * the emulation's + a floor that follows from the dtype.
+//  * SDPA LSE (fp32 in every dtype): a bound of fp32 score, exp, sum and log rounding.
+//  * Indexer: the forward-error bound of an fp32-accumulating score (tie-aware recall's score_tol).
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "attn_oracle/inputs/tensors.h"
+
+namespace ao {
+
+inline constexpr double kEmulationFactor = 2;  // c: FlashAttention's "within 2x of the emulation's error"
+inline constexpr double kLambda = 4;           // probabilistic rounding bound lambda*sqrt(n)*u (Higham-Mary)
+
+double unit_roundoff(DType t);          // 2^-8 bf16, 2^-11 fp16, 2^-24 fp32
+double dtype_ulp(DType t, double x);    // spacing of the dtype's values at |x| (subnormal spacing at 0)
+
+// One checked (row, head) of an SDPA case: the exact and the emulated answers and the magnitudes the
+// floors are derived from. p^ = exact softmax weights over the row's allowed keys.
+struct SdpaRowTruth {
+  int64_t keys = 0;       // allowed keys (0: the row must give O = 0, LSE = -inf)
+  double lse = 0;         // exact LSE (-inf without keys)
+  double score_abs = 0;   // sum_i p^_i * scale * sum_d |q_d k_id|: what fp32 score rounding scales with
+  double v_abs = 0;       // max_e sum_i p^_i |v_ie|: what fp32 P.V accumulation scales with
+  double v_rms = 0;       // max_e sqrt(sum_i p^_i^2 v_ie^2): what rounding P to the dtype scales with
+  double emul_err = 0;    // max_e |O_emul - O_exact|
+  double o_max = 0;       // max_e |O_exact|
+};
+
+struct SdpaTruth {
+  std::vector<int64_t> rows;        // valid checked Q rows, in check order
+  std::vector<SdpaRowTruth> rh;     // [rows, hq]
+  std::vector<double> o_exact;      // [rows, hq, dim_v]
+  std::vector<float> o_emul;        // [rows, hq, dim_v], rounded to the dtype
+};
+
+// Exact fp64 and dtype-emulated SDPA on the checked valid rows (reference_emulation.cpp).
+SdpaTruth sdpa_truth(const Layout& l, const Inputs& in);
+
+// Gates of one (row, head). o_gate bounds max_e |O - O_exact|, lse_gate bounds |LSE - LSE_exact|.
+struct SdpaRowGate {
+  double o_floor = 0, o_gate = 0, lse_gate = 0;
+};
+SdpaRowGate sdpa_row_gate(const Case& c, const SdpaRowTruth& t);
+// rel_l2_err gate: c * the emulation's rel_l2 + floor; n = elements compared, floor2 = sum over
+// (row, head) of dim_v * o_floor^2, emul2 / exact2 = the emulation's squared error / exact norm.
+double sdpa_rel_l2_gate(double emul2, double exact2, double floor2, int64_t n);
+
+// Indexer: tie-aware recall's score tolerance of a row; kmax = max_abs_key(l, in).
+double max_abs_key(const Layout& l, const Inputs& in);
+double indexer_score_tolerance(const Layout& l, const Inputs& in, int64_t row, double kmax);
+
+}  // namespace ao

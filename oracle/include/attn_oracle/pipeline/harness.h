@@ -1,0 +1,43 @@
+// The one-way pipeline: case -> Layout -> Inputs -> backend run -> reference run -> compare -> result.
+// Around the runs: the inputs are fingerprinted and checked after each run (a backend or reference that
+// wrote them is an ERROR, and the reference never runs on written inputs); the reference's outputs
+// must pass reference_sanity() before they judge anything (else ERROR naming the reference); foreign
+// text (names, versions, reasons) is made valid UTF-8.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+#include "attn_oracle/backends/backend.h"
+#include "attn_oracle/compare/compare.h"
+
+namespace ao {
+
+// What the report pictures need from a failing case: its layout and both output sets. Kept only when
+// asked for (a report directory) and only for failing cases. Bounded: the indexer keeps top-k of the
+// checked rows only (got/ref.topk row i = layout.check_rows[i]; scores dropped), SDPA keeps O and LSE;
+// all kept artifacts of a process share a 1 GiB budget (past it a failing case keeps none). The
+// writers downsample further, so a report stays small whatever the case size.
+struct CaseArtifacts {
+  Layout layout;
+  Outputs got, ref;
+};
+
+struct CaseResult {
+  std::string case_line, backend, vs, backend_version;
+  Verdict verdict;
+  double backend_seconds = 0, ref_seconds = 0;
+  std::shared_ptr<const CaseArtifacts> artifacts;  // null unless run_case(..., keep_artifacts) failed
+};
+
+// Throws CaseError for an invalid case (the caller maps it to exit code 2).
+// keep_artifacts: on a Fail verdict, keep layout + outputs in CaseResult::artifacts (for report.html).
+CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim = {},
+                    bool keep_artifacts = false);
+
+// git-bisect-compatible: 0 all passed, 1 any failed/errored, 125 nothing ran (all skipped).
+int exit_code(const std::vector<CaseResult>& results);
+
+// Text for a terminal: verdict line, metric table, worst rows.
+std::string format_result(const CaseResult& r);
+
+}  // namespace ao

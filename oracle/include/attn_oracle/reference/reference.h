@@ -1,0 +1,26 @@
+// Exact CPU references (Eigen, fp32 or fp64 per case precision). They read inputs only from valid
+// slots, compute only layout.check_rows, and write outputs at the bound offsets.
+// Quirks turn the reference into a bug model: each is a small variation of the same path that
+// re-creates one real defect class (see bug_models.cpp). The default Quirks{} is the oracle.
+#pragma once
+#include "attn_oracle/inputs/tensors.h"
+
+namespace ao {
+
+struct Quirks {
+  bool topleft_cp = false;          // chunk-local top-left causal mask (pos0 ignored)
+  bool derived_offsets = false;     // address every tensor by prefix(lens), ignoring bound offsets
+  bool shared_qkv_offsets = false;  // read K/V through the Q offsets
+  int tail_read_tile = 0;           // >0: P@V over whole key tiles, reading pad rows past the end
+  bool off_by_one = false;          // keeps key p+1
+  bool cross_doc = false;           // causal over the whole pack, ignoring document boundaries
+  bool gqa_modulo = false;          // kv head = h % hkv instead of h / group
+  bool lse_log2 = false;            // LSE written in log2
+  bool stats_packed = false;        // LSE written at packed prefix rows, ignoring stats offsets
+  bool fill_zero = false;           // short rows filled with 0 instead of -1
+};
+
+void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
+void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
+
+}  // namespace ao

@@ -1,0 +1,90 @@
+// Deterministic inputs (counter-based RNG keyed by canonical token ids), poison in input pad slots,
+// sentinel-filled output buffers.
+#include "attn_oracle/inputs/tensors.h"
+
+#include <cmath>
+#include <limits>
+
+#include "attn_oracle/inputs/probe_inputs.h"
+#include "attn_oracle/inputs/rng.h"
+
+namespace ao {
+
+float sentinel_float() { return f32_from_bits(kSentinelBits); }
+bool is_sentinel(float x) { return f32_bits(x) == kSentinelBits; }
+
+float poison_value(Poison p, DType t) {
+  switch (p) {
+    case Poison::NaN: return std::numeric_limits<float>::quiet_NaN();
+    case Poison::Inf: return std::numeric_limits<float>::infinity();
+    case Poison::Large:  // the dtype's largest finite value: representable, so every path stores it as is
+      return t == DType::F16 ? 65504.f : t == DType::BF16 ? bf16_bits_to_f32(0x7f7f) : std::numeric_limits<float>::max();
+    default: return 0.f;  // poison=none fills with generated data instead (see fill_pad)
+  }
+}
+
+int64_t q_token_id(const Layout& l, int64_t r) {
+  if (!l.valid_row(r)) return -1;
+  const auto& s = l.seg_of(r);
+  return l.docs[size_t(s.doc)].packed_q_off + s.tok0 + (r - s.row0);
+}
+
+namespace {
+
+// Fills `rows` rows of `width` floats: valid rows by token id, pad rows by poison.
+// token_of(row) returns the canonical token id, or -1 for a pad slot.
+template <class TokenOf>
+void fill(std::vector<float>& dst, int64_t rows, int64_t width, uint32_t tensor, const Case& c, TokenOf token_of) {
+  dst.resize(size_t(rows * width));
+  const float poison = poison_value(c.poison, c.dtype);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t t = token_of(r);
+    float* row = dst.data() + r * width;
+    for (int64_t e = 0; e < width; ++e) {
+      if (t >= 0)
+        row[e] = round_to(c.dtype, generated_value(c.seed, tensor, uint64_t(t * width + e), c.levels));
+      else if (c.poison == Poison::None)  // realistic pad content (e.g. TE identifier tokens): finite data
+        row[e] = round_to(c.dtype, generated_value(c.seed, tensor | 0x10u, uint64_t(r * width + e), c.levels));
+      else
+        row[e] = poison;
+    }
+  }
+}
+
+}  // namespace
+
+Inputs make_inputs(const Layout& l) {
+  const Case& c = l.c;
+  std::vector<int64_t> kv_token(size_t(l.kv_rows), -1);
+  for (const auto& d : l.docs)
+    for (int64_t s = 0; s < d.kv_len; ++s) kv_token[size_t(d.kv_off + s)] = d.packed_kv_off + s;
+  auto q_token = [&](int64_t r) { return q_token_id(l, r); };
+  auto k_token = [&](int64_t r) { return kv_token[size_t(r)]; };
+  Inputs in;
+  if (c.op == Op::Indexer) {
+    fill(in.q, l.q_rows, int64_t(c.heads) * c.dim, kTensorQ, c, q_token);
+    fill(in.w, l.q_rows, c.heads, kTensorW, c, q_token);
+    fill(in.k, l.kv_rows, c.dim, kTensorK, c, k_token);
+  } else {
+    fill(in.q, l.q_rows, int64_t(c.hq) * c.dim, kTensorQ, c, q_token);
+    fill(in.k, l.kv_rows, int64_t(c.hkv) * c.dim, kTensorK, c, k_token);
+    fill(in.v, l.kv_rows, int64_t(c.hkv) * c.dim_v, kTensorV, c, k_token);
+    if (c.probe == Probe::Edges) apply_edge_probe(l, in);
+  }
+  return in;
+}
+
+Outputs make_sentinel_outputs(const Layout& l) {
+  const Case& c = l.c;
+  Outputs o;
+  if (c.op == Op::Indexer) {
+    o.topk.assign(size_t(l.q_rows * c.topk), kSentinelIndex);
+    o.scores.assign(size_t(l.q_rows * c.topk), sentinel_float());
+  } else {
+    o.o.assign(size_t(l.o_rows * c.hq * c.dim_v), sentinel_float());
+    o.lse.assign(size_t(l.stats_rows * c.hq), sentinel_float());
+  }
+  return o;
+}
+
+}  // namespace ao

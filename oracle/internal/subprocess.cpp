@@ -1,0 +1,429 @@
+// The subprocess supervisor (subprocess.h): harness -> reaper (group of its own child, subreaper) -> child.
+#include "attn_oracle/internal/subprocess.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/case/case.h"
+#include "attn_oracle/internal/interrupt.h"
+
+extern char** environ;
+
+namespace ao {
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void sleep_ms(int ms) {
+  timespec ts{0, long(ms) * 1000000L};
+  ::nanosleep(&ts, nullptr);
+}
+
+// ---- the reaper (runs in a fork of the harness; keeps to plain system calls) ----
+
+volatile sig_atomic_t g_reaper_stop = 0;
+extern "C" void on_reaper_stop(int) { g_reaper_stop = 1; }
+
+// Children of this (single-threaded) process: /proc/self/task/<pid>/children, else a scan of /proc.
+int list_children(pid_t* out, int max) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/children", int(::getpid()));
+  int n = 0;
+  if (const int fd = ::open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buf[16384];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof buf - 1 && (r = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += size_t(r);
+    ::close(fd);
+    buf[len] = 0;
+    for (char* p = buf; *p && n < max;) {
+      char* end = nullptr;
+      const long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      out[n++] = pid_t(v);
+      p = end;
+    }
+    return n;
+  }
+  DIR* d = ::opendir("/proc");
+  if (!d) return 0;
+  const pid_t self = ::getpid();
+  while (dirent* e = ::readdir(d)) {
+    if (n >= max || e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char stat_path[300], buf[512];
+    std::snprintf(stat_path, sizeof stat_path, "/proc/%s/stat", e->d_name);
+    const int fd = ::open(stat_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t r = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (r <= 0) continue;
+    buf[r] = 0;
+    const char* rp = std::strrchr(buf, ')');  // "pid (comm) state ppid ...": comm may hold anything
+    int ppid = 0;
+    char state = 0;
+    if (rp && std::sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == self) out[n++] = pid_t(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  return n;
+}
+
+// Kills and reaps every process re-parented to the reaper, until none is left.
+void sweep_descendants() {
+  pid_t kids[1024];
+  for (int unlisted = 0; unlisted < 200;) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const int n = list_children(kids, 1024);
+    if (n <= 0) {
+      if (::waitpid(-1, nullptr, WNOHANG) != 0) return;  // ECHILD: none left
+      ++unlisted;  // a child that the listing missed (just re-parented): look again
+      sleep_ms(5);
+      continue;
+    }
+    for (int i = 0; i < n; ++i) ::kill(kids[i], SIGKILL);
+    while (::waitpid(-1, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+struct Pipes {
+  int err[2] = {-1, -1}, msg[2] = {-1, -1}, status[2] = {-1, -1};
+  void close_all() {
+    for (int* p : {err, msg, status})
+      for (int i = 0; i < 2; ++i)
+        if (p[i] >= 0) ::close(p[i]), p[i] = -1;
+  }
+};
+
+using ChildMain = std::function<void(int message_fd)>;  // never returns
+
+[[noreturn]] void run_child(const ChildMain& main, Pipes& p, const SubprocessOptions& opt) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the reaper went away (killed by the harness's last resort)
+  const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  if (opt.capture_stderr) {
+    int out = p.err[1];
+    if (!opt.stdout_path.empty()) out = ::open(opt.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ::dup2(out >= 0 ? out : devnull, 1);
+    ::dup2(p.err[1], 2);
+  }
+  ::close(p.err[1]);
+  ::close(p.err[0]);
+  ::close(p.msg[0]);
+  ::close(p.status[0]);
+  ::close(p.status[1]);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(SIGINT, &dfl, nullptr);
+  ::sigaction(SIGTERM, &dfl, nullptr);
+  if (opt.child_handles_stop) {
+    reset_interrupt();
+    install_interrupt_handlers();
+  }
+  main(p.msg[1]);
+  ::_exit(127);
+}
+
+[[noreturn]] void run_reaper(const ChildMain& main, Pipes& p, const SubprocessOptions& opt, pid_t harness) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the harness died: clean up all the same
+  struct sigaction sa {};
+  sa.sa_handler = on_reaper_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: waitpid returns EINTR
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (::getppid() != harness) g_reaper_stop = 1;
+  ::close(p.err[0]);
+  ::close(p.msg[0]);
+  ::close(p.status[0]);
+  const pid_t c = ::fork();
+  if (c == 0) run_child(main, p, opt);
+  ::close(p.err[1]);
+  ::close(p.msg[1]);
+  const int32_t started = c > 0 ? int32_t(c) : -int32_t(errno);
+  write_all(p.status[1], &started, sizeof started);
+  if (c < 0) ::_exit(0);
+  ::setpgid(c, c);  // (also done by the child: whichever runs first)
+  int st = 0;
+  bool stopping = false;
+  double deadline = 0;
+  // Polls (1 ms rising to 10 ms) rather than blocking in waitpid: a stop signal that lands between the
+  // flag check and a blocking wait would otherwise go unnoticed until the child ends by itself.
+  for (int nap = 1;; nap = std::min(nap * 2, 10)) {
+    if (g_reaper_stop && !stopping) {
+      stopping = true;
+      ::kill(-c, SIGTERM);
+      ::kill(c, SIGTERM);
+      deadline = now_s() + opt.kill_grace_s;
+    }
+    const pid_t w = ::waitpid(c, &st, WNOHANG);
+    if (w == c) break;
+    if (w < 0 && errno != EINTR) break;
+    if (stopping && now_s() > deadline) {
+      ::kill(-c, SIGKILL);
+      ::kill(c, SIGKILL);
+      while (::waitpid(c, &st, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    sleep_ms(nap);
+  }
+  ::kill(-c, SIGKILL);  // what the child left in its group
+  sweep_descendants();  // and everything that left the group (setsid, double fork)
+  const int32_t rec[2] = {int32_t(st), int32_t(stopping)};
+  write_all(p.status[1], rec, sizeof rec);
+  ::_exit(0);
+}
+
+// ---- the harness side ----
+
+void append_bounded(std::string& s, const char* data, size_t n, size_t keep, bool& cut) {
+  s.append(data, n);
+  if (s.size() > 2 * keep + 65536) {
+    s.erase(0, s.size() - keep);
+    cut = true;
+  }
+}
+
+// Reads what is available; false at EOF (or an error).
+bool drain(int fd, std::string& into, size_t keep, bool& cut, bool tail) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      if (tail) {
+        append_bounded(into, buf, size_t(n), keep, cut);
+      } else {
+        const size_t room = into.size() < keep ? keep - into.size() : 0;
+        into.append(buf, std::min(room, size_t(n)));
+        if (size_t(n) > room) cut = true;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt) {
+  SubprocessOutcome r;
+  if (const int sig = interrupted()) {
+    r.kind = SubprocessOutcome::Interrupted;
+    r.code = sig;
+    return r;
+  }
+  Pipes p;
+  if (::pipe2(p.err, O_CLOEXEC) != 0 || ::pipe2(p.msg, O_CLOEXEC) != 0 || ::pipe2(p.status, O_CLOEXEC) != 0) {
+    r.error = fmt::format("pipe: {}", std::strerror(errno));
+    p.close_all();
+    return r;
+  }
+  std::fflush(nullptr);
+  const double t0 = now_s();
+  const pid_t harness = ::getpid();
+  const pid_t reaper = ::fork();
+  if (reaper == 0) run_reaper(main, p, opt, harness);
+  if (reaper < 0) {
+    r.error = fmt::format("fork: {}", std::strerror(errno));
+    p.close_all();
+    return r;
+  }
+  ::close(p.err[1]), p.err[1] = -1;
+  ::close(p.msg[1]), p.msg[1] = -1;
+  ::close(p.status[1]), p.status[1] = -1;
+  for (int fd : {p.err[0], p.msg[0], p.status[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+
+  std::string status;
+  bool err_open = true, msg_open = true, status_open = true, status_cut = false;
+  int stop_sig = 0;
+  bool timed_out = false;
+  double hard_deadline = 0;
+  bool reaper_killed = false;
+  while (status_open) {
+    const double t = now_s();
+    if (!stop_sig && !timed_out) {
+      if (opt.timeout_s > 0 && t - t0 > opt.timeout_s) timed_out = true;
+      else if (const int s = interrupted()) stop_sig = s;
+      if (timed_out || stop_sig) {
+        ::kill(reaper, SIGTERM);
+        hard_deadline = t + opt.kill_grace_s + 5;
+      }
+    } else if (t > hard_deadline) {  // the reaper does not answer: last resort
+      ::kill(reaper, SIGKILL);
+      if (status.size() >= 4) {
+        int32_t c = 0;
+        std::memcpy(&c, status.data(), 4);
+        if (c > 0) ::kill(-c, SIGKILL);
+      }
+      reaper_killed = true;
+      break;
+    }
+    pollfd fds[3];
+    nfds_t n = 0;
+    if (err_open) fds[n++] = {p.err[0], POLLIN, 0};
+    if (msg_open) fds[n++] = {p.msg[0], POLLIN, 0};
+    fds[n++] = {p.status[0], POLLIN, 0};
+    int wait_ms = 100;
+    if (opt.timeout_s > 0 && !timed_out && !stop_sig)
+      wait_ms = std::clamp(int(std::ceil((t0 + opt.timeout_s - t) * 1000)), 1, 100);
+    if (::poll(fds, n, wait_ms) < 0 && errno != EINTR) break;
+    if (err_open) err_open = drain(p.err[0], r.stderr_tail, opt.stderr_tail_bytes, r.stderr_cut, true);
+    if (msg_open) msg_open = drain(p.msg[0], r.message, opt.message_max_bytes, r.message_truncated, false);
+    status_open = drain(p.status[0], status, 64, status_cut, false);
+  }
+  int rst = 0;
+  while (::waitpid(reaper, &rst, 0) < 0 && errno == EINTR) {
+  }
+  // Every writer is gone now (the reaper killed them); take what is left in the pipes.
+  if (err_open) drain(p.err[0], r.stderr_tail, opt.stderr_tail_bytes, r.stderr_cut, true);
+  if (msg_open) drain(p.msg[0], r.message, opt.message_max_bytes, r.message_truncated, false);
+  drain(p.status[0], status, 64, status_cut, false);
+  p.close_all();
+  r.seconds = now_s() - t0;
+
+  if (r.stderr_tail.size() > opt.stderr_tail_bytes) {
+    r.stderr_tail.erase(0, r.stderr_tail.size() - opt.stderr_tail_bytes);
+    r.stderr_cut = true;
+  }
+  if (r.stderr_cut) {  // start at a whole UTF-8 character
+    size_t skip = 0;
+    while (skip < 3 && skip < r.stderr_tail.size() && (static_cast<unsigned char>(r.stderr_tail[skip]) & 0xC0) == 0x80) ++skip;
+    r.stderr_tail.erase(0, skip);
+  }
+  int32_t started = 0;
+  if (status.size() >= 4) std::memcpy(&started, status.data(), 4);
+  if (timed_out || stop_sig) {
+    r.kind = timed_out ? SubprocessOutcome::TimedOut : SubprocessOutcome::Interrupted;
+    r.code = stop_sig;
+    return r;
+  }
+  if (started < 0) {
+    r.error = fmt::format("fork: {}", std::strerror(-started));
+    return r;
+  }
+  if (status.size() < 12 || reaper_killed) {
+    r.error = fmt::format("the supervising process ended without a report (wait status {})", rst);
+    return r;
+  }
+  int32_t rec[2];
+  std::memcpy(rec, status.data() + 4, sizeof rec);
+  const int st = rec[0];
+  if (WIFEXITED(st)) {
+    r.kind = SubprocessOutcome::Exited;
+    r.code = WEXITSTATUS(st);
+  } else {
+    r.kind = SubprocessOutcome::Signaled;
+    r.code = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  }
+  return r;
+}
+
+}  // namespace
+
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+std::string SubprocessOutcome::describe(double timeout_s) const {
+  switch (kind) {
+    case Exited: return fmt::format("exited with status {}", code);
+    case Signaled: return fmt::format("killed by signal {} ({})", code, strsignal(code));
+    case TimedOut: return fmt::format("timed out after {:g} s (process group killed)", timeout_s);
+    case Interrupted:
+      return fmt::format("interrupted by signal {} ({}; process group killed)", code, strsignal(code));
+    case NotStarted: break;
+  }
+  return "could not start: " + error;
+}
+
+SubprocessOutcome run_command(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                              const SubprocessOptions& opt) {
+  // Everything the child needs is built here, before the forks.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_store(extra_env);
+  for (char** e = environ; *e; ++e) {
+    bool overridden = false;
+    for (const auto& x : extra_env) {
+      const auto eq = x.find('=');
+      if (std::strncmp(*e, x.c_str(), eq + 1) == 0) overridden = true;
+    }
+    if (!overridden) env_store.emplace_back(*e);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  return supervise(
+      [&](int) {
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        ::signal(SIGPIPE, SIG_DFL);
+        if (::close_range(3, ~0U, 0) != 0)
+          for (int fd = 3; fd < 4096; ++fd) ::close(fd);
+        ::execve(args[0], args.data(), envp.data());
+        const std::string why = fmt::format("cannot execute {}: {}\n", args[0], std::strerror(errno));
+        write_all(2, why.data(), why.size());
+        ::_exit(127);
+      },
+      opt);
+}
+
+SubprocessOutcome run_forked(const std::function<int(int message_fd)>& body, const SubprocessOptions& opt) {
+  return supervise(
+      [&](int message_fd) {
+        int rc = 70;
+        try {
+          rc = body(message_fd);
+        } catch (...) {
+        }
+        std::fflush(nullptr);
+        ::_exit(rc);
+      },
+      opt);
+}
+
+double seconds_from_env(const char* name, double fallback) {
+  const char* t = std::getenv(name);
+  if (!t || !*t) return fallback;
+  char* end = nullptr;
+  const double v = std::strtod(t, &end);
+  if (end == t || *end != '\0' || !(v > 0) || !std::isfinite(v))
+    throw CaseError(name, t, "must be a positive number of seconds");
+  return v;
+}
+
+}  // namespace ao

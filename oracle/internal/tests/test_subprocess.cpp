@@ -1,0 +1,172 @@
+// The subprocess supervisor (subprocess.h) on its own: every outcome kind, the message channel, the
+// bounded stderr tail, stop requests, and no descendant surviving (in or out of the process group).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "attn_oracle/case/case.h"
+#include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/internal/subprocess.h"
+
+using namespace ao;
+namespace fs = std::filesystem;
+
+namespace {
+
+SubprocessOutcome sh(const std::string& script, double timeout = 20) {
+  SubprocessOptions o;
+  o.timeout_s = timeout;
+  return run_command({"/bin/sh", "-c", script}, {"AO_SUBPROCESS_TEST=yes"}, o);
+}
+
+bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "ao-subprocess-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+pid_t pid_in(const fs::path& f) {
+  std::ifstream in(f);
+  pid_t p = 0;
+  in >> p;
+  return p;
+}
+
+}  // namespace
+
+TEST(Subprocess, OutcomeKinds) {
+  auto ok = sh("echo \"$AO_SUBPROCESS_TEST\" >&2; exit 0");
+  EXPECT_EQ(ok.kind, SubprocessOutcome::Exited);
+  EXPECT_EQ(ok.code, 0);
+  EXPECT_EQ(ok.stderr_tail, "yes\n");  // extra_env reaches the child
+  auto three = sh("exit 3");
+  EXPECT_EQ(three.kind, SubprocessOutcome::Exited);
+  EXPECT_EQ(three.code, 3);
+  EXPECT_EQ(three.describe(0), "exited with status 3");
+  auto segv = sh("kill -SEGV $$");
+  EXPECT_EQ(segv.kind, SubprocessOutcome::Signaled);
+  EXPECT_EQ(segv.code, SIGSEGV);
+  EXPECT_NE(segv.describe(0).find("killed by signal 11"), std::string::npos) << segv.describe(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto slow = sh("sleep 100", 0.5);
+  EXPECT_EQ(slow.kind, SubprocessOutcome::TimedOut);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
+  EXPECT_NE(slow.describe(0.5).find("timed out after 0.5 s"), std::string::npos);
+  auto missing = run_command({"/nonexistent/binary"}, {}, {});
+  EXPECT_EQ(missing.kind, SubprocessOutcome::Exited);
+  EXPECT_EQ(missing.code, 127);
+  EXPECT_NE(missing.stderr_tail.find("cannot execute /nonexistent/binary"), std::string::npos) << missing.stderr_tail;
+}
+
+TEST(Subprocess, ForkedBodyMessageAndExits) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937 rng(seed);
+  std::string payload(size_t(rng() % 300000), '\0');  // larger than a pipe buffer, any bytes
+  for (auto& ch : payload) ch = char(rng());
+  auto r = run_forked([&](int fd) { return write_all(fd, payload.data(), payload.size()) ? 7 : 1; }, {});
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited);
+  EXPECT_EQ(r.code, 7);
+  EXPECT_EQ(r.message, payload);
+  EXPECT_FALSE(r.message_truncated);
+  SubprocessOptions small;
+  small.message_max_bytes = 100;
+  auto cut = run_forked([&](int fd) { return write_all(fd, payload.data(), payload.size()) ? 0 : 1; }, small);
+  EXPECT_EQ(cut.message, payload.substr(0, std::min<size_t>(100, payload.size())));
+  EXPECT_EQ(cut.message_truncated, payload.size() > 100);
+  auto ex = run_forked([](int) -> int { std::exit(0); }, {});  // exit() instead of returning
+  EXPECT_EQ(ex.kind, SubprocessOutcome::Exited);
+  EXPECT_TRUE(ex.message.empty());
+  auto ab = run_forked([](int) -> int { std::abort(); }, {});
+  EXPECT_EQ(ab.kind, SubprocessOutcome::Signaled);
+  EXPECT_EQ(ab.code, SIGABRT);
+  auto thr = run_forked([](int) -> int { throw std::runtime_error("x"); }, {});
+  EXPECT_EQ(thr.code, 70);
+}
+
+TEST(Subprocess, StderrTailIsBoundedAndStartsAtACharacter) {
+  // 3 MB of 'é' lines (two-byte characters): the tail keeps the last bytes only, cut before a whole character.
+  SubprocessOptions o;
+  o.stderr_tail_bytes = 1001;
+  auto r = run_command({"/bin/sh", "-c", "yes \u00e9 | head -c 3000000 >&2; echo END >&2"}, {}, o);
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited);
+  EXPECT_TRUE(r.stderr_cut);
+  EXPECT_LE(r.stderr_tail.size(), 1001u);
+  EXPECT_GE(r.stderr_tail.size(), 998u);
+  EXPECT_EQ(r.stderr_tail.substr(r.stderr_tail.size() - 4), "END\n");
+  EXPECT_NE(static_cast<unsigned char>(r.stderr_tail[0]) & 0xC0u, 0x80u) << "cut inside a character";
+}
+
+TEST(Subprocess, NoDescendantSurvivesInOrOutOfTheGroup) {
+  TempDir d;
+  const std::string D = d.path.string();
+  // A background job in the group, a setsid'd process outside it, a double fork whose middle exits.
+  auto r = sh("sleep 1000 & echo $! > " + D + "/group.pid\n"
+              "setsid sh -c 'echo $$ > \"$0\"; exec sleep 1000' " + D + "/session.pid &\n"
+              "( sh -c 'echo $$ > \"$0\"; exec sleep 1000' " + D + "/double.pid & ) \n"
+              "while [ ! -s " + D + "/session.pid ] || [ ! -s " + D + "/double.pid ]; do sleep 0.02; done; exit 0");
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited);
+  for (const char* f : {"group.pid", "session.pid", "double.pid"}) {
+    const pid_t p = pid_in(d.path / f);
+    ASSERT_GT(p, 0) << f;
+    EXPECT_FALSE(alive(p)) << f << " " << p << " survived";
+  }
+}
+
+TEST(Subprocess, StopRequestBeforeAndDuringARun) {
+  install_interrupt_handlers();
+  ::raise(SIGINT);
+  auto before = sh("exit 0");
+  EXPECT_EQ(before.kind, SubprocessOutcome::Interrupted);
+  EXPECT_EQ(before.code, SIGINT);
+  reset_interrupt();
+  TempDir d;
+  std::thread stopper([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(::getpid(), SIGINT);
+  });
+  // The command ignores SIGTERM: the grace period ends in SIGKILL.
+  SubprocessOptions o;
+  o.kill_grace_s = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto during = run_command({"/bin/sh", "-c", "trap '' TERM; echo $$ > " + d.path.string() + "/sh.pid; while :; do sleep 0.1; done"}, {}, o);
+  stopper.join();
+  reset_interrupt();
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  EXPECT_EQ(during.kind, SubprocessOutcome::Interrupted);
+  EXPECT_EQ(during.code, SIGINT);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
+  const pid_t p = pid_in(d.path / "sh.pid");
+  ASSERT_GT(p, 0);
+  EXPECT_FALSE(alive(p));
+}
+
+TEST(Subprocess, TimeoutFromTheEnvironmentIsValidated) {
+  ::unsetenv("AO_SUBPROCESS_TEST_TIMEOUT");
+  EXPECT_EQ(seconds_from_env("AO_SUBPROCESS_TEST_TIMEOUT", 600), 600);
+  ::setenv("AO_SUBPROCESS_TEST_TIMEOUT", "2.5", 1);
+  EXPECT_EQ(seconds_from_env("AO_SUBPROCESS_TEST_TIMEOUT", 600), 2.5);
+  for (const char* bad : {"0", "-1", "abc", "nan", "inf", "5s"}) {
+    ::setenv("AO_SUBPROCESS_TEST_TIMEOUT", bad, 1);
+    EXPECT_THROW(seconds_from_env("AO_SUBPROCESS_TEST_TIMEOUT", 600), CaseError) << bad;
+  }
+  ::unsetenv("AO_SUBPROCESS_TEST_TIMEOUT");
+}

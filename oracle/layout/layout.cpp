@@ -1,0 +1,481 @@
+// Structural validation and derivation of a Layout from a Case (see layout.h for the semantics).
+#include "attn_oracle/layout/layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "attn_oracle/inputs/rng.h"
+
+namespace ao {
+
+namespace {
+
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 16; ++i) s += fmt::format("{}{}", i ? "," : "", v[i]);
+  if (v.size() > 16) s += ",...";
+  return s;
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Document position of the segment whose first row is the document's q token `tok0` (layout.h): one
+// rule for CP chunks and whole documents.
+int64_t segment_pos0(const Case& c, const DocLayout& d, int64_t tok0) {
+  return (c.mask == MaskKind::BottomRight ? bottom_right_shift(d.q_len, d.kv_len, c.ratio) : 0) + tok0;
+}
+
+// Broadcast a pad list (1 or B entries) to B entries.
+std::vector<int64_t> pads(const std::string& key, const std::vector<int64_t>& p, size_t B) {
+  if (p.empty()) return std::vector<int64_t>(B, 0);
+  if (p.size() == 1) return std::vector<int64_t>(B, p[0]);
+  if (p.size() != B)
+    throw CaseError(key, list_str(p), fmt::format("needs 1 or {} entries (one per document), got {}", B, p.size()));
+  return p;
+}
+
+// Resolves offsets (explicit or derived from lens + pads) and the capacity; validates placement.
+// Returns offsets with B entries; `cap` is the buffer's total rows.
+// `shares_q`: the O/stats buffer name when its offsets have no capacity entry (it has the Q buffer's rows).
+std::vector<int64_t> place(const std::string& off_key, const std::vector<int64_t>& given,
+                           const std::string& pad_key, const std::vector<int64_t>& pad_list,
+                           const std::vector<int64_t>& lens, int64_t capacity, const char* cap_key,
+                           int64_t tail, int64_t& cap, const char* shares_q = nullptr) {
+  const size_t B = lens.size();
+  std::vector<int64_t> off;
+  int64_t implied_cap = -1;
+  if (!given.empty()) {
+    if (!pad_list.empty())
+      throw CaseError(pad_key, list_str(pad_list), fmt::format("give {} or {}, not both", pad_key, off_key));
+    if (given.size() != B && given.size() != B + 1)
+      throw CaseError(off_key, list_str(given),
+                      fmt::format("needs {} entries (or {} with the capacity last), got {}", B, B + 1, given.size()));
+    off.assign(given.begin(), given.begin() + long(B));
+    if (given.size() == B + 1) implied_cap = given[B];
+  } else {
+    auto p = pads(pad_key, pad_list, B);
+    int64_t at = 0;
+    for (size_t b = 0; b < B; ++b) {
+      off.push_back(at);
+      at += lens[b] + p[b];
+    }
+    implied_cap = at;  // the last gap counts as capacity
+  }
+  for (size_t b = 0; b + 1 < B; ++b) {
+    if (off[b + 1] < off[b])
+      throw CaseError(off_key, list_str(given), fmt::format("offsets not monotone: entry {} ({}) < entry {} ({})",
+                                                            b + 1, off[b + 1], b, off[b]));
+    if (off[b] + lens[b] > off[b + 1])
+      throw CaseError(off_key, list_str(given),
+                      fmt::format("sequence {} rows [{}, {}) overlap sequence {} starting at {}", b, off[b],
+                                  off[b] + lens[b], b + 1, off[b + 1]));
+  }
+  int64_t end = off[B - 1] + lens[B - 1];
+  if (implied_cap >= 0 && capacity >= 0 && implied_cap != capacity && !given.empty())
+    throw CaseError(cap_key ? cap_key : off_key, cap_key ? fmt::format("{}", capacity) : list_str(given),
+                    fmt::format("disagrees with the last entry of {} ({})", off_key, implied_cap));
+  if (capacity >= 0 && tail > 0) throw CaseError("tail", fmt::format("{}", tail), "give capacity or tail, not both");
+  // cap_key == nullptr: the capacity is another buffer's (O/stats follow Q), not a key the user gave.
+  cap = capacity >= 0 ? capacity : (implied_cap >= 0 ? implied_cap : end) + tail;
+  if (end > cap && shares_q)
+    throw CaseError(off_key, list_str(given),
+                    fmt::format("sequence {} ends at row {}, past the {} rows of the Q buffer, which the {} buffer has "
+                                "when {} gives no capacity; give {} entries with the {} capacity last",
+                                B - 1, end, cap, shares_q, off_key, B + 1, shares_q));
+  if (end > cap && capacity < 0 && given.size() == B + 1)
+    throw CaseError(off_key, list_str(given),
+                    fmt::format("sequence {} ends at row {}, past the capacity of {} rows (the last entry)", B - 1,
+                                end, implied_cap));
+  if (end > cap)
+    throw CaseError(capacity >= 0 && cap_key ? cap_key : off_key,
+                    capacity >= 0 && cap_key ? fmt::format("{}", capacity) : list_str(given),
+                    fmt::format("sequence {} ends at row {}, past the capacity of {} rows", B - 1, end, cap));
+  return off;
+}
+
+// The case keys that place one buffer's rows: offsets, pads, capacity.
+struct BufferKeys {
+  const char* off;
+  const char* pad;
+  const char* cap;
+};
+
+// The key that made a buffer's row count large: the lengths, the gaps between documents (pads or
+// offsets), or the room after the last one (capacity, tail, the last pad or offset).
+std::string rows_key(const Case& c, bool q_side, const std::vector<int64_t>& off, int64_t cap, const BufferKeys& k) {
+  const auto& lens = q_side ? c.q_lens : c.kv_lens;
+  const bool offsets_given = !(q_side ? c.q_offsets : c.kv_offsets).empty();
+  double sum = 0;
+  for (int64_t x : lens) sum += double(x);
+  const double end = double(off.back() + lens.back());
+  const double gaps = end - sum, room = double(cap) - end;
+  if (sum >= gaps && sum >= room) return c.q_lens == c.kv_lens ? "docs" : q_side ? "q_lens" : "kv_lens";
+  if (gaps >= room) return offsets_given ? k.off : k.pad;
+  const bool cap_given = (q_side ? c.q_capacity : c.kv_capacity) >= 0;
+  return cap_given ? k.cap : c.tail > 0 ? "tail" : offsets_given ? k.off : k.pad;
+}
+
+// The key's value as the canonical line shows it ("" when it is at its default).
+std::string key_value(const Case& c, const std::string& key) {
+  std::istringstream is(print_case(c));
+  std::string tok;
+  while (is >> tok)
+    if (tok.size() > key.size() && tok.compare(0, key.size(), key) == 0 && tok[key.size()] == '=')
+      return tok.substr(key.size() + 1);
+  return "";
+}
+
+// Peak memory of a run, from the layout alone (before anything is allocated). Every part is an upper
+// bound of what the harness, the CPU reference and the comparator hold at once:
+//   tensors: inputs, two output sets (backend + reference, sentinel-filled), the failure artifacts;
+//   per-row: row_segment, check_rows (+ the references' row blocks and the comparator's row stats),
+//            the K/V token and owner maps of make_inputs / compare;
+//   per-document: Case lists, DocLayout, segments, offsets (and their copies in the artifacts);
+//   scratch: per thread, the references' row-block buffers (score tiles, top-k candidates, score rows
+//            of a block) and the comparator's per-row sets;
+//   the process baseline (binary, libraries, BLAS and OpenMP pools), measured: see test_memory_cap.cpp.
+struct MemEstimate {
+  double total = 0, tensors = 0, largest = 0;
+  std::string what, key;
+};
+
+MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits& lim, const std::vector<int64_t>& q_off,
+                            const std::vector<int64_t>& kv_off, int64_t qcap, int64_t kvcap, const BufferKeys& qk,
+                            const BufferKeys& kvk) {
+  const Case& c = l.c;
+  const Case d = defaults_for(c.op);
+  const double Q = double(l.q_rows), KV = double(l.kv_rows), O = double(l.o_rows), ST = double(l.stats_rows);
+  const double C = double(nsample), B = double(l.docs.size());
+  const double bt = c.precision == Precision::F64 ? 8 : 4;  // reference arithmetic
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const double threads = lim.threads > 0 ? lim.threads : std::max<double>(hw, omp_get_max_threads());
+  int64_t max_kv = 0;  // most keys a row of a segment may see (the last valid row sees the most)
+  for (const auto& g : l.segments) {
+    int64_t lo = 0, hi = 0;
+    if (g.valid > 0) l.allowed_range(g.doc, g.pos0 + g.valid - 1, lo, hi);
+    max_kv = std::max(max_kv, hi);
+  }
+  const std::string qkey = rows_key(c, true, q_off, qcap, qk), kvkey = rows_key(c, false, kv_off, kvcap, kvk);
+  const double rows_default = double(d.q_lens[0]);
+
+  // A part is rows x widths; it grows with whichever factor is furthest above its default.
+  MemEstimate e;
+  auto part = [&](const char* what, double bytes, const std::string& rkey, double rows,
+                  std::initializer_list<std::tuple<const char*, double, double>> widths, bool tensor) {
+    e.total += bytes;
+    if (tensor) e.tensors += bytes;
+    if (bytes <= e.largest) return;
+    e.largest = bytes;
+    e.what = what;
+    e.key = rkey;
+    double best = rows / rows_default;
+    for (const auto& [k, v, dv] : widths)
+      if (v / dv > best) best = v / dv, e.key = k;
+  };
+  part("the per-document metadata", 1024.0 * B, "docs", B, {}, false);
+  const double q_meta = Q * 4 * 2 + C * 128 + std::max(O, Q) + O + ST, kv_meta = 12 * KV;  // + K/V token/owner maps
+  part("the per-row metadata", q_meta + kv_meta, q_meta >= kv_meta ? qkey : kvkey, 1, {}, false);
+  if (c.op == Op::Indexer) {
+    const double H = c.heads, D = c.dim, K = c.topk;
+    part("the Q and weight inputs", 4 * Q * H * (D + 1), qkey, Q, {{"heads", H, d.heads}, {"dim", D, d.dim}}, true);
+    part("the K input", 4 * KV * D, kvkey, KV, {{"dim", D, d.dim}}, true);
+    part("the top-k outputs (backend + reference)", 2 * 8 * Q * K, qkey, Q, {{"topk", K, d.topk}}, true);
+    part("the failure artifacts", 2 * 4 * C * K, qkey, C, {{"topk", K, d.topk}}, false);
+    const double R = std::max(8.0, std::floor(1024.0 / H));  // reference_indexer.cpp row blocks
+    const double cand = R * 2 * K * (bt == 8 ? 24 : 16) + 2 * K * 64 + 4 * K;  // running top-k; comparator sets
+    const double tiles = R * H * (256 + D + 1) * bt + 256 * (D + 1) * 8;
+    part("the reference's per-thread scratch", threads * (cand + tiles), cand > tiles ? "topk" : "heads", 1,
+         {}, false);
+  } else {
+    const double Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
+    part("the Q input", 4 * Q * Hq * D, qkey, Q, {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, true);
+    part("the K/V inputs", 4 * KV * Hkv * (D + Dv), kvkey, KV,
+         {{"hkv", Hkv, d.hq}, {"dim", D, d.dim}, {"dim_v", Dv, d.dim}}, true);
+    part("the O and LSE outputs (backend + reference)", 2 * 4 * (O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
+         {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, true);
+    const double R = 128;  // reference_sdpa.cpp row blocks: a block's score rows over its keys
+    part("the reference's per-thread scratch", threads * (R * (double(max_kv) + D + Dv + 8) * bt + double(max_kv) * (D + Dv) * 8),
+         kvkey, double(max_kv), {}, false);
+  }
+  e.total += double(kProcessBaselineBytes);
+  return e;
+}
+
+// c.rows sampled rows (counter_hash of the seed) plus every segment's boundary rows, sorted; `target`
+// is the number wanted (at most seg_rows). Draws a row index in [0, seg_rows) and maps it to its
+// segment by binary search, so nothing of size seg_rows is built.
+std::vector<int64_t> sample_rows(const Layout& l, int64_t seg_rows, int64_t target) {
+  std::vector<int64_t> starts;  // first index of each segment in the concatenation of segment rows
+  int64_t at = 0;
+  for (const auto& g : l.segments) starts.push_back(at), at += g.rows;
+  // Seen rows: a bit per segment row when that is not much more than the picks (rows= close to all
+  // rows, e.g. rows=3999999 of 4M: ~16M draws), else a hash set of the picks.
+  std::vector<int64_t> picked;
+  const bool bitmap = seg_rows <= 64 * target;
+  std::vector<bool> seen_bits(bitmap ? size_t(seg_rows) : 0);
+  std::unordered_set<int64_t> seen;
+  if (!bitmap) seen.reserve(size_t(target) * 2);
+  auto pick_index = [&](size_t s, int64_t idx) {  // idx: row index in the concatenation of segment rows
+    if (bitmap ? seen_bits[size_t(idx)] : !seen.insert(idx).second) return;
+    if (bitmap) seen_bits[size_t(idx)] = true;
+    picked.push_back(l.segments[s].row0 + (idx - starts[s]));
+  };
+  auto pick = [&](size_t s, int64_t r) { pick_index(s, starts[s] + (r - l.segments[s].row0)); };
+  for (size_t s = 0; s < l.segments.size(); ++s) {  // boundary rows always: first/last row, first/last valid row
+    const auto& g = l.segments[s];
+    if (g.rows == 0) continue;
+    pick(s, g.row0);
+    pick(s, g.row0 + g.rows - 1);
+    if (g.valid > 0) pick(s, g.row0 + g.valid - 1);
+    if (g.valid < g.rows) pick(s, g.row0 + g.valid);
+  }
+  for (uint64_t i = 0; int64_t(picked.size()) < target && i < uint64_t(4 * l.c.rows); ++i) {
+    const int64_t idx = int64_t(counter_hash(l.c.seed, 99, i) % uint64_t(seg_rows));
+    pick_index(size_t(std::upper_bound(starts.begin(), starts.end(), idx) - starts.begin() - 1), idx);
+  }
+  std::sort(picked.begin(), picked.end());
+  return picked;
+}
+
+}  // namespace
+
+void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
+  const int64_t kv = docs[size_t(doc)].kv_len;
+  lo = 0;
+  if (c.mask == MaskKind::None) {
+    hi = kv;
+    return;
+  }
+  if (c.op == Op::Indexer) {
+    hi = std::clamp<int64_t>(floor_div(p + 1, c.ratio), 0, kv);
+  } else {
+    hi = std::clamp<int64_t>(p + 1, 0, kv);
+    if (c.window > 0) lo = std::clamp<int64_t>(p - c.window + 1, 0, hi);
+  }
+}
+
+Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
+  Layout l;
+  l.c = in;
+  Case& c = l.c;
+  const size_t B = c.q_lens.size();
+  if (B == 0) throw CaseError("docs", "", "at least one document is needed");
+  if (c.kv_lens.size() != B)
+    throw CaseError("kv_lens", list_str(c.kv_lens), fmt::format("needs {} entries like q_lens", B));
+  if (c.op == Op::Sdpa && c.hq % c.hkv != 0)
+    throw CaseError("hkv", fmt::format("{}", c.hkv), fmt::format("hq={} is not a multiple of hkv", c.hq));
+  if (c.op == Op::Sdpa && c.window > 0 && c.mask == MaskKind::None)
+    throw CaseError("window", fmt::format("{}", c.window), "a sliding window needs a causal mask");
+  if (c.rank >= c.cp)
+    throw CaseError("rank", fmt::format("{}", c.rank), fmt::format("must be < cp={}", c.cp));
+  // Keys that would be accepted and silently ignored (parse_case rejects them too when given explicitly).
+  if (c.cp == 1 && c.crop) throw CaseError("crop", "1", "applies only under context parallelism (cp > 1)");
+  if (c.cp == 1 && c.cp_scheme != CpScheme::Zigzag)
+    throw CaseError("cp_scheme", "contiguous", "applies only under context parallelism (cp > 1)");
+  if (c.crop && c.mask == MaskKind::None)
+    throw CaseError("crop", "1", "crops keys at the causal chunk end; with mask=none every key is allowed");
+  if (c.op == Op::Indexer && c.ratio > 1 && c.mask == MaskKind::None)
+    throw CaseError("ratio", fmt::format("{}", c.ratio),
+                    "compresses the causal key range; with mask=none every key is allowed (use a causal mask)");
+  if (c.op == Op::Indexer && (!c.o_offsets.empty() || !c.stats_offsets.empty()))
+    throw CaseError(c.o_offsets.empty() ? "stats_offsets" : "o_offsets",
+                    list_str(c.o_offsets.empty() ? c.stats_offsets : c.o_offsets),
+                    "applies only to op=sdpa (the indexer's outputs follow the Q rows)");
+  if (c.op == Op::Indexer && c.probe != Probe::None)
+    throw CaseError("probe", "edges", "applies only to op=sdpa (the indexer's inputs are not probed)");
+  if (c.cp > 1) {
+    for (size_t b = 0; b < B; ++b)
+      if (c.q_lens[b] != c.kv_lens[b] && c.ratio == 1)
+        throw CaseError("kv_lens", list_str(c.kv_lens), "context parallel needs q_lens == kv_lens (self-attention)");
+    if (!c.o_offsets.empty() || !c.stats_offsets.empty())
+      throw CaseError(c.o_offsets.empty() ? "stats_offsets" : "o_offsets", "",
+                      "under cp > 1 outputs follow the local Q rows; explicit output offsets are not supported");
+  }
+
+  int64_t qcap = 0, kvcap = 0, ocap = 0, scap = 0;
+  const bool one_capacity = c.q_capacity >= 0 && c.q_capacity == c.kv_capacity;
+  const char* qcap_key = one_capacity ? "capacity" : "q_capacity";
+  const char* kvcap_key = one_capacity ? "capacity" : "kv_capacity";
+  const char* q_off_key = c.q_offsets == c.kv_offsets && !c.q_offsets.empty() ? "padded_offsets" : "q_offsets";
+  const char* q_pad_key = c.q_pad == c.kv_pad && !c.q_pad.empty() ? "pad" : "q_pad";
+  auto q_off = place(q_off_key, c.q_offsets, q_pad_key, c.q_pad, c.q_lens,
+                     c.q_capacity, qcap_key, c.tail, qcap);
+  const char* kv_off_key = c.q_offsets == c.kv_offsets && !c.kv_offsets.empty() ? "padded_offsets" : "kv_offsets";
+  const char* kv_pad_key = c.q_pad == c.kv_pad && !c.kv_pad.empty() ? "pad" : "kv_pad";
+  auto kv_off = place(kv_off_key, c.kv_offsets, kv_pad_key, c.kv_pad, c.kv_lens, c.kv_capacity, kvcap_key, c.tail, kvcap);
+  // O/stats offsets: B entries place them in a buffer of the Q buffer's rows; B+1 give its capacity last.
+  auto own_cap = [&](const std::vector<int64_t>& off) { return off.size() == B + 1 ? int64_t(-1) : qcap; };
+  auto o_off = c.o_offsets.empty() ? q_off
+                                   : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, own_cap(c.o_offsets),
+                                           nullptr, 0, ocap, c.o_offsets.size() == B + 1 ? nullptr : "O");
+  auto s_off = c.stats_offsets.empty() ? q_off
+                                       : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens,
+                                               own_cap(c.stats_offsets), nullptr, 0, scap,
+                                               c.stats_offsets.size() == B + 1 ? nullptr : "stats");
+
+  int64_t pq = 0, pkv = 0;
+  for (size_t b = 0; b < B; ++b) {
+    DocLayout d;
+    d.q_len = c.q_lens[b];
+    d.kv_len = c.kv_lens[b];
+    d.q_off = q_off[b];
+    d.kv_off = kv_off[b];
+    d.o_off = o_off[b];
+    d.stats_off = s_off[b];
+    d.q_padded = (b + 1 < B ? q_off[b + 1] : qcap) - q_off[b];
+    d.packed_q_off = pq;
+    d.packed_kv_off = pkv;
+    pq += d.q_len;
+    pkv += d.kv_len;
+    l.docs.push_back(d);
+  }
+  l.kv_rows = kvcap;
+
+  if (c.cp > 1) {
+    const int64_t parts = c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp;
+    for (size_t b = 0; b < B; ++b) {
+      auto& d = l.docs[b];
+      if (d.q_padded % parts != 0) {
+        // The key that set this padded length: the capacity / tail (last document), offsets, pads, or lengths.
+        const bool last = b + 1 == B;
+        const bool by_cap = last && c.q_capacity >= 0, by_tail = last && !by_cap && c.tail > 0;
+        const char* key = by_cap ? qcap_key : by_tail ? "tail" : !c.q_offsets.empty() ? q_off_key
+                        : !c.q_pad.empty() ? q_pad_key : "docs";
+        throw CaseError(key,
+                        by_cap ? fmt::format("{}", c.q_capacity) : by_tail ? fmt::format("{}", c.tail)
+                        : !c.q_offsets.empty() ? list_str(c.q_offsets) : !c.q_pad.empty() ? list_str(c.q_pad)
+                                               : list_str(c.q_lens),
+                        fmt::format("document {} has (padded) length {}, not a multiple of {} ({} cp={})", b,
+                                    d.q_padded, parts, c.cp_scheme == CpScheme::Zigzag ? "2*cp for zigzag" : "cp for contiguous", c.cp));
+      }
+    }
+    if (qcap % parts != 0)  // every padded length is a multiple, so the first offset is not
+      throw CaseError(q_off_key, list_str(c.q_offsets),
+                      fmt::format("the first sequence starts at row {}, not a multiple of {} under CP", q_off[0], parts));
+    l.q_rows = l.o_rows = l.stats_rows = qcap / c.cp;
+    for (size_t b = 0; b < B; ++b) {
+      auto& d = l.docs[b];
+      const int64_t local0 = d.q_off / c.cp;
+      auto add = [&](int chunk, int64_t row0, int64_t len) {
+        QuerySegment s;
+        s.doc = int(b);
+        s.chunk = chunk;
+        s.row0 = s.o_row0 = s.stats_row0 = row0;
+        s.tok0 = int64_t(chunk) * len;
+        s.pos0 = segment_pos0(c, d, s.tok0);
+        s.rows = len;
+        s.valid = std::clamp<int64_t>(d.q_len - s.tok0, 0, len);
+        s.key_len = c.crop ? std::clamp<int64_t>(floor_div(s.pos0 + len + c.ratio - 1, c.ratio), 0, d.kv_len) : d.kv_len;
+        l.segments.push_back(s);
+      };
+      if (c.cp_scheme == CpScheme::Zigzag) {
+        const int64_t ch = d.q_padded / (2 * c.cp);
+        add(c.rank, local0, ch);
+        add(2 * c.cp - 1 - c.rank, local0 + ch, ch);
+      } else {
+        add(c.rank, local0, d.q_padded / c.cp);
+      }
+    }
+  } else {
+    l.q_rows = qcap;
+    l.o_rows = std::max(qcap, ocap);
+    l.stats_rows = std::max(qcap, scap);
+    for (size_t b = 0; b < B; ++b) {
+      auto& d = l.docs[b];
+      QuerySegment s;
+      s.doc = int(b);
+      s.row0 = d.q_off;
+      s.o_row0 = d.o_off;
+      s.stats_row0 = d.stats_off;
+      s.pos0 = segment_pos0(c, d, 0);
+      s.rows = s.valid = d.q_len;
+      s.key_len = d.kv_len;
+      l.segments.push_back(s);
+    }
+  }
+
+  l.scale = c.scale > 0 ? c.scale : (c.op == Op::Indexer ? 1.0 : 1.0 / std::sqrt(double(c.dim)));
+
+  // Memory cap before anything is allocated (rows sampled or not, vectors, tensors).
+  int64_t seg_rows = 0;
+  for (const auto& g : l.segments) seg_rows += g.rows;
+  const bool all_rows = c.rows == 0 || c.rows >= seg_rows;
+  const int64_t nsample = all_rows ? seg_rows : std::min<int64_t>(seg_rows, c.rows + 4 * int64_t(l.segments.size()));
+  const MemEstimate est = estimate_memory(l, nsample, lim, q_off, kv_off, qcap, kvcap,
+                                          {q_off_key, q_pad_key, qcap_key}, {kv_off_key, kv_pad_key, kvcap_key});
+  l.tensor_bytes = int64_t(est.tensors);
+  if (est.total > double(lim.max_bytes))
+    throw CaseError(est.key, key_value(c, est.key),
+                    fmt::format("the case needs about {:.0f} bytes ({:.2f} GiB) at peak, largest part {} ({:.2f} GiB, "
+                                "grows with '{}'); over the memory cap of {} bytes ({:.2f} GiB, --max-mem)",
+                                est.total, est.total / double(1 << 30), est.what, est.largest / double(1 << 30),
+                                est.key, lim.max_bytes, double(lim.max_bytes) / double(1 << 30)));
+  l.mem_bytes = int64_t(est.total);
+
+  // Check rows: every segment row, or c.rows sampled rows plus every segment's boundary rows.
+  if (all_rows) {
+    l.check_row_count = seg_rows;
+    if (mode == LayoutMode::Full) {
+      l.check_rows.reserve(size_t(seg_rows));
+      for (const auto& g : l.segments)
+        for (int64_t r = g.row0; r < g.row0 + g.rows; ++r) l.check_rows.push_back(r);
+    }
+  } else {
+    l.check_rows = sample_rows(l, seg_rows, nsample);
+    l.check_row_count = int64_t(l.check_rows.size());
+    if (mode != LayoutMode::Full) std::vector<int64_t>().swap(l.check_rows);
+  }
+  if (mode == LayoutMode::Full) {
+    l.row_segment.assign(size_t(l.q_rows), -1);
+    for (size_t i = 0; i < l.segments.size(); ++i) {
+      const auto& g = l.segments[i];
+      std::fill_n(l.row_segment.begin() + g.row0, g.rows, int32_t(i));
+    }
+  }
+  return l;
+}
+
+std::string describe_layout(const Layout& l) {
+  const Case& c = l.c;
+  std::string s = fmt::format("case: {}\n", print_case(c));
+  s += fmt::format("buffers: Q {} rows, K/V {} rows, O {} rows, stats {} rows; {:.1f} MiB of tensors\n", l.q_rows,
+                   l.kv_rows, l.o_rows, l.stats_rows, double(l.tensor_bytes) / (1 << 20));
+  if (l.is_cp())
+    s += fmt::format("context parallel: cp={} rank={} scheme={} (Q/O rows are this rank's local buffer; K/V are "
+                     "the all-gathered global buffer)\n",
+                     c.cp, c.rank, c.cp_scheme == CpScheme::Zigzag ? "zigzag" : "contiguous");
+  s += "documents:\n";
+  for (size_t b = 0; b < l.docs.size(); ++b) {
+    const auto& d = l.docs[b];
+    s += fmt::format("  doc {}: q_len {} kv_len {} | K/V rows [{}, {}) | global Q offset {} padded length {}\n", b,
+                     d.q_len, d.kv_len, d.kv_off, d.kv_off + d.kv_len, l.is_cp() ? d.q_off : d.q_off, d.q_padded);
+  }
+  s += "query segments (q_causal_offset = pos0):\n";
+  for (const auto& g : l.segments) {
+    int64_t lo0, hi0, lo1, hi1;
+    l.allowed_range(g.doc, g.pos0, lo0, hi0);
+    l.allowed_range(g.doc, g.pos0 + std::max<int64_t>(g.valid, 1) - 1, lo1, hi1);
+    s += fmt::format(
+        "  doc {} chunk {:>3}: Q rows [{}, {}) valid {} | positions [{}, {}) | O rows from {} | stats rows from {} "
+        "| first row keys [{}, {}), last valid row keys [{}, {}) | kernel key extent {}\n",
+        g.doc, g.chunk, g.row0, g.row0 + g.rows, g.valid, g.pos0, g.pos0 + g.rows, g.o_row0, g.stats_row0, lo0, hi0,
+        lo1, hi1, g.key_len);
+  }
+  int64_t seg_rows = 0;  // segments do not overlap
+  for (const auto& g : l.segments) seg_rows += g.rows;
+  int64_t kvvalid = 0;
+  for (const auto& d : l.docs) kvvalid += d.kv_len;
+  s += fmt::format("pad slots: Q {} rows outside segments, K/V {} rows\n", l.q_rows - seg_rows, l.kv_rows - kvvalid);
+  s += fmt::format("checked rows: {} of {}\n", l.check_row_count, seg_rows);
+  s += fmt::format("memory: about {:.1f} MiB at peak (estimate checked against --max-mem)\n",
+                   double(l.mem_bytes) / (1 << 20));
+  return s;
+}
+
+}  // namespace ao

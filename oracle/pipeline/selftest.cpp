@@ -1,0 +1,231 @@
+// The kill matrix (see selftest.h): bug models x layout families, observability by bitwise output
+// comparison against cpu-ref, detection by the comparators.
+#include "attn_oracle/pipeline/selftest.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/bug_models.h"
+
+namespace ao {
+
+const std::vector<LayoutFamily>& selftest_families() {
+  static const std::vector<LayoutFamily> f = {
+      // Indexer: zigzag CP (a rank's two chunks), multi-document packs, padding, short rows, ties.
+      {"cp-first", "op=indexer docs=1024 cp=4 rank=0 topk=64 seed=11"},
+      {"cp-middle", "op=indexer docs=1024 cp=4 rank=1 topk=64 seed=12"},
+      {"cp-last", "op=indexer docs=1024 cp=4 rank=3 topk=64 seed=13"},
+      {"cp-multidoc", "op=indexer docs=512,256 cp=4 rank=2 topk=32 seed=14"},
+      {"cp-padded", "op=indexer docs=70,200 pad=58,56 cp=4 rank=3 topk=16 seed=15"},
+      {"thd-packed", "op=indexer docs=100,37,200 topk=48 seed=16"},
+      {"thd-padded", "op=indexer docs=100,37,200 pad=5,0,11 tail=40 topk=48 seed=17"},
+      {"te-idx", "op=indexer lens=3,2,4 padded_offsets=0,4,8,13 topk=4 seed=18"},
+      {"short-rows", "op=indexer docs=40,25 topk=64 seed=19"},
+      {"ties", "op=indexer docs=300 levels=3 topk=32 seed=20"},
+      {"ratio", "op=indexer docs=512 ratio=4 topk=32 seed=21"},
+      // SDPA: TE's padded example, Q/O padding != K/V padding, GQA, bottom-right, NaN tails, CP, decode.
+      {"te-sdpa", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"},
+      {"te-realpad", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 poison=none seed=30"},  // identifier tokens hold data
+      {"qkv-pad", "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 seed=31"},
+      {"gqa", "op=sdpa docs=70,50 hq=8 hkv=2 seed=32"},
+      {"bottomright", "op=sdpa q_lens=20,7 kv_lens=50,30 mask=bottomright seed=33"},
+      {"nan-tails", "op=sdpa docs=100,37 pad=11 tail=64 poison=nan seed=34"},
+      {"sdpa-packed", "op=sdpa docs=100,37,90 hq=4 hkv=4 seed=35"},
+      {"sdpa-cp", "op=sdpa docs=256 cp=4 rank=1 seed=36"},
+      {"decode", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 seed=37"},
+      {"window", "op=sdpa docs=200 window=16 dtype=fp32 seed=38"},
+      // Long rows (>= 4k keys each): one wrong key moves O by ~1/4000, below a fixed tolerance; the
+      // derived gates (tolerance.cpp) must still see it. rows= keeps them cheap.
+      {"long-bf16", "op=sdpa q_lens=40,40 kv_lens=4100,4300 mask=bottomright hq=4 hkv=2 rows=24 seed=39"},
+      {"long-fp16", "op=sdpa docs=8512 cp=32 rank=31 hq=4 hkv=2 dtype=fp16 rows=24 seed=40"},
+  };
+  return f;
+}
+
+const char* cell_name(CellKind k) {
+  switch (k) {
+    case CellKind::Detected: return "detected";
+    case CellKind::Missed: return "MISSED";
+    case CellKind::NotObservable: return "n/a";
+    case CellKind::Skip: return "skip";
+    case CellKind::FalseFail: return "FALSEFAIL";
+    default: return "ERROR";
+  }
+}
+
+bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b) {
+  const bool pads = l.c.pad_writes == PadWrites::Forbid;
+  auto bits_differ = [](const float* x, const float* y, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (f32_bits(x[i]) != f32_bits(y[i])) return true;
+    return false;
+  };
+  if (l.c.op == Op::Indexer) {
+    const size_t K = size_t(l.c.topk);
+    auto row_differs = [&](int64_t r, bool pad) {
+      for (size_t e = 0; e < K; ++e) {
+        int32_t x = a.topk[size_t(r) * K + e], y = b.topk[size_t(r) * K + e];
+        if (pad && x == -1) x = kSentinelIndex;  // -1 in a Q pad row is not a write (compare_indexer)
+        if (pad && y == -1) y = kSentinelIndex;
+        if (x != y) return true;
+      }
+      return false;
+    };
+    for (int64_t r : l.check_rows)
+      if (row_differs(r, false)) return true;
+    if (pads)
+      for (int64_t r = 0; r < l.q_rows; ++r)
+        if (l.row_segment[size_t(r)] < 0 && row_differs(r, true)) return true;
+    return false;
+  }
+  const size_t Hq = size_t(l.c.hq), W = Hq * size_t(l.c.dim_v);
+  std::vector<char> o_valid(size_t(l.o_rows), 0), s_valid(size_t(l.stats_rows), 0);
+  for (const auto& s : l.segments)
+    for (int64_t i = 0; i < s.valid; ++i) {
+      o_valid[size_t(s.o_row0 + i)] = 1;
+      s_valid[size_t(s.stats_row0 + i)] = 1;
+    }
+  for (int64_t r : l.check_rows) {
+    if (!l.valid_row(r)) continue;
+    const auto& s = l.seg_of(r);
+    const size_t orow = size_t(s.o_row0 + (r - s.row0)), srow = size_t(s.stats_row0 + (r - s.row0));
+    if (bits_differ(a.o.data() + orow * W, b.o.data() + orow * W, W)) return true;
+    if (bits_differ(a.lse.data() + srow * Hq, b.lse.data() + srow * Hq, Hq)) return true;
+  }
+  if (pads) {
+    for (int64_t r = 0; r < l.o_rows; ++r)
+      if (!o_valid[size_t(r)] && bits_differ(a.o.data() + size_t(r) * W, b.o.data() + size_t(r) * W, W)) return true;
+    for (int64_t r = 0; r < l.stats_rows; ++r)
+      if (!s_valid[size_t(r)] && bits_differ(a.lse.data() + size_t(r) * Hq, b.lse.data() + size_t(r) * Hq, Hq))
+        return true;
+  }
+  return false;
+}
+
+namespace {
+const char* op_name(Op op) { return op == Op::Indexer ? "indexer" : "sdpa"; }
+}  // namespace
+
+SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t seed_offset) {
+  SelftestResult res;
+  res.families = families;
+  for (const auto& m : bug_models()) res.models.push_back("cpu-bug:" + m.name);
+  res.cells.assign(res.models.size(), std::vector<SelftestCell>(families.size()));
+  std::set<std::string> gated;
+  auto ref_backend = make_backend("cpu-ref");
+
+  for (size_t f = 0; f < families.size(); ++f) {
+    Case c = parse_case(families[f].case_line);
+    c.seed += seed_offset;
+    const Layout l = make_layout(c);
+    const Inputs in = make_inputs(l);
+    Outputs ref = make_sentinel_outputs(l);
+    const RunStatus rs = run_backend(*ref_backend, l, in, ref);
+    if (rs.kind != RunStatus::Ok) {
+      res.ref.push_back(Verdict::Error);
+      res.problems.push_back(fmt::format("cpu-ref did not run on {}: {}", families[f].name, rs.reason));
+      continue;
+    }
+    // cpu-ref must pass against itself, and a second run must be bit-identical (deterministic).
+    Outputs ref2 = make_sentinel_outputs(l);
+    run_backend(*ref_backend, l, in, ref2);
+    const Verdict rv = compare(l, in, ref2, ref);
+    res.ref.push_back(rv.kind);
+    if (rv.kind != Verdict::Pass)
+      res.problems.push_back(fmt::format("cpu-ref fails on {} ({})", families[f].name, rv.reason));
+    if (outputs_differ(l, ref2, ref))
+      res.problems.push_back(fmt::format("cpu-ref is not deterministic on {}", families[f].name));
+    for (const auto& m : rv.metrics)
+      if (!m.rule.empty()) gated.insert(fmt::format("{}:{}", op_name(c.op), m.name));
+
+    for (size_t b = 0; b < res.models.size(); ++b) {
+      auto& cell = res.cells[b][f];
+      auto be = make_backend(res.models[b]);
+      Outputs got = make_sentinel_outputs(l);
+      const RunStatus st = run_backend(*be, l, in, got);
+      if (st.kind == RunStatus::Skipped) {
+        cell = {CellKind::Skip, st.reason};
+        continue;
+      }
+      if (st.kind == RunStatus::Error) {
+        cell = {CellKind::Error, st.reason};
+        res.problems.push_back(fmt::format("{} errored on {}: {}", res.models[b], families[f].name, st.reason));
+        continue;
+      }
+      const bool observable = outputs_differ(l, got, ref);
+      const Verdict v = compare(l, in, got, ref);
+      const bool failed = v.kind != Verdict::Pass;
+      if (observable && failed) {
+        cell = {CellKind::Detected, v.reason};
+        for (const auto& m : v.metrics)
+          if (m.failed) res.killed_by[fmt::format("{}:{}", op_name(c.op), m.name)].push_back(res.models[b]);
+      } else if (observable) {
+        cell = {CellKind::Missed, "outputs differ from cpu-ref but every metric passed"};
+        res.problems.push_back(fmt::format("{} MISSED on {} ({})", res.models[b], families[f].name, print_case(c)));
+      } else if (failed) {
+        cell = {CellKind::FalseFail, v.reason};
+        res.problems.push_back(fmt::format("{} failed on {} although its outputs equal cpu-ref's ({})", res.models[b],
+                                           families[f].name, v.reason));
+      } else {
+        cell = {CellKind::NotObservable, ""};
+      }
+    }
+  }
+  for (size_t b = 0; b < res.models.size(); ++b) {
+    bool any = false;
+    for (const auto& cell : res.cells[b]) any |= cell.kind == CellKind::Detected || cell.kind == CellKind::Missed;
+    if (!any) res.problems.push_back(fmt::format("{} is observable on none of its families", res.models[b]));
+  }
+  for (const auto& g : gated)
+    if (!res.killed_by.count(g)) res.problems.push_back(fmt::format("gated metric {} is failed by no bug model", g));
+  return res;
+}
+
+std::string format_selftest(const SelftestResult& r, bool verbose) {
+  std::string s = "kill matrix: bug model x layout family (detected / MISSED / n/a = not observable / skip = not "
+                  "defined for the op)\n\n";
+  size_t w0 = 8;
+  for (const auto& m : r.models) w0 = std::max(w0, m.size());
+  s += fmt::format("{:<{}}", "", w0);
+  for (size_t f = 0; f < r.families.size(); ++f) s += fmt::format(" {:>9}", fmt::format("F{:02}", f + 1));
+  s += fmt::format("\n{:<{}}", "cpu-ref", w0);
+  for (auto k : r.ref) s += fmt::format(" {:>9}", k == Verdict::Pass ? "pass" : "FAIL");
+  s += "\n";
+  for (size_t b = 0; b < r.models.size(); ++b) {
+    s += fmt::format("{:<{}}", r.models[b], w0);
+    for (const auto& cell : r.cells[b]) s += fmt::format(" {:>9}", cell_name(cell.kind));
+    s += "\n";
+  }
+  s += "\nfamilies:\n";
+  for (size_t f = 0; f < r.families.size(); ++f)
+    s += fmt::format("  F{:02} {:<12} {}\n", f + 1, r.families[f].name, r.families[f].case_line);
+  s += "\ngated metric -> bug models that fail it:\n";
+  for (const auto& [metric, models] : r.killed_by) {
+    std::set<std::string> uniq(models.begin(), models.end());
+    std::string list;
+    for (const auto& m : uniq) list += fmt::format("{}{}", list.empty() ? "" : ", ", m.substr(8));
+    s += fmt::format("  {:<30} {}\n", metric, list);
+  }
+  if (verbose) {
+    s += "\ncells:\n";
+    for (size_t b = 0; b < r.models.size(); ++b)
+      for (size_t f = 0; f < r.families.size(); ++f) {
+        const auto& cell = r.cells[b][f];
+        if (cell.kind == CellKind::NotObservable || cell.kind == CellKind::Skip) continue;
+        s += fmt::format("  {:<28} F{:02} {:<9} {}\n", r.models[b], f + 1, cell_name(cell.kind), cell.detail);
+      }
+  }
+  s += "\n";
+  if (r.ok()) {
+    s += "selftest: PASS (every observable bug detected, cpu-ref passes everywhere, every gated metric killed)\n";
+  } else {
+    s += "selftest: FAIL\n";
+    for (const auto& p : r.problems) s += fmt::format("  - {}\n", p);
+  }
+  return s;
+}
+
+}  // namespace ao

@@ -1,0 +1,145 @@
+// Shared by the references: how check rows are grouped into blocks, and which keys a row reads
+// (through the bound offsets, or through a bug model's wrong ones).
+#pragma once
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <omp.h>
+
+#include "attn_oracle/reference/reference.h"
+
+namespace ao::detail {
+
+struct RowBlock {
+  int seg = 0;
+  std::vector<int64_t> rows;  // Q rows, all of one segment
+};
+
+// Check rows grouped by segment, at most `max_rows` per block (deterministic).
+inline std::vector<RowBlock> row_blocks(const Layout& l, size_t max_rows) {
+  std::vector<RowBlock> out;
+  for (int64_t r : l.check_rows) {
+    const int seg = l.row_segment[size_t(r)];
+    if (out.empty() || out.back().seg != seg || out.back().rows.size() >= max_rows) out.push_back({seg, {}});
+    out.back().rows.push_back(r);
+  }
+  return out;
+}
+
+// A run of keys a row may attend: KV buffer rows base + [lo, hi).
+struct KeyRange {
+  int64_t base, lo, hi;
+};
+
+// The key ranges a row reads, as the (possibly buggy) kernel addresses them; keys outside the
+// KV buffer are dropped (a real kernel would read out of bounds; the CPU model must not).
+inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Quirks& qk) {
+  const auto& seg = l.seg_of(r);
+  const auto& d = l.docs[size_t(seg.doc)];
+  const int64_t p = qk.topleft_cp ? (r - seg.row0) : l.pos_of(r);
+  int64_t lo, hi;
+  l.allowed_range(seg.doc, p, lo, hi);
+  if (qk.off_by_one && l.c.mask != MaskKind::None && hi < d.kv_len) hi += 1;
+  auto base_of = [&](const DocLayout& x) {
+    if (qk.derived_offsets) return x.packed_kv_off;
+    if (qk.shared_qkv_offsets) return x.q_off;
+    return x.kv_off;
+  };
+  std::vector<KeyRange> out;
+  if (qk.cross_doc)
+    for (int b = 0; b < seg.doc; ++b) out.push_back({base_of(l.docs[size_t(b)]), 0, l.docs[size_t(b)].kv_len});
+  out.push_back({base_of(d), lo, hi});
+  for (auto& k : out) {
+    k.hi = std::min(k.hi, l.kv_rows - k.base);
+    k.lo = std::min(k.lo, k.hi);
+  }
+  return out;
+}
+
+// Where a row's outputs go (Q row for the indexer's top-k, O row, stats row).
+inline int64_t q_read_row(const Layout& l, int64_t r, const Quirks& qk) {
+  const auto& seg = l.seg_of(r);
+  if (qk.derived_offsets && !l.is_cp()) return l.docs[size_t(seg.doc)].packed_q_off + (r - seg.row0);
+  return r;
+}
+inline int64_t o_write_row(const Layout& l, int64_t r, const Quirks& qk) {
+  const auto& seg = l.seg_of(r);
+  if (qk.derived_offsets && !l.is_cp()) return l.docs[size_t(seg.doc)].packed_q_off + (r - seg.row0);
+  return seg.o_row0 + (r - seg.row0);
+}
+inline int64_t stats_write_row(const Layout& l, int64_t r, const Quirks& qk) {
+  const auto& seg = l.seg_of(r);
+  if ((qk.derived_offsets || qk.stats_packed) && !l.is_cp())
+    return l.docs[size_t(seg.doc)].packed_q_off + (r - seg.row0);
+  return seg.stats_row0 + (r - seg.row0);
+}
+
+// Threads of the references' row-block loops: OMP_NUM_THREADS when set, else the physical cores
+// (hyperthread siblings share one core's FMA units, so they only add contention to a GEMM).
+inline std::atomic<int>& reference_threads_override() {  // > 0: tests pin the thread count
+  static std::atomic<int> n{0};
+  return n;
+}
+inline int reference_threads() {
+  if (const int o = reference_threads_override().load(); o > 0) return o;
+  static const int n = [] {
+    if (std::getenv("OMP_NUM_THREADS")) return omp_get_max_threads();
+    std::set<std::string> cores;
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned c = 0; c < cpus; ++c) {
+      const std::string t = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+      std::ifstream pkg(t + "physical_package_id"), core(t + "core_id");
+      std::string p, k;
+      if (!(pkg >> p) || !(core >> k)) return int(cpus);  // no topology: every CPU counts
+      cores.insert(p + ":" + k);
+    }
+    return std::max(1, int(cores.size()));
+  }();
+  return n;
+}
+
+// A progress line on stderr for long runs, only when stderr is a terminal and the run is expected
+// to take more than a couple of seconds (work units given by the caller, e.g. multiply-adds).
+class Progress {
+ public:
+  Progress(const char* what, size_t total_blocks, double work, double work_per_second = 4e10)
+      : what_(what), total_(total_blocks), on_(work / work_per_second > 2.0 && isatty(STDERR_FILENO)) {}
+  ~Progress() {
+    if (on_ && shown_) std::fprintf(stderr, "\r\033[K");
+  }
+  void block_done() {
+    if (!on_) return;
+    const size_t d = done_.fetch_add(1) + 1;
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (t - last_ < 0.5 && d != total_) return;
+    last_ = t;
+    shown_ = true;
+    std::fprintf(stderr, "\r\033[K%s: %zu/%zu row blocks (%.0f%%), %.1f s", what_, d, total_,
+                 100.0 * double(d) / double(total_), t);
+    std::fflush(stderr);
+  }
+
+ private:
+  const char* what_;
+  size_t total_;
+  bool on_, shown_ = false;
+  std::atomic<size_t> done_{0};
+  std::mutex mu_;
+  double last_ = -1;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace ao::detail

@@ -1,0 +1,89 @@
+#include "attn_oracle/reference/reference_sanity.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace ao {
+
+namespace {
+
+std::string where(const Layout& l, int64_t r) {
+  const auto& s = l.seg_of(r);
+  return fmt::format("row {} (doc {}, pos {})", r, s.doc, l.pos_of(r));
+}
+
+std::string indexer_row_fault(const Layout& l, const Outputs& ref, int64_t r) {
+  const size_t K = size_t(l.c.topk);
+  const int32_t* row = ref.topk.data() + size_t(r) * K;
+  int64_t lo = 0, hi = 0;
+  const auto& seg = l.seg_of(r);
+  if (l.valid_row(r)) l.allowed_range(seg.doc, l.pos_of(r), lo, hi);  // pad rows of a segment: no keys
+  const int64_t off = l.docs[size_t(seg.doc)].kv_off;
+  const size_t expect = std::min<size_t>(K, size_t(hi - lo));
+  std::vector<int32_t> idx;
+  idx.reserve(expect);
+  size_t fills = 0;
+  for (size_t e = 0; e < K; ++e) {
+    const int32_t v = row[e];
+    if (v == kSentinelIndex) return fmt::format("{}: entry {} unwritten", where(l, r), e);
+    if (v == -1) { ++fills; continue; }
+    if (v < off + lo || v >= off + hi)
+      return fmt::format("{}: index {} is not an allowed key (allowed KV rows [{}, {}))", where(l, r), v, off + lo,
+                         off + hi);
+    idx.push_back(v);
+  }
+  std::sort(idx.begin(), idx.end());
+  if (const auto d = std::adjacent_find(idx.begin(), idx.end()); d != idx.end())
+    return fmt::format("{}: index {} appears more than once", where(l, r), *d);
+  if (fills != K - expect)
+    return fmt::format("{}: {} indices and {} -1 fills; min(k, allowed keys) = {} indices expected", where(l, r),
+                       idx.size(), fills, expect);
+  return {};
+}
+
+std::string sdpa_row_fault(const Layout& l, const Outputs& ref, int64_t r) {
+  if (!l.valid_row(r)) return {};  // pad rows are not compared
+  const int Hq = l.c.hq, Dv = l.c.dim_v;
+  const auto& seg = l.seg_of(r);
+  const int64_t orow = seg.o_row0 + (r - seg.row0), srow = seg.stats_row0 + (r - seg.row0);
+  int64_t lo = 0, hi = 0;
+  l.allowed_range(seg.doc, l.pos_of(r), lo, hi);
+  for (int h = 0; h < Hq; ++h) {
+    const float* o = ref.o.data() + (orow * Hq + h) * Dv;
+    for (int e = 0; e < Dv; ++e) {
+      if (is_sentinel(o[e])) return fmt::format("{} head {}: O unwritten", where(l, r), h);
+      if (!std::isfinite(o[e])) return fmt::format("{} head {}: O[{}] = {} is not finite", where(l, r), h, e, o[e]);
+    }
+    const float lse = ref.lse[size_t(srow * Hq + h)];
+    if (is_sentinel(lse)) return fmt::format("{} head {}: LSE unwritten", where(l, r), h);
+    if (hi > lo && !std::isfinite(lse))
+      return fmt::format("{} head {}: LSE = {} is not finite ({} allowed keys)", where(l, r), h, lse, hi - lo);
+    if (hi <= lo && !(std::isinf(lse) && lse < 0))
+      return fmt::format("{} head {}: LSE = {} for a row without allowed keys (must be -inf)", where(l, r), h, lse);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string reference_sanity(const Layout& l, const Outputs& ref) {
+  const auto& rows = l.check_rows;
+  const bool indexer = l.c.op == Op::Indexer;
+  // Rows are independent: checked in parallel; the first bad one (in row order) is reported.
+  int64_t first = LLONG_MAX;
+#pragma omp parallel for schedule(dynamic, 64) reduction(min : first)
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t r = rows[i];
+    const bool bad = indexer ? !indexer_row_fault(l, ref, r).empty() : !sdpa_row_fault(l, ref, r).empty();
+    if (bad) first = std::min<int64_t>(first, int64_t(i));
+  }
+  if (first == LLONG_MAX) return {};
+  const int64_t r = rows[size_t(first)];
+  return indexer ? indexer_row_fault(l, ref, r) : sdpa_row_fault(l, ref, r);
+}
+
+}  // namespace ao

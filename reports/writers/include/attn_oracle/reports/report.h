@@ -1,0 +1,35 @@
+// Report writers: JSON (versioned schema, one object per case), Markdown summary, JUnit XML, HTML pictures.
+#pragma once
+#include <string>
+#include <vector>
+#include "attn_oracle/pipeline/harness.h"
+
+namespace ao {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+// How the run that produced the results ended: complete, or stopped by a signal (SIGINT/SIGTERM) after
+// the cases listed (report.json: "status": "complete" | "interrupted", "signal": "SIGINT").
+struct ReportStatus {
+  int signal = 0;  // 0: every case ran
+};
+std::string signal_name(int sig);
+
+std::string report_json(const std::vector<CaseResult>& results, const ReportStatus& status = {});
+std::string report_markdown(const std::vector<CaseResult>& results, const ReportStatus& status = {});
+std::string report_junit(const std::vector<CaseResult>& results, const ReportStatus& status = {});
+// Self-contained HTML page with pictures of each failing case that kept its artifacts (report_html.cpp).
+std::string report_html(const std::vector<CaseResult>& results);
+// Writes report.json, report.md, report.xml and report.html into dir (created if missing), as one set
+// through a ReportDir (report_dir.h): locked, written into a temporary dir, then renamed into place.
+void write_report_files(const std::string& dir, const std::vector<CaseResult>& results,
+                        const ReportStatus& status = {});
+
+// Escapes text for XML/HTML text and attribute values (& < > " '; control bytes become spaces; invalid
+// UTF-8 becomes U+FFFD).
+std::string xml_escape(const std::string& s);
+
+// Version string of this build (git describe at configure time).
+const char* tool_version();
+
+}  // namespace ao

@@ -1,0 +1,39 @@
+// A report directory held by one run, so that what it holds is always one run's complete set:
+//  * opened before any case runs: the dir is created if missing and must be a writable directory;
+//    an empty path is refused (all ReportDirError, exit 2, naming the dir);
+//  * locked: flock on <dir>/.attn-oracle.lock (non-blocking, the file holds the owner's pid); a second
+//    run on the same dir is refused naming the holder's pid;
+//  * the previous run's report files are removed on open, so an interrupted run never leaves an older
+//    run's reports looking current;
+//  * write() puts all files into a temporary dir inside it and renames them into place only after every
+//    one was written.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn_oracle/reports/report.h"
+
+namespace ao {
+
+struct ReportDirError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class ReportDir {
+ public:
+  explicit ReportDir(std::string dir);  // throws ReportDirError
+  ~ReportDir();                         // releases the lock (the lock file stays)
+  ReportDir(const ReportDir&) = delete;
+  ReportDir& operator=(const ReportDir&) = delete;
+
+  // report.json, report.md, report.xml, report.html as one set; throws ReportDirError.
+  void write(const std::vector<CaseResult>& results, const ReportStatus& status = {});
+  const std::string& path() const { return dir_; }
+
+ private:
+  std::string dir_;
+  int lock_fd_ = -1;
+};
+
+}  // namespace ao
