@@ -1,4 +1,4 @@
-// Subcommands beyond repro/show/backends/keys: each lives in its own cmd_*.cpp and registers itself
+// Subcommands beyond repro/show/backends: each lives in its own cmd_*.cpp and registers itself
 // with a static CommandRegistrar (the CLI sources are linked directly, so registrars are kept).
 #pragma once
 #include <functional>

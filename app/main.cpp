@@ -86,7 +86,6 @@ int main(int argc, char** argv) {
   show->add_option("case", show_args, "key=value ...")->required();
 
   auto* list = app.add_subcommand("backends", "list backends and whether each can run here");
-  auto* keys = app.add_subcommand("keys", "list the case-line keys");
 
   std::vector<AppCommand> extra = extra_commands(app, lim);  // cmd_*.cpp
 
@@ -119,10 +118,6 @@ int main(int argc, char** argv) {
         std::cout << fmt::format("{:<26} {:<10} {}\n", b.name, why.empty() ? "runs here" : "skipped", b.description);
         if (!why.empty()) std::cout << fmt::format("{:<26} reason: {}\n", "", why);
       }
-      return 0;
-    }
-    if (*keys) {
-      for (const auto& [k, d] : case_keys()) std::cout << fmt::format("  {:<48} {}\n", k, d);
       return 0;
     }
     for (auto& cmd : extra)

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/fuzz/shrink.h"
@@ -83,7 +84,6 @@ std::string failure_signature(const std::string& backend, const Case& m, const V
     for (const auto& n : failing_metrics(v)) names += (names.empty() ? "" : ",") + n;
     verdict += "[" + names + "]";
   }
-  const char* mask = m.mask == MaskKind::None ? "none" : m.mask == MaskKind::TopLeft ? "topleft" : "bottomright";
   bool pad = m.tail > 0 || m.q_capacity >= 0 || m.kv_capacity >= 0 || !m.o_offsets.empty() ||
              !m.stats_offsets.empty();
   try {  // gaps before, between or after documents in any buffer, CP chunk padding included
@@ -100,7 +100,7 @@ std::string failure_signature(const std::string& backend, const Case& m, const V
   }
   const size_t docs = m.q_lens.size();
   return fmt::format("{} {} op={} mask={} window={} cp={} docs={} pad={} dtype={}", backend, verdict,
-                     m.op == Op::Indexer ? "indexer" : "sdpa", mask, m.window > 0 ? "yes" : "no",
+                     to_string(m.op), to_string(m.mask), m.window > 0 ? "yes" : "no",
                      m.cp > 1 ? "yes" : "no", docs >= 3 ? "3+" : std::to_string(docs), pad ? "yes" : "no",
                      m.dtype == DType::F32 ? "f32" : "16bit");
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "attn_oracle/case/case_keys.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/layout/layout.h"
 
@@ -213,7 +214,7 @@ std::vector<Case> shrink_candidates(const Case& c, const LayoutLimits& lim) {
     if (c.dim_v != c.dim) with([](Case& n) { n.dim_v = n.dim; });
     if (c.dim_v > 1) with([](Case& n) { n.dim_v /= 2; });
   }
-  // 5. Padding, offsets, tail, capacity.
+  // 5. Padding, offsets, tail.
   if (!c.q_offsets.empty() || !c.kv_offsets.empty() || !c.q_pad.empty() || !c.kv_pad.empty())
     with([](Case& n) { n.q_offsets.clear(); n.kv_offsets.clear(); n.q_pad.clear(); n.kv_pad.clear(); });
   if (parts > 1) {  // the least padding CP allows
@@ -227,11 +228,7 @@ std::vector<Case> shrink_candidates(const Case& c, const LayoutLimits& lim) {
   }
   if (!c.q_offsets.empty() && c.q_offsets != c.kv_offsets) with([](Case& n) { n.q_offsets.clear(); });
   if (!c.kv_offsets.empty() && c.q_offsets != c.kv_offsets) with([](Case& n) { n.kv_offsets.clear(); });
-  if (!c.o_offsets.empty()) with([](Case& n) { n.o_offsets.clear(); });
-  if (!c.stats_offsets.empty()) with([](Case& n) { n.stats_offsets.clear(); });
-  if (c.tail > 0) with([](Case& n) { n.tail = 0; });
   if (c.tail > 1) with([&](Case& n) { n.tail = parts > 1 ? n.tail - (n.tail / 2) / parts * parts : n.tail / 2; });
-  if (c.q_capacity >= 0 || c.kv_capacity >= 0) with([](Case& n) { n.q_capacity = n.kv_capacity = -1; });
   if (c.kv_pad != c.q_pad) with([](Case& n) { n.kv_pad = n.q_pad; });
   if (c.kv_offsets != c.q_offsets && !c.q_offsets.empty() && c.q_lens == c.kv_lens)
     with([](Case& n) { n.kv_offsets = n.q_offsets; });
@@ -263,21 +260,14 @@ std::vector<Case> shrink_candidates(const Case& c, const LayoutLimits& lim) {
         });
     }
   }
-  // 6. Simplify the remaining keys to their defaults.
+  // 6. Simplify the remaining keys to their defaults: every key the table marks KeyShrink::ToDefault.
   const Case d = defaults_for(c.op);
-  if (c.dtype != d.dtype) with([&](Case& n) { n.dtype = d.dtype; });
-  if (c.poison != d.poison) with([&](Case& n) { n.poison = d.poison; });
-  if (c.mask != d.mask) with([&](Case& n) { n.mask = d.mask; });
-  if (c.window != 0) with([](Case& n) { n.window = 0; });
-  if (c.crop) with([](Case& n) { n.crop = false; });
-  if (c.ratio != 1) with([](Case& n) { n.ratio = 1; });
-  if (c.levels != 0) with([](Case& n) { n.levels = 0; });
-  if (c.precision != d.precision) with([&](Case& n) { n.precision = d.precision; });
-  if (c.pad_writes != d.pad_writes) with([&](Case& n) { n.pad_writes = d.pad_writes; });
-  if (c.cp_scheme != d.cp_scheme) with([&](Case& n) { n.cp_scheme = d.cp_scheme; });
-  if (c.scale != d.scale) with([&](Case& n) { n.scale = d.scale; });
-  if (c.rank != 0) with([](Case& n) { n.rank = 0; });
-  if (c.seed != d.seed) with([&](Case& n) { n.seed = d.seed; });
+  for (const auto& key : case_key_table()) {
+    if (key.shrink != KeyShrink::ToDefault || !key_applies(key.ops, c.op)) continue;
+    Case n = c;
+    key.reset(n, d);
+    if (!(n == c)) out.push_back(std::move(n));
+  }
   int64_t seg_rows = 0;
   for (const auto& s : l.segments) seg_rows += s.rows;
   if (c.rows != 0 && seg_rows <= 512) with([](Case& n) { n.rows = 0; });

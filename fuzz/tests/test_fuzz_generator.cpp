@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/layout/layout.h"
 
@@ -128,7 +129,7 @@ TEST(FuzzGenerator, CoversTheEdgeFamilies) {
       hit("mqa", c.hkv == 1 && c.hq > 1);
       hit("dim_v != dim", c.dim_v != c.dim);
     }
-    for (auto d : {DType::F32, DType::BF16, DType::F16}) hit(std::string("dtype ") + dtype_name(d), c.dtype == d);
+    for (auto d : {DType::F32, DType::BF16, DType::F16}) hit(std::string("dtype ") + to_string(d), c.dtype == d);
     for (auto p : {Poison::NaN, Poison::Inf, Poison::Large, Poison::None})
       hit("poison " + std::to_string(int(p)), c.poison == p);
     hit("fp64", c.precision == Precision::F64);

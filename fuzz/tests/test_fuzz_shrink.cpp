@@ -4,10 +4,13 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "attn_oracle/backends/backend.h"
+#include "attn_oracle/case/case_keys.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/fuzz/shrink.h"
 
@@ -50,6 +53,37 @@ TEST(FuzzShrink, ReachesTheMinimumOfASyntheticPredicate) {
   EXPECT_EQ(m.dtype, defaults_for(Op::Indexer).dtype);
   EXPECT_EQ(m.poison, defaults_for(Op::Indexer).poison);
   EXPECT_TRUE(pred(m));
+}
+
+// Every key the table marks KeyShrink::ToDefault gets one candidate with that key at its default
+// (and nothing else changed) whenever it is not already there; the others get none from the table.
+TEST(FuzzShrink, TriesTheDefaultOfEveryToDefaultKey) {
+  const std::vector<std::string> lines = {
+      "op=sdpa docs=64,32 cp=2 rank=1 cp_scheme=contiguous crop=1 mask=bottomright window=5 dtype=fp32 seed=3 "
+      "poison=inf precision=fp64 scale=0.5 levels=4 pad_writes=allow tail=8",
+      "op=sdpa docs=16,16 pad=2 o_offsets=0,18 stats_offsets=0,20 capacity=40",
+      "op=indexer docs=64 ratio=2 mask=topleft seed=5 levels=8 poison=large",
+  };
+  std::set<std::string> tried;
+  for (const auto& line : lines) {
+    const Case c = parse_case(line);
+    ASSERT_NO_THROW(make_layout(c)) << line;
+    const std::vector<Case> cands = shrink_candidates(c);
+    const Case d = defaults_for(c.op);
+    for (const auto& key : case_key_table()) {
+      if (key.shrink != KeyShrink::ToDefault || !key_applies(key.ops, c.op)) continue;
+      Case n = c;
+      key.reset(n, d);
+      if (n == c) continue;
+      EXPECT_NE(std::find(cands.begin(), cands.end(), n), cands.end()) << key.name << " in " << line;
+      EXPECT_EQ(print_case(n).find(std::string(" ") + key.name + "="), std::string::npos) << print_case(n);
+      tried.insert(key.name);
+    }
+  }
+  for (const auto& key : case_key_table())
+    if (key.shrink == KeyShrink::ToDefault) {
+      EXPECT_TRUE(tried.count(key.name)) << "no line sets " << key.name;
+    }
 }
 
 TEST(FuzzShrink, CpCandidatesKeepPaddedLengthsDivisible) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/inputs/rng.h"
 #include "attn_oracle/inputs/tensors.h"
 #include "cudnn_ragged.h"
@@ -88,7 +89,7 @@ TEST(CudnnRagged, HalfCodecsRoundLikeTheOracleAndKeepTheSentinelApart) {
   for (DType t : {DType::BF16, DType::F16}) {
     for (uint64_t i = 0; i < 4096; ++i) {
       const float x = 8.f * generated_value(20261202, 7, i, 0);
-      EXPECT_EQ(f32_bits(from_half_bits(t, to_half_bits(t, x))), f32_bits(round_to(t, x))) << dtype_name(t) << " " << x;
+      EXPECT_EQ(f32_bits(from_half_bits(t, to_half_bits(t, x))), f32_bits(round_to(t, x))) << to_string(t) << " " << x;
     }
     const uint16_t s = half_sentinel_bits(t);
     EXPECT_TRUE(is_sentinel(from_half_bits(t, s)));

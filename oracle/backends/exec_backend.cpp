@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/backends/external.h"
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/internal/npy.h"
 #include "attn_oracle/internal/subprocess.h"
 
@@ -22,13 +23,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kProtocolVersion = 1;
-
-const char* mask_name(MaskKind m) {
-  return m == MaskKind::None ? "none" : m == MaskKind::TopLeft ? "topleft" : "bottomright";
-}
-const char* poison_name(Poison p) {
-  return p == Poison::NaN ? "nan" : p == Poison::Inf ? "inf" : p == Poison::Large ? "large" : "none";
-}
 
 // An input tensor in the case dtype: fp32 as '<f4', fp16 as '<f2', bf16 as '<u2' bit patterns.
 std::string write_input(const std::string& dir, const std::string& name, DType t, const std::vector<float>& v,
@@ -70,23 +64,23 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
   json m;
   m["protocol"] = kProtocolVersion;
   m["case"] = print_case(c);
-  m["op"] = c.op == Op::Indexer ? "indexer" : "sdpa";
-  m["dtype"] = dtype_name(c.dtype);
+  m["op"] = to_string(c.op);
+  m["dtype"] = to_string(c.dtype);
   m["dtype_note"] = fmt::format("{}; poison=large is {:.9g} (the dtype's largest finite value)",
                                 c.dtype == DType::BF16  ? "bf16 inputs are stored as uint16 bit patterns: float32 = bits << 16"
                                 : c.dtype == DType::F16 ? "fp16 inputs are stored as float16"
                                                         : "fp32 inputs are stored as float32",
                                 poison_value(Poison::Large, c.dtype));
   m["scale"] = l.scale;
-  m["mask"] = mask_name(c.mask);
+  m["mask"] = to_string(c.mask);
   m["window"] = c.window;
-  m["poison"] = poison_name(c.poison);
-  m["pad_writes"] = c.pad_writes == PadWrites::Forbid ? "forbid" : "allow";
+  m["poison"] = to_string(c.poison);
+  m["pad_writes"] = to_string(c.pad_writes);
   m["dims"] = c.op == Op::Indexer ? json{{"heads", c.heads}, {"dim", c.dim}, {"topk", c.topk}, {"ratio", c.ratio}}
                                   : json{{"hq", c.hq}, {"hkv", c.hkv}, {"dim", c.dim}, {"dim_v", c.dim_v}};
   m["cp"] = json{{"size", c.cp},
                  {"rank", c.rank},
-                 {"scheme", c.cp_scheme == CpScheme::Zigzag ? "zigzag" : "contiguous"},
+                 {"scheme", to_string(c.cp_scheme)},
                  {"crop", c.crop}};
   m["rows"] = json{{"q", l.q_rows}, {"kv", l.kv_rows}, {"o", l.o_rows}, {"stats", l.stats_rows}};
   std::vector<int64_t> q_len, kv_len, q_off, kv_off, o_off, s_off, cu_q{0}, cu_kv{0};

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/inputs/rng.h"
 
 namespace ao {
@@ -449,7 +450,7 @@ std::string describe_layout(const Layout& l) {
   if (l.is_cp())
     s += fmt::format("context parallel: cp={} rank={} scheme={} (Q/O rows are this rank's local buffer; K/V are "
                      "the all-gathered global buffer)\n",
-                     c.cp, c.rank, c.cp_scheme == CpScheme::Zigzag ? "zigzag" : "contiguous");
+                     c.cp, c.rank, to_string(c.cp_scheme));
   s += "documents:\n";
   for (size_t b = 0; b < l.docs.size(); ++b) {
     const auto& d = l.docs[b];

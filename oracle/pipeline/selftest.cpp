@@ -9,6 +9,7 @@
 
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/case/enum_names.h"
 
 namespace ao {
 
@@ -105,10 +106,6 @@ bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b) {
   return false;
 }
 
-namespace {
-const char* op_name(Op op) { return op == Op::Indexer ? "indexer" : "sdpa"; }
-}  // namespace
-
 SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t seed_offset) {
   SelftestResult res;
   res.families = families;
@@ -139,7 +136,7 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
     if (outputs_differ(l, ref2, ref))
       res.problems.push_back(fmt::format("cpu-ref is not deterministic on {}", families[f].name));
     for (const auto& m : rv.metrics)
-      if (!m.rule.empty()) gated.insert(fmt::format("{}:{}", op_name(c.op), m.name));
+      if (!m.rule.empty()) gated.insert(fmt::format("{}:{}", to_string(c.op), m.name));
 
     for (size_t b = 0; b < res.models.size(); ++b) {
       auto& cell = res.cells[b][f];
@@ -161,7 +158,7 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
       if (observable && failed) {
         cell = {CellKind::Detected, v.reason};
         for (const auto& m : v.metrics)
-          if (m.failed) res.killed_by[fmt::format("{}:{}", op_name(c.op), m.name)].push_back(res.models[b]);
+          if (m.failed) res.killed_by[fmt::format("{}:{}", to_string(c.op), m.name)].push_back(res.models[b]);
       } else if (observable) {
         cell = {CellKind::Missed, "outputs differ from cpu-ref but every metric passed"};
         res.problems.push_back(fmt::format("{} MISSED on {} ({})", res.models[b], families[f].name, print_case(c)));

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/case/enum_names.h"
 #include "svg.h"
 #include "svg_pictures.h"
 
@@ -169,7 +170,7 @@ void cp_bars(std::string& o, const Layout& l, const std::string& id, double& y) 
     return l.kv_rows == global_rows;
   }();
   draw_bar(o, id, g, h, same_kv ? "global Q = K/V buffer" : "global Q buffer",
-           fmt::format("{} rows, {} {} chunks/doc", global_rows, parts, zz ? "zigzag" : "contiguous"), spans, end, false);
+           fmt::format("{} rows, {} {} chunks/doc", global_rows, parts, to_string(c.cp_scheme)), spans, end, false);
   // Pad rows (positions >= the valid length) over the chunk colours.
   for (const auto& d : l.docs)
     if (d.q_len < d.q_padded)

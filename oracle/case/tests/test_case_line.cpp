@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "attn_oracle/case/case_keys.h"
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/inputs/tensors.h"
 
 using namespace ao;
@@ -118,7 +122,7 @@ std::pair<std::string, Case> random_case(uint64_t seed) {
   if (g.coin(0.5)) {
     const int64_t d = g.uni(0, 2);
     e.dtype = d == 0 ? DType::F32 : d == 1 ? DType::BF16 : DType::F16;
-    add("dtype", dtype_name(e.dtype));
+    add("dtype", to_string(e.dtype));
   }
   if (g.coin(0.7)) { e.seed = g.rng(); add("seed", fmt::format("{}", e.seed)); }
   if (g.coin(0.4)) {
@@ -134,6 +138,7 @@ std::pair<std::string, Case> random_case(uint64_t seed) {
   }
   if (g.coin(0.3)) { e.levels = uint32_t(g.uni(2, 1 << 24)); add("levels", fmt::format("{}", e.levels)); }
   if (g.coin(0.3)) { e.pad_writes = g.coin() ? PadWrites::Allow : PadWrites::Forbid; add("pad_writes", e.pad_writes == PadWrites::Allow ? "allow" : "forbid"); }
+  if (op == Op::Sdpa && g.coin(0.3)) { e.probe = g.coin() ? Probe::Edges : Probe::None; add("probe", to_string(e.probe)); }
   if (e.hkv == 0) e.hkv = e.hq;
   if (e.dim_v == 0) e.dim_v = e.dim;
   // Keys in random order (op included: it may come anywhere).
@@ -155,6 +160,28 @@ TEST(CaseLine, RandomLinesParseAndRoundTrip) {
     ASSERT_NO_THROW(c2 = parse_case(p)) << p;
     EXPECT_EQ(c2, c) << p;
     EXPECT_EQ(print_case(c2), p);
+  }
+}
+
+// The random lines above use every key of the table (case_keys.h), and their canonical lines print
+// every key that is printed at all (all but aliases): a new key needs its case in random_case.
+TEST(CaseLine, RandomLinesCoverEveryKey) {
+  std::set<std::string> given, printed;
+  auto names = [](const std::string& line, std::set<std::string>& into) {
+    std::istringstream is(line);
+    std::string tok;
+    while (is >> tok) into.insert(tok.substr(0, tok.find('=')));
+  };
+  for (uint64_t s = 0; s < 3000; ++s) {
+    const auto [line, expect] = random_case(0xca5e0000 + s);
+    names(line, given);
+    names(print_case(expect), printed);
+  }
+  for (const auto& k : case_key_table()) {
+    EXPECT_TRUE(given.count(k.name)) << "random_case never gives key " << k.name;
+    if (!k.alias_of) {
+      EXPECT_TRUE(printed.count(k.name)) << "no canonical line prints key " << k.name;
+    }
   }
 }
 

@@ -32,6 +32,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/reference/reference.h"
 #include "naive_reference.h"
 
@@ -550,7 +551,7 @@ TEST(NaiveCrossCheck, GeneratorsCoverEveryFamily) {
         hit("chunk_partly_padding", part);
         hit("chunk_wholly_padding", whole);
         hit("row_without_keys", no_key);
-        for (DType d : {DType::F32, DType::BF16, DType::F16}) hit(dtype_name(d), c.dtype == d);
+        for (DType d : {DType::F32, DType::BF16, DType::F16}) hit(to_string(d), c.dtype == d);
         hit("rows_sampled", c.rows > 0);
         for (Poison p : {Poison::NaN, Poison::Inf, Poison::Large, Poison::None})
           hit(fmt::format("poison{}", int(p)), c.poison == p);

@@ -1,6 +1,7 @@
 // The case line: `key=value` pairs separated by spaces, one test case. It is the only user-facing
 // description of a case (CLI, corpus files, reports), so print(parse(s)) is canonical and
 // parse(print(c)) == c. Unknown keys and malformed values throw CaseError naming the key.
+// Every key is declared once, in the key table (case_keys.h); enum names in enum_names.h.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -68,8 +69,5 @@ std::string print_case(const Case& c);
 // The embedded default case: the seed's single-document cp=32 rank=31 indexer case, reduced dims.
 inline constexpr const char* kDefaultCase =
     "op=indexer docs=8192 cp=32 rank=31 heads=8 dim=64 topk=256 seed=7";
-
-// Every accepted key with a one-line description (README and `attn-oracle keys`).
-const std::vector<std::pair<std::string, std::string>>& case_keys();
 
 }  // namespace ao

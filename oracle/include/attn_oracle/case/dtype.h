@@ -56,8 +56,4 @@ AO_HD float round_to(DType t, float x) {
   }
 }
 
-inline const char* dtype_name(DType t) {
-  return t == DType::BF16 ? "bf16" : t == DType::F16 ? "fp16" : "fp32";
-}
-
 }  // namespace ao

@@ -1,0 +1,52 @@
+// `attn-oracle keys`: every case-line key from the key table (case_keys.h) with the ops it applies
+// to, its default and its doc line; `--markdown` prints the README's key table (a test keeps the
+// README equal to it).
+#include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/case/case_keys.h"
+#include "commands.h"
+
+namespace ao {
+namespace {
+
+std::string md_cell(const std::string& s) {  // a `|` inside a cell would end it
+  std::string out;
+  for (char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+  return out;
+}
+
+std::string keys_text() {
+  size_t wn = 3, wd = 7;
+  for (const auto& k : case_key_table()) {
+    wn = std::max(wn, std::string(k.name).size());
+    wd = std::max(wd, k.default_text.size());
+  }
+  std::string s = fmt::format("{:<{}}  {:<7}  {:<{}}  {}\n", "key", wn, "ops", "default", wd, "meaning");
+  for (const auto& k : case_key_table())
+    s += fmt::format("{:<{}}  {:<7}  {:<{}}  {}\n", k.name, wn, key_ops_text(k.ops), k.default_text, wd, k.doc);
+  return s;
+}
+
+std::string keys_markdown() {
+  std::string s = "| key | ops | default | meaning |\n| --- | --- | --- | --- |\n";
+  for (const auto& k : case_key_table())
+    s += fmt::format("| `{}` | {} | {} | {} |\n", k.name, key_ops_text(k.ops), md_cell(k.default_text),
+                     md_cell(k.doc));
+  return s;
+}
+
+const CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {
+  auto markdown = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("keys", "list the case-line keys (ops, default, meaning)");
+  sub->add_flag("--markdown", *markdown, "print the README's key table (Markdown)");
+  return AppCommand{sub, [markdown] {
+                      std::cout << (*markdown ? keys_markdown() : keys_text());
+                      return 0;
+                    }};
+});
+
+}  // namespace
+}  // namespace ao

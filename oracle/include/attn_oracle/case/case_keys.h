@@ -1,0 +1,61 @@
+// The case-key table: every case-line key is declared once, here (case_keys.cpp), with the ops it
+// applies to, a one-line doc, its default, how its value is parsed into the Case and printed
+// canonically, and how the structural shrinker treats it. parse_case / print_case (case_line.cpp),
+// `attn-oracle keys` and the README's key table (`attn-oracle keys --markdown`) all read it.
+//
+// A new key: add a Case field (case.h), one entry in case_keys.cpp, its semantics where the layout,
+// inputs or references use it, and tests.
+#pragma once
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "attn_oracle/case/case.h"
+
+namespace ao {
+
+// The ops a key applies to; given with another op it is an error naming the key.
+enum class KeyOps { Both, Indexer, Sdpa };
+bool key_applies(KeyOps ops, Op op);
+
+// How the structural shrinker (fuzz/src/shrink.cpp) treats a key.
+enum class KeyShrink {
+  ToDefault,   // one candidate: the key reset to its default (when it is not already)
+  Structural,  // hand-written edits in shrink.cpp (documents, lengths, pads, offsets, dims, cp, rows)
+  Keep,        // never changed (the op; tolerance overrides and probe decide what fails)
+};
+
+struct CaseKey {
+  const char* name;
+  KeyOps ops;
+  std::string doc;          // one line, for `keys` and the README
+  KeyShrink shrink;
+  // Parses `value` into the Case; throws CaseError naming `key` and the value.
+  std::function<void(Case& c, const std::string& key, const std::string& value)> parse;
+  // The canonical value text, or nullopt when the key is omitted from the line (d = canonical_defaults(c):
+  // the value is the default, or another key prints it, e.g. `docs` for equal q_lens and kv_lens).
+  std::function<std::optional<std::string>(const Case& c, const Case& d)> print;
+  // Sets the key's fields to their defaults (d = defaults_for(c.op)).
+  std::function<void(Case& c, const Case& d)> reset;
+  std::string default_text;  // the default as `keys` shows it (per op where it differs)
+  // For a both-buffer key (docs, pad, padded_offsets, capacity): its per-buffer keys, q then kv.
+  // Given together with one of them, one would silently override the other: an error.
+  const char* q_key = nullptr;
+  const char* kv_key = nullptr;
+  const char* alias_of = nullptr;  // another name of that key (lens = docs): never printed
+  bool needs_cp = false;           // acts only under context parallelism (cp > 1)
+};
+
+// Every key, in canonical print order (op first).
+std::span<const CaseKey> case_key_table();
+// The key named `name`, or nullptr.
+const CaseKey* find_case_key(std::string_view name);
+// The ops a key applies to, as `keys` shows them: "both", "indexer" or "sdpa".
+const char* key_ops_text(KeyOps ops);
+
+// defaults_for(c.op) with the defaults that follow other keys resolved from c (hkv = hq, dim_v = dim).
+Case canonical_defaults(const Case& c);
+
+}  // namespace ao
