@@ -1,26 +1,52 @@
 #!/usr/bin/env bash
-# The seed table and a short fuzz through cuDNN frontend's DSA indexer (scripts/backends/cudnn_fe_indexer.py)
-# on the H200, in two device calls made while the machine is warm (it stays ~30 s after a call). The
-# wheels do not fit one call's 64 MiB carry, so scripts/device/real-kernels-pack.sh splits them:
+# Real kernels on the H200 through exec: adapters and the warm host: cuDNN frontend's DSA indexer
+# (scripts/backends/cudnn_fe_indexer.py) and FlashAttention-4 varlen (scripts/backends/fa4_varlen.py),
+# in device calls made while the machine is warm (it stays ~30 s after a call). The wheels do not fit
+# one call's 64 MiB carry, so scripts/device/real-kernels-pack.sh splits them:
 #   CALL=1  carry .whl/dsl-cu13.tar.xz   unpacks nvidia-cutlass-dsl-libs-cu13 into $SITE (outside the repo)
-#   CALL=2  carry .whl/rest.tar.xz and the CPU-only attn-oracle in $AO_BIN_DIR (with its libfmt/libgomp,
-#           e.g. .ext-bin as in reports/gpu/external-*.md); without one it tries to build attn-oracle here.
+#   CALL=2  carry .whl/rest.tar.xz (the other wheels, FA4's included) and .whl/ao-bin.tar.xz (the
+#           attn-oracle of .deps/gpu-bin with its libraries, unpacked into $BIN), or a binary folder in
+#           $AO_BIN_DIR (with its libfmt/libgomp); without either it tries to build attn-oracle here.
 #           Checks $SITE is still there, unzips the other wheels into it (not `pip install --target
 #           --upgrade`: that would replace the nvidia_cutlass_dsl/ folder the cu13 wheel shares), records
-#           versions, starts the warm host (ao_serve.py; AO_SITE_DIR=$SITE makes the adapter add the folder
-#           with site.addsitedir) and runs the gates within $BUDGET_S seconds, skipping (and listing) what
-#           does not fit; the rest of the budget goes to `attn-oracle fuzz`.
+#           versions, then runs $STEPS.
+#   CALL=3  (any number of times, machine still warm) carries nothing: reuses $SITE and $BIN from
+#           CALL=2 and runs $STEPS: a campaign longer than one call's 600 s spans several calls.
+# STEPS (default for CALL=2 "fe-seeds fe-fuzz", the first run's; each step is skipped, and listed, when
+# the rest of $BUDGET_S seconds does not fit it):
+#   fe-seeds   the seed table through cudnn_fe_indexer (--offsets 1/0, --seq-lens row/chunk)
+#   fe-fuzz    `fuzz --dims glm --op indexer` against cudnn_fe_indexer --offsets 1 with what is left
+#   fa4-smoke  one padded-THD case through fa4_varlen in a fresh process (FA4 imports and runs)
+#   fa4-table  the seed-like table (scripts/device/fa4-table.case) through fa4_varlen
+#   fuzz       one fuzz per backend of $FUZZ (fe: cudnn_fe_indexer --offsets 1, op indexer; fa4:
+#              fa4_varlen, op sdpa), all at once (one warm host each), --dims glm, --seed $FUZZ_SEED,
+#              for what is left of the budget (or $FUZZ_S seconds)
+# Each backend's fuzz runs with --shrink-runs $FUZZ_SHRINK_RUNS (12) and --max-failures $FUZZ_MAX_FAILURES
+# (0: the whole time), ending 45 s before the budget so that the summary prints before the call's end;
+# shrunk failures go to reports.tar.xz (found-<backend>/).
 #   run:  CALL=1 bash scripts/device/real-kernels-campaign.sh
-#         CALL=2 AO_BIN_DIR=.ext-bin bash scripts/device/real-kernels-campaign.sh
-# $OUT (at most 8 files come back): versions.txt, seed-table.tsv, campaign.log, serve.log, timing.jsonl,
-# fuzz.txt, reports.tar.xz (every gate's report.json/.md and the fuzz's shrunk cases).
+#         CALL=2 bash scripts/device/real-kernels-campaign.sh                 (the first run: fe-seeds fe-fuzz)
+#         CALL=2 STEPS="fa4-smoke fa4-table fuzz" FUZZ_SEED=1 BUDGET_S=300 bash ...
+#         CALL=3 STEPS=fuzz FUZZ_SEED=2 BUDGET_S=560 bash ...                 (repeat with new seeds)
+# $OUT (at most 8 files come back): versions.txt, campaign.log, serve.log, timing.jsonl, seed-table.tsv
+# (fe-seeds), fuzz-<backend>.txt (fuzz; fe-fuzz: fuzz.txt), reports.tar.xz (every gate's report.json/.md
+# and the fuzz's shrunk cases).
+# AO_CAMPAIGN_PLUMBING=1: a CPU check of this script (no frontend, no FA4: every case errors or skips).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/ao-real-kernels-out}
 SITE=${SITE:-/tmp/site}
 PY=${PY:-python3}
 CALL=${CALL:-}
-BUDGET_S=${BUDGET_S:-480}       # whole CALL=2, setup included; the device's per-command limit is 600 s
+BUDGET_S=${BUDGET_S:-480}       # the whole call, setup included; the device's per-command limit is 600 s
+BIN=${BIN:-/tmp/ao-bin}         # where CALL=2 unpacks .whl/ao-bin.tar.xz (CALL=3 reuses it)
+FUZZ=${FUZZ:-fe fa4}
+FUZZ_SEED=${FUZZ_SEED:-1}
+FUZZ_S=${FUZZ_S:-}              # fuzz seconds per backend (default: what is left of the budget)
+# A backend that fails on most cases (FA4 on padded THD) would end a --max-failures 3 campaign in a minute:
+# the step fuzzes for the whole time instead and keeps each new signature's shrink short.
+FUZZ_SHRINK_RUNS=${FUZZ_SHRINK_RUNS:-12}
+FUZZ_MAX_FAILURES=${FUZZ_MAX_FAILURES:-0}
 EST_CASE_S=${EST_CASE_S:-8}     # per case through the warm host (CPU oracle included)
 EST_COLD_S=${EST_COLD_S:-20}    # per case in a fresh process (JIT compile included; error re-runs)
 EST_GATE_S=${EST_GATE_S:-30}    # JIT compiles when a gate starts a new shape bucket
@@ -43,27 +69,36 @@ if [[ "$CALL" == 1 ]]; then
   log "REAL-KERNELS CALL=1 OK: $(find "$SITE" -type f | wc -l) files, $(du -sh "$SITE" | cut -f1) in $SITE; now CALL=2 while the machine is warm"
   exit 0
 fi
-[[ "$CALL" == 2 ]] || { echo "usage: CALL=1|2 $0 (see the header)" >&2; exit 2; }
-
-# --- CALL=2: the other wheels, the binary, versions ------------------------------------------------------
+case "$CALL" in
+  2) STEPS=${STEPS:-fe-seeds fe-fuzz} ;;
+  3) STEPS=${STEPS:-fuzz} ;;
+  *) echo "usage: CALL=1|2|3 $0 (see the header)" >&2; exit 2 ;;
+esac
 if [[ ! -f "$marker" || ! -d "$SITE/nvidia_cutlass_dsl" ]]; then
-  log "CALL=2: $SITE from CALL=1 is gone (the machine was given back in between): re-run CALL=1, then CALL=2"
+  log "CALL=$CALL: $SITE from CALL=1 is gone (the machine was given back in between): re-run CALL=1, then CALL=2"
   exit 3
 fi
-tar=.whl/rest.tar.xz
-[[ -f "$tar" ]] || { log "CALL=2: $tar was not carried"; exit 2; }
 work=$(mktemp -d)
 mkdir "$work/wheels" "$work/reports"
+marker2="$SITE/.ao-real-kernels-call2"
+
+if [[ "$CALL" == 2 ]]; then
+# --- CALL=2: the other wheels, the binary, versions ------------------------------------------------------
+tar=.whl/rest.tar.xz
+[[ -f "$tar" ]] || { log "CALL=2: $tar was not carried"; exit 2; }
 untar_xz "$tar" "$work/wheels" || { log "CALL=2: unpacking $tar failed"; exit 1; }
 for w in "$work"/wheels/*.whl; do  # overlay: existing folders are merged, not replaced
   $PY -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$w" "$SITE" ||
     { log "CALL=2: unzip $w failed"; exit 1; }
 done
 log "wheels unzipped into $SITE: $(cd "$work/wheels" && ls *.whl | tr '\n' ' ')"
-
+if [[ -z "${AO_BIN_DIR:-}" && -f .whl/ao-bin.tar.xz ]]; then
+  rm -rf "$BIN" && mkdir -p "$BIN"
+  untar_xz .whl/ao-bin.tar.xz "$BIN" || { log "CALL=2: unpacking .whl/ao-bin.tar.xz failed"; exit 1; }
+  AO_BIN_DIR=$BIN
+fi
 if [[ -n "${AO_BIN_DIR:-}" ]]; then
   AO_BIN_DIR=$(cd "$AO_BIN_DIR" && pwd)
-  export LD_LIBRARY_PATH="$AO_BIN_DIR:$AO_BIN_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   AO="$AO_BIN_DIR/attn-oracle"
 else
   log "no AO_BIN_DIR: building attn-oracle here (needs fmt/Eigen/nlohmann-json on the image)"
@@ -71,9 +106,20 @@ else
     >> "$OUT/campaign.log" 2>&1 || { log "build failed: carry a CPU-only attn-oracle and pass AO_BIN_DIR"; exit 1; }
   AO="$PWD/build-device/attn-oracle"
 fi
+echo "$AO" > "$marker2"
+else
+# --- CALL=3: what CALL=2 left on the warm machine --------------------------------------------------------
+[[ -f "$marker2" ]] || { log "CALL=3: no CALL=2 on this machine (run CALL=2 first)"; exit 3; }
+AO=$(cat "$marker2")
+AO_BIN_DIR=$(dirname "$AO")
+fi
+export LD_LIBRARY_PATH="$AO_BIN_DIR:$AO_BIN_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$AO" backends > /dev/null 2>&1 || { log "$AO does not run here (missing libraries? carry them beside it)"; exit 1; }
 
+# FA4 keeps its compiled kernels on disk: a restarted host or a later call does not compile them again.
 export AO_SITE_DIR="$SITE" PYTHONUNBUFFERED=1 AO_TIMING_LOG="$OUT/timing.jsonl" AO_EXEC_TIMEOUT=${AO_EXEC_TIMEOUT:-300}
+export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=${FLASH_ATTENTION_CUTE_DSL_CACHE_DIR:-$SITE.fa4-cache}
+if [[ "$CALL" == 2 ]]; then
 {
   date -u +"date: %Y-%m-%dT%H:%M:%SZ"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
@@ -87,57 +133,61 @@ print("python:", sys.version.split()[0])
 print("torch:", torch.__version__, "cuda:", torch.version.cuda, "cudnn (torch):", torch.backends.cudnn.version())
 print("device:", torch.cuda.get_device_name(), "sm", torch.cuda.get_device_capability())
 for name in ("nvidia-cudnn-frontend", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "nvidia-cutlass-dsl-libs-core",
-             "nvidia-cutlass-dsl-libs-cu13", "apache-tvm-ffi", "cuda-bindings", "nvidia-cudnn-cu13"):
+             "nvidia-cutlass-dsl-libs-cu13", "apache-tvm-ffi", "flash-attn-4", "quack-kernels", "torch-c-dlpack-ext",
+             "einops", "cuda-bindings", "nvidia-cudnn-cu13"):
     try:
         print(f"{name}: {md.version(name)}")
     except md.PackageNotFoundError:
         print(f"{name}: not installed")
-import cudnn
-print("cudnn frontend:", cudnn.__version__, "at", os.path.dirname(cudnn.__file__), "| cuDNN backend:", cudnn.backend_version())
-import cutlass
-print("cutlass DSL:", getattr(cutlass, "__version__", "?"), "at", os.path.dirname(cutlass.__file__))
-from cudnn import deepseek_sparse_attention as dsa
-print("dsa:", dsa.indexer_forward_wrapper.__module__, dsa.indexer_top_k_wrapper.__module__)
+try:
+    import cudnn
+    print("cudnn frontend:", cudnn.__version__, "at", os.path.dirname(cudnn.__file__), "| cuDNN backend:", cudnn.backend_version())
+    import cutlass
+    print("cutlass DSL:", getattr(cutlass, "__version__", "?"), "at", os.path.dirname(cutlass.__file__))
+    from cudnn import deepseek_sparse_attention as dsa
+    print("dsa:", dsa.indexer_forward_wrapper.__module__, dsa.indexer_top_k_wrapper.__module__)
+except Exception as e:  # noqa: BLE001 - recorded; the steps that need it stop on it
+    print("cudnn frontend import failed:", type(e).__name__, e)
+try:
+    import quack
+    from flash_attn.cute.interface import flash_attn_varlen_func
+    print("flash-attn-4 (FA4):", flash_attn_varlen_func.__module__, "at", os.path.dirname(sys.modules["flash_attn.cute"].__file__),
+          "| quack:", getattr(quack, "__version__", "?"))
+except Exception as e:  # noqa: BLE001
+    print("flash-attn-4 import failed:", type(e).__name__, e)
 PY
   echo "attn-oracle: $AO"
 } > "$OUT/versions.txt" 2>&1
 cat "$OUT/versions.txt" >> "$OUT/campaign.log"
-# AO_CAMPAIGN_PLUMBING=1: go on without a working frontend (a CPU check of this script: every case errors).
-grep -q "^cudnn frontend: " "$OUT/versions.txt" || [[ -n "${AO_CAMPAIGN_PLUMBING:-}" ]] ||
-  { log "the frontend does not import (versions.txt): stopping"; cat "$OUT/versions.txt"; exit 1; }
+fi
+have_fe=1; have_fa4=1
+[[ ! -f "$OUT/versions.txt" ]] || grep -q "^cudnn frontend: " "$OUT/versions.txt" || have_fe=
+[[ ! -f "$OUT/versions.txt" ]] || grep -q "^flash-attn-4 (FA4): " "$OUT/versions.txt" || have_fa4=
+[[ -n "${AO_CAMPAIGN_PLUMBING:-}" ]] && { have_fe=1; have_fa4=1; }
+[[ -n "$have_fe$have_fa4" ]] || { log "neither the frontend nor FA4 imports (versions.txt): stopping"; cat "$OUT/versions.txt"; exit 1; }
 
-# --- the warm host ---------------------------------------------------------------------------------------
-sock="$work/ao.sock"
-srv=
-start_server() {
+# --- the warm hosts (one per adapter, so that fuzz campaigns run side by side) -----------------------------
+declare -A srv=()
+start_server() {  # adapter
+  local sock="$work/$1.sock"
   rm -f "$sock"
   $PY scripts/backends/ao_serve.py --socket "$sock" >> "$OUT/serve.log" 2>&1 &
-  srv=$!
+  srv[$1]=$!
   for _ in $(seq 1 600); do [[ -S "$sock" ]] && return 0; sleep 0.1; done
-  log "ao_serve did not start"; return 1
+  log "ao_serve ($1) did not start"; return 1
 }
-stop_server() {
-  [[ -n "$srv" ]] || return 0
-  $PY -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"adapter\": \"__quit__\"}\n"); s.recv(99)' "$sock" 2>/dev/null
-  sleep 0.5; kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=
+stop_server() {  # adapter
+  local pid=${srv[$1]:-}
+  [[ -n "$pid" ]] || return 0
+  $PY -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"adapter\": \"__quit__\"}\n"); s.recv(99)' "$work/$1.sock" 2>/dev/null
+  sleep 0.5; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; srv[$1]=
 }
-start_server || exit 1
-client="$PY $PWD/scripts/backends/ao_client.py --socket $sock cudnn_fe_indexer"
-cold="$PY $PWD/scripts/backends/cudnn_fe_indexer.py"
+client() { echo "$PY $PWD/scripts/backends/ao_client.py --socket $work/$1.sock $1"; }
 
-# --- the seed table --------------------------------------------------------------------------------------
-glm=${CASE_PREFIX:-"op=indexer cp=32 heads=32 dim=128 topk=2048 dtype=bf16 seed=7 crop=1 rows=256"}  # GLM dims
-plan() {  # file, docs...
-  local f=$1; shift
-  : > "$f"
-  for docs in "$@"; do for r in 0 15 31; do echo "$glm docs=$docs rank=$r" >> "$f"; done; done
-}
-plan "$work/small.case" 8192 32768 8192,4096
-plan "$work/8k.case" 8192 8192,4096
-plan "$work/large.case" 131072 65536,65536 131008,64
 summary=()
 notrun=()
-gate() {  # name, plan file, mode (warm|cold), adapter knobs...
+adapter=cudnn_fe_indexer
+gate() {  # name, plan file, mode (warm|cold), adapter knobs...   ($adapter: which adapter)
   local name=$1 file=$2 mode=$3; shift 3
   local n; n=$(grep -c . "$file")
   local est=$((EST_GATE_S + n * EST_CASE_S))
@@ -146,9 +196,9 @@ gate() {  # name, plan file, mode (warm|cold), adapter knobs...
     log "SKIP gate $name ($n cases, ~${est}s): $(left)s of the budget left"
     notrun+=("$name:$file"); return
   fi
-  local be="exec:$client $*"
-  [[ "$mode" == cold ]] && be="exec:$cold $*"
-  [[ -n "$srv" ]] || start_server || return
+  local be="exec:$(client $adapter) $*"
+  [[ "$mode" == cold ]] && be="exec:$PY $PWD/scripts/backends/$adapter.py $*"
+  [[ -n "${srv[$adapter]:-}" ]] || start_server $adapter || return
   local t0=$SECONDS
   { echo "=== gate $name: $be"; timeout -k 10 "$(( $(left) - 15 ))" "$AO" gate "$file" --backend "$be" --report-dir "$work/reports/$name"; echo "exit $?"; } \
     >> "$OUT/campaign.log" 2>&1
@@ -157,9 +207,9 @@ gate() {  # name, plan file, mode (warm|cold), adapter knobs...
   # A CUDA fault (the seed reported an illegal address at 131k without the offsets) poisons the warm
   # host's context, and every later case of the gate errors with it: restart the host, and re-run the
   # cases that errored in a fresh process each (gate <name>-cold), so a fault costs its own case only.
-  if ! kill -0 "$srv" 2>/dev/null || { [[ "$mode" == warm ]] && grep -q '"verdict": "error"' "$work/reports/$name/report.json"; }; then
-    log "gate $name had errors (or the host died): restarting ao_serve"
-    stop_server; start_server
+  if ! kill -0 "${srv[$adapter]}" 2>/dev/null || { [[ "$mode" == warm ]] && grep -q '"verdict": "error"' "$work/reports/$name/report.json"; }; then
+    log "gate $name had errors (or the host died): restarting ao_serve ($adapter)"
+    stop_server $adapter; start_server $adapter
     if [[ "$mode" == warm ]]; then
       $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] == "error"]' \
         "$work/reports/$name/report.json" > "$work/$name-errors.case" 2>/dev/null
@@ -167,31 +217,89 @@ gate() {  # name, plan file, mode (warm|cold), adapter knobs...
     fi
   fi
 }
-# In order of what the seed table needs most; what does not fit the budget is listed as not run.
-gate offsets1-row-small "$work/small.case" warm --offsets 1 --seq-lens row
-gate offsets0-row-small "$work/small.case" warm --offsets 0 --seq-lens row
-gate offsets1-row-large "$work/large.case" warm --offsets 1 --seq-lens row
-gate offsets0-row-large "$work/large.case" warm --offsets 0 --seq-lens row
-gate offsets1-chunk-8k "$work/8k.case" warm --offsets 1 --seq-lens chunk
-gate offsets0-chunk-8k "$work/8k.case" warm --offsets 0 --seq-lens chunk
-$PY scripts/device/seed-table.py "$OUT/seed-table.tsv" "${summary[@]}"
-for g in "${notrun[@]}"; do
-  while read -r line; do printf '%s\t%s\tnot-run (budget)\t\t\t\t\t\t\t\t\t\n' "${g%%:*}" "$line"; done < "${g#*:}"
-done >> "$OUT/seed-table.tsv"
-log "seed table: $OUT/seed-table.tsv ($(($(wc -l < "$OUT/seed-table.tsv") - 1)) rows)"
 
-# --- the fuzz, with what is left -------------------------------------------------------------------------
-# Shrinking is bounded (--shrink-runs, --max-failures) so that the summary line comes before the timeout.
-fz=$(( $(left) - 120 ))
-if (( fz >= 30 )); then
+# --- steps ---------------------------------------------------------------------------------------------
+step_fe_seeds() {
+  [[ -n "$have_fe" ]] || { log "SKIP fe-seeds: the frontend does not import"; notrun+=("fe-seeds:-"); return; }
+  glm=${CASE_PREFIX:-"op=indexer cp=32 heads=32 dim=128 topk=2048 dtype=bf16 seed=7 crop=1 rows=256"}  # GLM dims
+  plan() {  # file, docs...
+    local f=$1; shift
+    : > "$f"
+    for docs in "$@"; do for r in 0 15 31; do echo "$glm docs=$docs rank=$r" >> "$f"; done; done
+  }
+  plan "$work/small.case" 8192 32768 8192,4096
+  plan "$work/8k.case" 8192 8192,4096
+  plan "$work/large.case" 131072 65536,65536 131008,64
+  adapter=cudnn_fe_indexer
+  # In order of what the seed table needs most; what does not fit the budget is listed as not run.
+  gate offsets1-row-small "$work/small.case" warm --offsets 1 --seq-lens row
+  gate offsets0-row-small "$work/small.case" warm --offsets 0 --seq-lens row
+  gate offsets1-row-large "$work/large.case" warm --offsets 1 --seq-lens row
+  gate offsets0-row-large "$work/large.case" warm --offsets 0 --seq-lens row
+  gate offsets1-chunk-8k "$work/8k.case" warm --offsets 1 --seq-lens chunk
+  gate offsets0-chunk-8k "$work/8k.case" warm --offsets 0 --seq-lens chunk
+  $PY scripts/device/seed-table.py "$OUT/seed-table.tsv" "${summary[@]}"
+  for g in "${notrun[@]}"; do
+    [[ "${g#*:}" == - ]] && continue
+    while read -r line; do printf '%s\t%s\tnot-run (budget)\t\t\t\t\t\t\t\t\t\n' "${g%%:*}" "$line"; done < "${g#*:}"
+  done >> "$OUT/seed-table.tsv"
+  log "seed table: $OUT/seed-table.tsv ($(($(wc -l < "$OUT/seed-table.tsv") - 1)) rows)"
+}
+step_fe_fuzz() {  # the first run's fuzz: cudnn_fe_indexer alone, with what is left
+  [[ -n "$have_fe" ]] || { log "SKIP fe-fuzz: the frontend does not import"; notrun+=("fe-fuzz:-"); return; }
+  local fz=$(( $(left) - 120 ))
+  if (( fz < 30 )); then log "SKIP fuzz: $(left)s of the budget left"; notrun+=("fe-fuzz:-"); return; fi
+  [[ -n "${srv[cudnn_fe_indexer]:-}" ]] || start_server cudnn_fe_indexer || return
   log "fuzz: ${fz}s"
-  timeout -k 10 "$(( $(left) - 15 ))" "$AO" fuzz --backend "exec:$client --offsets 1" --dims glm --op indexer --seed 1 \
-    --budget "${fz}s" --shrink-runs 40 --max-failures 3 --out "$work/reports/found" > "$OUT/fuzz.txt" 2>&1
+  timeout -k 10 "$(( $(left) - 15 ))" "$AO" fuzz --backend "exec:$(client cudnn_fe_indexer) --offsets 1" --dims glm --op indexer \
+    --seed "$FUZZ_SEED" --budget "${fz}s" --shrink-runs 40 --max-failures 3 --out "$work/reports/found" > "$OUT/fuzz.txt" 2>&1
   log "fuzz: exit $? ($(grep -h 'fuzz-result' "$OUT/fuzz.txt" | tail -1))"
-else
-  log "SKIP fuzz: $(left)s of the budget left"
-fi
-stop_server
+}
+step_fa4_smoke() {  # FA4 imports and runs one padded-THD case in a fresh process (JIT compile included)
+  [[ -n "$have_fa4" ]] || { log "SKIP fa4-smoke: FA4 does not import"; notrun+=("fa4-smoke:-"); return; }
+  { echo "=== fa4-smoke"; AO_EXEC_KEEP= timeout -k 5 120 "$AO" repro op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2 dim=128 \
+      --backend "exec:$PY $PWD/scripts/backends/fa4_varlen.py"; echo "exit $?"; } >> "$OUT/campaign.log" 2>&1
+  log "fa4-smoke: $(tail -1 "$OUT/campaign.log")"
+}
+step_fa4_table() {
+  [[ -n "$have_fa4" ]] || { log "SKIP fa4-table: FA4 does not import"; notrun+=("fa4-table:-"); return; }
+  adapter=fa4_varlen
+  grep -v '^#' scripts/device/fa4-table.case | grep . > "$work/fa4-table.case"
+  gate fa4-table "$work/fa4-table.case" warm
+}
+step_fuzz() {  # one fuzz per backend of $FUZZ, side by side
+  local fz=${FUZZ_S:-$(( $(left) - 45 ))} pids=() b a knobs op
+  (( fz <= $(left) - 45 )) || fz=$(( $(left) - 45 ))
+  if (( fz < 30 )); then log "SKIP fuzz: $(left)s of the budget left"; notrun+=("fuzz:-"); return; fi
+  for b in $FUZZ; do
+    case $b in
+      fe)  a=cudnn_fe_indexer knobs=" --offsets 1" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe: no frontend"; continue; } ;;
+      fa4) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4: no FA4"; continue; } ;;
+      *) log "fuzz: unknown backend $b (fe|fa4)"; continue ;;
+    esac
+    [[ -n "${srv[$a]:-}" ]] || start_server $a || continue
+    log "fuzz $b: ${fz}s, seed $FUZZ_SEED"
+    ( timeout -k 10 "$(( fz + 30 ))" "$AO" fuzz --backend "exec:$(client $a)$knobs" --dims glm --op $op --seed "$FUZZ_SEED" \
+        --budget "${fz}s" --shrink-runs "$FUZZ_SHRINK_RUNS" --max-failures "$FUZZ_MAX_FAILURES" --out "$work/reports/found-$b" > "$OUT/fuzz-$b.txt" 2>&1
+      echo "exit $?" >> "$OUT/fuzz-$b.txt" ) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  for b in $FUZZ; do [[ -f "$OUT/fuzz-$b.txt" ]] && log "fuzz $b: $(grep -h 'fuzz-result' "$OUT/fuzz-$b.txt" | tail -1) $(tail -1 "$OUT/fuzz-$b.txt")"; done
+}
+
+log "CALL=$CALL steps: $STEPS (budget ${BUDGET_S}s, $(left)s left)"
+for st in $STEPS; do
+  case $st in
+    fe-seeds) step_fe_seeds ;;
+    fe-fuzz) step_fe_fuzz ;;
+    fa4-smoke) step_fa4_smoke ;;
+    fa4-table) step_fa4_table ;;
+    fuzz) step_fuzz ;;
+    *) log "unknown step $st (fe-seeds fe-fuzz fa4-smoke fa4-table fuzz)" ;;
+  esac
+done
+for a in "${!srv[@]}"; do stop_server "$a"; done
 tar -C "$work/reports" -cJf "$OUT/reports.tar.xz" . 2>/dev/null || tar -C "$work/reports" -czf "$OUT/reports.tar.gz" .
 log "done in $((SECONDS - t_start)) s; not run: ${notrun[*]:-none}"
 rm -rf "$work"

@@ -3,9 +3,13 @@
 # no registry) into .whl/ (git-ignored), within the 64 MiB carry limit of one device call:
 #   .whl/dsl-cu13.tar.xz  nvidia-cutlass-dsl-libs-cu13 (a 92 MB wheel), unpacked, tar | xz -9  -> CALL=1
 #   .whl/rest.tar.xz      the other wheels as they are (.whl files), tar | xz -9              -> CALL=2
+#   .whl/ao-bin.tar.xz    .deps/gpu-bin's attn-oracle (built from main for the device by
+#                         scripts/device/gpu-pack.sh) with its lib/ (libfmt, libgomp, libopenblas...)  -> CALL=2
 # Versions: nvidia-cudnn-frontend 1.32.0 (requires nvidia-cutlass-dsl[cu13]>=4.8.0, apache-tvm-ffi>=0.1.11);
 # nvidia-cutlass-dsl 4.8.1, whose METADATA pins libs-base==4.8.1 and (extra cu13) libs-cu13==4.8.1;
-# libs-base pins libs-core==4.8.1. The meta wheel's unconditional libs-cu12 is left out on purpose: the
+# libs-base pins libs-core==4.8.1. FlashAttention-4: flash-attn-4 4.0.0b36 (a pre-release; requires
+# nvidia-cutlass-dsl>=4.6.2, apache-tvm-ffi<0.2,>=0.1.11, torch-c-dlpack-ext, quack-kernels>=0.5.3, einops,
+# torch; the device image has torch 2.11 and einops), quack-kernels 0.6.5, torch-c-dlpack-ext 0.1.5. The meta wheel's unconditional libs-cu12 is left out on purpose: the
 # device's torch is built for CUDA 13 and libs-cu12/-cu13 provide the same package folder.
 # With --bin it also builds the CPU-only attn-oracle for the device (no BLAS, no tests) into .ext-bin/ with
 # the libfmt/libgomp it links (the device image has neither): CALL=2 then runs with AO_BIN_DIR=.ext-bin.
@@ -26,12 +30,13 @@ dest=.whl
 limit=$((62 * 1024 * 1024))  # leaves room under the 64 MiB carry limit
 plat=(--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64)
 rest=(nvidia-cudnn-frontend==1.32.0 nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1
-      nvidia-cutlass-dsl-libs-core==4.8.1 apache-tvm-ffi==0.1.15.post2)
+      nvidia-cutlass-dsl-libs-core==4.8.1 apache-tvm-ffi==0.1.15.post2
+      flash-attn-4==4.0.0b36 quack-kernels==0.6.5 torch-c-dlpack-ext==0.1.5)
 big=nvidia-cutlass-dsl-libs-cu13==4.8.1
 
 mkdir -p "$dest/wheels"
 for p in "${rest[@]}" "$big"; do
-  pip download -q "${plat[@]}" -d "$dest/wheels" "$p"
+  pip download -q --pre "${plat[@]}" -d "$dest/wheels" "$p"
 done
 ls -l "$dest/wheels"
 
@@ -52,8 +57,19 @@ for p in "${rest[@]}"; do
   cp "$dest"/wheels/"$n"-*.whl "$work/rest/"
 done
 tar -C "$work/rest" -cf - . | xz -9 -T1 > "$dest/rest.tar.xz"
+packed=("$dest/dsl-cu13.tar.xz" "$dest/rest.tar.xz")
+if [[ -x .deps/gpu-bin/attn-oracle ]]; then  # the device's oracle: carried compressed (libopenblas is 36 MB)
+  tar -C .deps/gpu-bin -cf - attn-oracle lib | xz -6 -T2 > "$dest/ao-bin.tar.xz"
+  packed+=("$dest/ao-bin.tar.xz")
+else
+  echo "real-kernels-pack: no .deps/gpu-bin/attn-oracle (scripts/device/gpu-pack.sh): CALL=2 needs AO_BIN_DIR or a build" >&2
+fi
+# CALL=2 carries rest + ao-bin together: their sum must fit beside the working tree too.
+two=$(( $(stat -c %s "$dest/rest.tar.xz") + $( [[ -f "$dest/ao-bin.tar.xz" ]] && stat -c %s "$dest/ao-bin.tar.xz" || echo 0) ))
+printf 'CALL=2 carry: %d bytes (%.1f MiB)\n' "$two" "$(echo "$two / 1048576" | bc -l)"
+(( two < limit )) || { echo "real-kernels-pack: CALL=2's carry ($two bytes) is over $limit" >&2; exit 1; }
 
-for f in "$dest/dsl-cu13.tar.xz" "$dest/rest.tar.xz"; do
+for f in "${packed[@]}"; do
   size=$(stat -c %s "$f")
   printf '%s: %d bytes (%.1f MiB)\n' "$f" "$size" "$(echo "$size / 1048576" | bc -l)"
   if (( size >= limit )); then

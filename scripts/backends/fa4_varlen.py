@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""`exec:` adapter: FlashAttention-4 (PyPI `flash-attn-4` 4.0.0b36, CuTe DSL; SM90 forward) on the case's
+padded THD, called the way a framework calls it on padded packed sequences:
+`flash_attn.cute.interface.flash_attn_varlen_func` on the whole Q/K/V buffers.
+
+  usage: fa4_varlen.py CASE_DIR
+
+The call (one FA4 sequence per query segment; with cp=1 that is one per document):
+  * cu_seqlens_q[b] = the segment's first Q buffer row (with cp=1 the document's bound q offset),
+    cu_seqlens_k[b] = its document's bound kv offset; the last entries are the buffer capacities.
+    seqused_q[b] = the segment's valid rows, seqused_k[b] = its key extent (below). FA4 reads
+    sequence b at cu_seqlens[b] with length seqused[b] (seqlen_info.py), so pad slots between the
+    documents are never part of a sequence: the padded-THD contract (TE's cu_seqlens_padded).
+  * Masks. FA4's causal mask is bottom-right aligned (mask.py: key col allowed iff
+    col <= row + seqlen_k - seqlen_q), which puts row i of a sequence at position
+    seqused_k - seqused_q + i. The oracle's row sits at pos0 + i, so the key extent is
+    seqused_k = pos0 + valid: with cp=1 and mask=bottomright that is the document's kv_len (no crop);
+    mask=topleft crops the keys at the segment's last row (a framework's top-left = bottom-right over
+    keys [0, q_len)); under CP each zigzag chunk sees its document's keys up to its end. When
+    pos0 + valid > kv_len (rows past the document's keys, top-left with q_len > kv_len) the case is
+    not expressible and is skipped. Rows that see no key (pos0 + valid <= 0) get seqused_k = 0.
+    Sliding window w: window_size = (w - 1, 0) (FlashAttention: keys in [p - left, p + right]; the
+    oracle: s > p - w). mask=none: causal=False over the document's kv_len keys.
+  * GQA: K/V are passed with their hkv heads (FA4 maps query head h to h // (hq/hkv)).
+  * LSE: return_lse=True; FA4's LSE is the natural log ((row_max*scale*log2e + log2(sum)) * ln2 in
+    softmax.py), shape (hq, total_q), -inf for rows with no key: what the oracle's `lse` holds.
+Outputs: only the rows the kernel wrote (seqused_q rows at cu_seqlens_q of each sequence) are copied
+to the case's O/stats rows (o_row0/stats_row0); pad slots keep the sentinel. Nothing is cleaned.
+
+Env: AO_SITE_DIR=folder is added with site.addsitedir before FA4 is imported (the device campaign's
+unpacked wheels). Exit 125 (skip) with FA4's own reason for what it does not serve (checked before any
+import, the limits read from interface.py; see decline_reason), for op=indexer and without CUDA; an
+assertion FA4 raises on the call is a skip with its message too. Only numpy at module level: the
+mapping is tested on CPU (scripts/backends/test_fa4_varlen.py).
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ao_exec import CaseDir, log_timing, skip  # noqa: E402
+
+NAME = "fa4_varlen"
+FA4_VERSION = "4.0.0b36"
+
+
+def decline_reason(meta, arch_major=9):
+    """Why FA4's forward does not serve this case (its own words, flash_attn/cute/interface.py), or None."""
+    if meta["op"] != "sdpa":
+        return f"{NAME}: serves op=sdpa only"
+    if arch_major not in (8, 9, 10, 11, 12):
+        return "Unsupported compute capability. Supported: 8.x, 9.x, 10.x, 11.x, 12.x"
+    if meta["dtype"] not in ("bf16", "fp16"):  # _flash_attn_fwd: assert v.dtype in [...]
+        return "inputs must be float16, bfloat16, fp8 e4m3fn, or fp8 e5m2"
+    dims = meta["dims"]
+    d, dv = int(dims["dim"]), int(dims["dim_v"])
+    hq, hkv = int(dims["hq"]), int(dims["hkv"])
+    if hq % hkv != 0:
+        return "num_head must be divisible by num_head_kv"
+    align = 8  # 16 // element_size for fp16/bf16
+    if arch_major == 9:  # _validate_head_dims
+        if not (8 <= d <= 256 and 8 <= dv <= 256 and d % align == 0 and dv % align == 0):
+            return (f"(head_dim, head_dim_v)=({d}, {dv}) is not supported on SM90. "
+                    f"head_dim and head_dim_v must be between 8 and 256 and divisible by {align}.")
+    elif arch_major in (10, 11):
+        ok = ((8 <= d <= 128 and 8 <= dv <= 128) or (d, dv) == (192, 128) or (d, dv) == (256, 256)
+              or ((d == 64 or d == dv) and dv == 512))
+        if not (ok and d % align == 0 and dv % align == 0):
+            return (f"(head_dim, head_dim_v)=({d}, {dv}) is not supported on SM100/SM110. head_dim and "
+                    f"head_dim_v must be between 8 and 128 and divisible by {align}, or (192, 128) for "
+                    f"DeepSeek, or (256, 256) for hd256.")
+    return None
+
+
+class VarlenPlan:
+    """The varlen call for a case: per FA4 sequence its buffer offsets and used lengths.
+
+    seqs: the case's segments in order (one FA4 sequence each; pad-only segments have seqused_q = 0).
+    reason: why the case's mask is not expressible this way (None when it is).
+    """
+
+    def __init__(self, meta):
+        docs, rows = meta["docs"], meta["rows"]
+        mask = meta["mask"]
+        self.causal = mask != "none"
+        w = int(meta["window"])
+        self.window_size = (w - 1, 0) if (self.causal and w > 0) else (None, None)
+        self.reason = None
+        self.seqs = list(meta["segments"])
+        cq, ck, uq, uk = [], [], [], []
+        for s in self.seqs:
+            d = docs[int(s["doc"])]
+            valid, pos0, kv_len = int(s["valid"]), int(s["pos0"]), int(d["kv_len"])
+            if not self.causal:
+                key_hi = kv_len
+            else:
+                key_hi = max(pos0 + valid, 0)
+                if key_hi > kv_len and valid > 0 and self.reason is None:
+                    self.reason = (f"{NAME}: rows at positions {pos0}..{pos0 + valid - 1} of a document with "
+                                   f"{kv_len} keys: FA4's bottom-right causal cannot place rows past the keys")
+            cq.append(int(s["row0"]))
+            ck.append(int(d["kv_off"]))
+            uq.append(valid)
+            uk.append(min(key_hi, kv_len))
+        self.cu_seqlens_q = np.array(cq + [int(rows["q"])], dtype=np.int32)
+        self.cu_seqlens_k = np.array(ck + [int(rows["kv"])], dtype=np.int32)
+        self.seqused_q = np.array(uq, dtype=np.int32)
+        self.seqused_k = np.array(uk, dtype=np.int32)
+        self.max_seqlen_q = int(max(uq, default=0))
+        self.max_seqlen_k = int(max(uk, default=0))
+
+    def copies(self):
+        """(src_row0, o_row0, stats_row0, n) per sequence: the rows the kernel writes and where they go."""
+        return [(int(s["row0"]), int(s["o_row0"]), int(s["stats_row0"]), int(s["valid"]))
+                for s in self.seqs if int(s["valid"]) > 0]
+
+
+def assemble(o_buf, lse_buf, plan, out, lse):
+    """Copies the kernel's rows (out: (total_q, hq, dv), lse: (total_q, hq)) into the case's buffers."""
+    for src, o0, l0, n in plan.copies():
+        o_buf[o0:o0 + n] = out[src:src + n]
+        lse_buf[l0:l0 + n] = lse[src:src + n]
+    return o_buf, lse_buf
+
+
+def _add_site_dir():
+    site_dir = os.environ.get("AO_SITE_DIR")
+    if site_dir:
+        if not os.path.isdir(site_dir):
+            raise SystemExit(f"{NAME}: AO_SITE_DIR={site_dir} is not a directory")
+        import site
+        if site_dir not in sys.path:  # first, so that an image's own copy cannot shadow it
+            sys.path.insert(0, site_dir)
+        site.addsitedir(site_dir)  # runs its .pth files (the DSL's puts dsl_packages on the path)
+
+
+def _tensor(torch, case, name):
+    """The case's input with its exact values, in its dtype (bf16 from its bit patterns)."""
+    raw = np.ascontiguousarray(case.raw_input(name))
+    if case.meta["dtype"] == "bf16":
+        return torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(raw)
+
+
+def run(argv):
+    ap = argparse.ArgumentParser(prog=NAME)
+    ap.add_argument("case_dir")
+    a = ap.parse_args(argv)
+    case = CaseDir(a.case_dir)
+    reason = decline_reason(case.meta)  # before importing torch: the common declines cost nothing
+    if reason:
+        skip(reason)
+    plan = VarlenPlan(case.meta)
+    if plan.reason:
+        skip(plan.reason)
+    o_buf, lse_buf = case.output("o"), case.output("lse")
+    if not plan.copies():  # no valid row: a framework launches nothing
+        case.save("o", o_buf)
+        case.save("lse", lse_buf)
+        return 0
+    import torch
+    if not torch.cuda.is_available():
+        skip(f"{NAME}: no CUDA device")
+    major = torch.cuda.get_device_capability()[0]
+    reason = decline_reason(case.meta, major)
+    if reason:
+        skip(reason)
+    _add_site_dir()
+    from flash_attn.cute.interface import flash_attn_varlen_func
+    try:
+        import importlib.metadata as md
+        got = md.version("flash-attn-4")
+    except Exception:  # noqa: BLE001 - a version note only
+        got = "?"
+    if got != FA4_VERSION:  # the limits in decline_reason were read from FA4_VERSION's source
+        print(f"{NAME}: note: flash-attn-4 {got} imported, the adapter was written for {FA4_VERSION}", file=sys.stderr)
+
+    dev = torch.device("cuda")
+    q, k, v = (_tensor(torch, case, n).to(dev) for n in ("q", "k", "v"))
+    i32 = lambda x: torch.from_numpy(x).to(dev)  # noqa: E731
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    try:
+        out, lse = flash_attn_varlen_func(
+            q, k, v, cu_seqlens_q=i32(plan.cu_seqlens_q), cu_seqlens_k=i32(plan.cu_seqlens_k),
+            seqused_q=i32(plan.seqused_q), seqused_k=i32(plan.seqused_k),
+            max_seqlen_q=plan.max_seqlen_q, max_seqlen_k=plan.max_seqlen_k, softmax_scale=case.scale,
+            causal=plan.causal, window_size=plan.window_size, return_lse=True)
+    except (AssertionError, NotImplementedError, ValueError) as e:  # FA4's own refusals
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        skip(f"{NAME}: flash_attn_varlen_func declined the case: {msg}")
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    out_np = out.float().cpu().numpy()
+    lse_np = lse.float().transpose(0, 1).cpu().numpy()  # (hq, total_q) -> (total_q, hq)
+    assemble(o_buf, lse_buf, plan, out_np, lse_np)
+    case.save("o", o_buf)
+    case.save("lse", lse_buf)
+    log_timing(NAME, secs, case=case.meta["case"], fa4=got, n_seqs=len(plan.seqs),
+               max_seqlen_q=plan.max_seqlen_q, max_seqlen_k=plan.max_seqlen_k, causal=plan.causal,
+               window=list(plan.window_size), torch=torch.__version__, device=torch.cuda.get_device_name())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

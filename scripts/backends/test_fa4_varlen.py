@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""CPU tests of fa4_varlen.py (numpy only): the padded-THD varlen mapping, the mask mapping and the decline
+paths, on fresh case directories written by the CLI (`attn-oracle repro ... --backend exec:<copy>`).
+
+FA4 itself needs a GPU; here a numpy model of its documented contract (flash-attn-4 4.0.0b36:
+seqlen_info.py reads sequence b at cu_seqlens[b] with length seqused[b]; mask.py allows key col of row i
+iff col <= i + seqlen_k - seqlen_q (causal, bottom-right) and col >= i + seqlen_k - seqlen_q - left
+(local); softmax.py's LSE is the natural log, -inf and O = 0 for a row with no key; out/lse are
+torch.empty, so rows outside the sequences hold garbage) stands in for it. The tests check what the
+adapter hands the kernel and how it maps the answer back: the result must equal the oracle's semantics
+(DESIGN: row i of a segment at pos0 + i sees s <= p, s > p - window) on every valid row, and the pad
+slots must keep the sentinel.
+
+  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/backends/test_fa4_varlen.py
+Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build-cpu", "attn-oracle"))
+ADAPTER = os.path.join(HERE, "fa4_varlen.py")
+
+try:
+    import numpy as np
+    sys.path.insert(0, HERE)
+    import fa4_varlen as fa
+    from ao_exec import CaseDir
+except ImportError as e:  # noqa: F841 - reported by the runner below
+    np = None
+    IMPORT_ERROR = str(e)
+
+
+def write_case(line, dest):
+    """The CLI writes the case directory; an exec: command copies it out and skips (exit 125)."""
+    copy = f"exec:sh -c 'cp -R \"$1\" {shlex.quote(dest)}; exit 125' copy"
+    r = subprocess.run([AO, "repro", *line.split(), "--backend", copy], capture_output=True, text=True)
+    if not os.path.exists(os.path.join(dest, "meta.json")):
+        raise AssertionError(f"no case dir for {line}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return CaseDir(dest)
+
+
+def fake_fa4(plan, case):
+    """numpy model of flash_attn_varlen_func(..., seqused_q/k, causal, window_size, return_lse=True), fp64.
+
+    Returns out (total_q, hq, dv) and lse (total_q, hq) in the Q buffer's rows; rows no sequence covers
+    are NaN (FA4 allocates them with torch.empty)."""
+    q, k, v = (case.input(n).astype(np.float64) for n in ("q", "k", "v"))
+    hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
+    g = hq // hkv
+    out = np.full((q.shape[0], hq, v.shape[2]), np.nan)
+    lse = np.full((q.shape[0], hq), np.nan)
+    left = plan.window_size[0]
+    for b in range(len(plan.seqused_q)):
+        oq, ok_ = int(plan.cu_seqlens_q[b]), int(plan.cu_seqlens_k[b])
+        sq, sk = int(plan.seqused_q[b]), int(plan.seqused_k[b])
+        for i in range(sq):
+            col = np.arange(sk)
+            allowed = np.ones(sk, dtype=bool)
+            if plan.causal or left is not None:
+                allowed &= col <= i + sk - sq
+            if left is not None:
+                allowed &= col >= i + sk - sq - left
+            for h in range(hq):
+                if not allowed.any():
+                    out[oq + i, h] = 0.0
+                    lse[oq + i, h] = -np.inf
+                    continue
+                s = case.scale * (k[ok_:ok_ + sk, h // g] @ q[oq + i, h])
+                s = np.where(allowed, s, -np.inf)
+                m = s.max()
+                p = np.exp(s - m)
+                out[oq + i, h] = (p @ v[ok_:ok_ + sk, h // g]) / p.sum()
+                lse[oq + i, h] = m + np.log(p.sum())
+    return out, lse
+
+
+def reference(case):
+    """The oracle's semantics (DESIGN.md), fp64: {o buffer row: (o, lse)} for every valid row."""
+    q, k, v = (case.input(n).astype(np.float64) for n in ("q", "k", "v"))
+    hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
+    g = hq // hkv
+    want = {}
+    for seg in case.segments:
+        d = case.docs[seg["doc"]]
+        for i in range(seg["valid"]):
+            lo, hi = case.allowed_hi_lo(seg["doc"], seg["pos0"] + i)
+            o = np.zeros((hq, v.shape[2]))
+            lse = np.full(hq, -np.inf)
+            for h in range(hq):
+                if hi <= lo:
+                    continue
+                s = case.scale * (k[d["kv_off"] + lo:d["kv_off"] + hi, h // g] @ q[seg["row0"] + i, h])
+                m = s.max()
+                p = np.exp(s - m)
+                o[h] = (p @ v[d["kv_off"] + lo:d["kv_off"] + hi, h // g]) / p.sum()
+                lse[h] = m + np.log(p.sum())
+            want[(seg["o_row0"] + i, seg["stats_row0"] + i)] = (o, lse)
+    return want
+
+
+@unittest.skipIf(np is None, "numpy is not importable")
+class Fa4Varlen(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(AO, os.X_OK):
+            raise unittest.SkipTest(f"attn-oracle CLI not found at {AO} (set AO_CLI)")
+        cls.tmp = tempfile.mkdtemp(prefix="ao-fa4-test-")
+        cls.n = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def case(self, line):
+        type(self).n += 1
+        return write_case(line, os.path.join(self.tmp, f"c{self.n}"))
+
+    def run_fake(self, case):
+        plan = fa.VarlenPlan(case.meta)
+        self.assertIsNone(plan.reason)
+        for name in ("cu_seqlens_q", "cu_seqlens_k", "seqused_q", "seqused_k"):
+            self.assertEqual(getattr(plan, name).dtype, np.int32, name)  # FA4 asserts int32
+        self.assertEqual(len(plan.cu_seqlens_q), len(plan.seqused_q) + 1)
+        out, lse = fake_fa4(plan, case)
+        o_buf, lse_buf = fa.assemble(case.output("o"), case.output("lse"), plan, out, lse)
+        return plan, o_buf, lse_buf
+
+    def assert_matches_oracle(self, case, o_buf, lse_buf):
+        sentinel = case.output("o")  # untouched copy: every slot holds the sentinel
+        want = reference(case)
+        for (orow, lrow), (o, lse) in want.items():
+            np.testing.assert_allclose(o_buf[orow], o, rtol=1e-5, atol=1e-5, err_msg=f"o row {orow}")
+            np.testing.assert_allclose(lse_buf[lrow], lse, rtol=1e-5, atol=1e-5, err_msg=f"lse row {lrow}")
+        valid_o = {r for r, _ in want}
+        valid_l = {r for _, r in want}
+        for r in range(o_buf.shape[0]):  # pad slots: the sentinel, bit for bit
+            if r not in valid_o:
+                self.assertEqual(o_buf[r].tobytes(), sentinel[r].tobytes(), f"pad o row {r} written")
+        for r in range(lse_buf.shape[0]):
+            if r not in valid_l:
+                self.assertEqual(lse_buf[r].tobytes(), case.output("lse")[r].tobytes(), f"pad lse row {r} written")
+
+    # --- layout mapping -------------------------------------------------------------------------
+    def test_te_padded_example_is_the_bound_offsets(self):
+        # TE's [a a a 1 b b 2 2 c c c c 3]: cu_seqlens_padded [0,4,8,13] as cu_seqlens, lengths as seqused.
+        case = self.case("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=2 hkv=2 dim=16 seed=3")
+        plan, o, lse = self.run_fake(case)
+        self.assertEqual(plan.cu_seqlens_q.tolist(), [0, 4, 8, 13])
+        self.assertEqual(plan.cu_seqlens_k.tolist(), [0, 4, 8, 13])
+        self.assertEqual(plan.seqused_q.tolist(), [3, 2, 4])
+        self.assertEqual(plan.seqused_k.tolist(), [3, 2, 4])
+        self.assertEqual((plan.causal, plan.window_size), (True, (None, None)))
+        self.assert_matches_oracle(case, o, lse)
+
+    def test_bottomright_gqa_different_q_and_kv_padding(self):
+        line = "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 dim=16 mask=bottomright seed=5"
+        case = self.case(line)
+        plan, o, lse = self.run_fake(case)
+        self.assertEqual(plan.cu_seqlens_q.tolist(), case.meta["q_offsets"])
+        self.assertEqual(plan.cu_seqlens_k.tolist(), case.meta["kv_offsets"])
+        self.assertEqual(plan.seqused_k.tolist(), case.meta["kv_lens"])  # bottom-right: no crop
+        self.assert_matches_oracle(case, o, lse)
+
+    def test_bottomright_short_q_and_long_q(self):
+        for line in ("op=sdpa q_lens=16 kv_lens=80 mask=bottomright hq=2 dim=16 seed=7",
+                     "op=sdpa q_lens=80 kv_lens=16 mask=bottomright hq=2 dim=16 seed=8",  # first rows see no key
+                     "op=sdpa q_lens=1 kv_lens=100 hq=8 hkv=2 dim=16 mask=bottomright seed=9"):
+            case = self.case(line)
+            plan, o, lse = self.run_fake(case)
+            self.assertEqual(plan.seqused_k.tolist(), case.meta["kv_lens"], line)
+            self.assert_matches_oracle(case, o, lse)
+            if case.meta["q_lens"] == [80]:  # 80 queries over 16 keys: the first 64 rows see nothing
+                self.assertTrue(np.isneginf(lse[:64]).all())
+                self.assertTrue(np.isfinite(lse[64:80]).all())
+
+    def test_topleft_crops_the_keys(self):
+        case = self.case("op=sdpa q_lens=16,8 kv_lens=80,8 mask=topleft hq=2 dim=16 seed=10")
+        plan, o, lse = self.run_fake(case)
+        self.assertEqual(plan.seqused_k.tolist(), [16, 8])
+        self.assert_matches_oracle(case, o, lse)
+
+    def test_sliding_window_flash_convention(self):
+        for line in ("op=sdpa docs=200 window=64 hq=2 dim=16 seed=11",
+                     "op=sdpa q_lens=40 kv_lens=90 mask=bottomright window=7 hq=4 hkv=1 dim=16 seed=12"):
+            case = self.case(line)
+            plan, o, lse = self.run_fake(case)
+            self.assertEqual(plan.window_size, (case.window - 1, 0))
+            self.assert_matches_oracle(case, o, lse)
+
+    def test_mask_none_and_dim_v(self):
+        case = self.case("op=sdpa docs=30,17 pad=5 mask=none hq=4 hkv=2 dim=16 dim_v=24 seed=13")
+        plan, o, lse = self.run_fake(case)
+        self.assertFalse(plan.causal)
+        self.assertEqual(plan.window_size, (None, None))
+        self.assertEqual(plan.seqused_k.tolist(), case.meta["kv_lens"])
+        self.assert_matches_oracle(case, o, lse)
+
+    def test_separate_o_and_stats_offsets(self):
+        # O / stats buffers laid out differently from Q: the kernel's rows (Q layout) are moved to them.
+        for line in ("op=sdpa docs=16,16 pad=200 stats_offsets=0,100 hq=2 dim=16 seed=14",
+                     "op=sdpa docs=16,16 pad=8 o_offsets=0,16 hq=2 dim=16 seed=15",
+                     "op=sdpa docs=5,6 q_offsets=7,100 kv_offsets=0,50 capacity=200 hq=2 dim=16 seed=16"):
+            case = self.case(line)
+            plan, o, lse = self.run_fake(case)
+            self.assertEqual(plan.cu_seqlens_q[:-1].tolist(), case.meta["q_offsets"][:-1], line)
+            self.assert_matches_oracle(case, o, lse)
+
+    def test_cp_zigzag_chunks_are_sequences(self):
+        for rank in (0, 1):
+            case = self.case(f"op=sdpa docs=128,64 cp=2 rank={rank} hq=4 hkv=2 dim=16 seed={17 + rank}")
+            plan, o, lse = self.run_fake(case)
+            segs = [s for s in case.segments]
+            self.assertEqual(plan.cu_seqlens_q[:-1].tolist(), [s["row0"] for s in segs])
+            self.assertEqual(plan.seqused_k.tolist(), [s["pos0"] + s["valid"] for s in segs])
+            self.assert_matches_oracle(case, o, lse)
+
+    def test_padded_cp_with_pad_only_chunks(self):
+        line = "op=sdpa docs=50,7 padded_offsets=0,64,80 cp=4 hq=2 dim=16"
+        for rank in (0, 3):
+            case = self.case(f"{line} rank={rank} seed={20 + rank}")
+            plan, o, lse = self.run_fake(case)
+            empty = [b for b, s in enumerate(plan.seqs) if s["valid"] == 0]
+            for b in empty:
+                self.assertEqual(plan.seqused_q[b], 0)
+            self.assert_matches_oracle(case, o, lse)
+
+    # --- declines -------------------------------------------------------------------------------
+    def test_decline_reasons(self):
+        want = {
+            "op=sdpa docs=16 dtype=fp32": "inputs must be float16, bfloat16, fp8 e4m3fn, or fp8 e5m2",
+            "op=sdpa docs=16 dim=4": "(head_dim, head_dim_v)=(4, 4) is not supported on SM90. head_dim and "
+                                     "head_dim_v must be between 8 and 256 and divisible by 8.",
+            "op=sdpa docs=16 dim=20": "(head_dim, head_dim_v)=(20, 20) is not supported on SM90. head_dim and "
+                                      "head_dim_v must be between 8 and 256 and divisible by 8.",
+            "op=indexer docs=16 topk=4": "fa4_varlen: serves op=sdpa only",
+        }
+        for line, reason in want.items():
+            self.assertEqual(fa.decline_reason(self.case(line).meta), reason, line)
+        meta = self.case("op=sdpa docs=16 dim=16 dtype=fp16").meta
+        self.assertIsNone(fa.decline_reason(meta))
+        self.assertIn("Unsupported compute capability", fa.decline_reason(meta, arch_major=7))
+        # Blackwell's narrower head-dim range (the same function, another branch)
+        meta = self.case("op=sdpa docs=16 dim=160").meta
+        self.assertIsNone(fa.decline_reason(meta, arch_major=9))
+        self.assertIn("not supported on SM100/SM110", fa.decline_reason(meta, arch_major=10))
+
+    def test_rows_past_the_keys_are_not_expressible(self):
+        plan = fa.VarlenPlan(self.case("op=sdpa q_lens=80 kv_lens=16 mask=topleft window=5 dim=16").meta)
+        self.assertIn("cannot place rows past the keys", plan.reason)
+
+    def test_declines_through_the_cli_are_skips_with_the_reason(self):
+        # Exit 125 with FA4's reason as the last stderr line; torch is never imported.
+        for line, reason in (("op=sdpa docs=16 dtype=fp32", "inputs must be float16, bfloat16"),
+                             ("op=sdpa docs=16 dim=4", "is not supported on SM90"),
+                             ("op=sdpa q_lens=80 kv_lens=16 mask=topleft dim=16", "rows past the keys")):
+            r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+            self.assertIn("SKIPPED", r.stdout)
+            self.assertIn(reason, r.stdout)
+
+    def test_wholly_padded_rank_runs_without_the_kernel(self):
+        # Every row of rank 2 is padding: no sequence has a row, the buffers go back untouched, PASS.
+        line = "op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3"
+        r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("PASS", r.stdout)
+
+    def test_served_by_the_warm_host(self):
+        sock = os.path.join(self.tmp, "serve.sock")
+        srv = subprocess.Popen([sys.executable, os.path.join(HERE, "ao_serve.py"), "--no-torch", "--idle-exit", "60",
+                                "--socket", sock], stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                if os.path.exists(sock):
+                    break
+                subprocess.run(["sleep", "0.1"])
+            self.assertTrue(os.path.exists(sock), "ao_serve.py did not start")
+            client = f"exec:{sys.executable} {os.path.join(HERE, 'ao_client.py')} --socket {sock} fa4_varlen"
+            for line, code, text in (("op=sdpa docs=16 dtype=fp32", 125, "inputs must be float16, bfloat16"),
+                                     ("op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=3 dim=16 seed=3", 0, "PASS")):
+                r = subprocess.run([AO, "repro", *line.split(), "--backend", client],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, code, r.stdout + r.stderr)
+                self.assertIn(text, r.stdout)
+        finally:
+            srv.kill()
+            srv.wait()
+
+
+if __name__ == "__main__":
+    if np is None:
+        print(f"test_fa4_varlen: skipped: {IMPORT_ERROR}", file=sys.stderr)
+        sys.exit(125)
+    if not os.access(AO, os.X_OK):
+        print(f"test_fa4_varlen: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
+        sys.exit(125)
+    unittest.main()
