@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -17,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -39,6 +39,25 @@ void sleep_ms(int ms) {
   timespec ts{0, long(ms) * 1000000L};
   ::nanosleep(&ts, nullptr);
 }
+
+// Pipe creation, fork and the closing of the parent's write ends, one supervision at a time: a reaper
+// forked by another thread meanwhile would hold this one's write ends (no EOF until it ends). A plain
+// pthread mutex: the reaper is forked while it is held and gives itself (and the child, which may
+// supervise again: bisect-run's child runs exec: backends) a fresh one.
+pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+class StartLock {
+ public:
+  StartLock() { ::pthread_mutex_lock(&g_start_mutex); }
+  ~StartLock() { unlock(); }
+  void unlock() {
+    if (held_) ::pthread_mutex_unlock(&g_start_mutex);
+    held_ = false;
+  }
+
+ private:
+  bool held_ = true;
+};
 
 // ---- the reaper (runs in a fork of the harness; keeps to plain system calls) ----
 
@@ -148,6 +167,8 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
 }
 
 [[noreturn]] void run_reaper(const ChildMain& main, Pipes& p, const SubprocessOptions& opt, pid_t harness) {
+  const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;  // ours is held by the thread that forked us
+  std::memcpy(&g_start_mutex, &fresh, sizeof fresh);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the harness died: clean up all the same
   struct sigaction sa {};
@@ -232,9 +253,6 @@ bool drain(int fd, std::string& into, size_t keep, bool& cut, bool tail) {
   }
 }
 
-// Pipe creation, fork and the closing of the parent's write ends, one supervision at a time: a reaper
-// forked by another thread meanwhile would hold this one's write ends (no EOF until it ends).
-std::mutex g_start_mutex;
 
 // stop (may be null): set by another thread to end the child as an interrupt does (Interrupted, code 0).
 SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
@@ -245,7 +263,7 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
     r.code = sig;
     return r;
   }
-  std::unique_lock<std::mutex> starting(g_start_mutex);
+  StartLock starting;
   Pipes p;
   if (::pipe2(p.err, O_CLOEXEC) != 0 || ::pipe2(p.msg, O_CLOEXEC) != 0 || ::pipe2(p.status, O_CLOEXEC) != 0) {
     r.error = fmt::format("pipe: {}", std::strerror(errno));

@@ -207,3 +207,20 @@ TEST(Subprocess, CommandsTogetherStopOnTheFirstFailure) {
         << r.describe(0.5);
   EXPECT_EQ(slow[0].kind == SubprocessOutcome::TimedOut || slow[1].kind == SubprocessOutcome::TimedOut, true);
 }
+
+// A supervised child that supervises again (bisect-run's child runs exec: backends): the start lock
+// held while the reaper was forked must not be inherited held (before the fix: a deadlock).
+TEST(Subprocess, NestedSupervisionDoesNotDeadlock) {
+  SubprocessOptions o;
+  o.timeout_s = 20;
+  const auto r = run_forked(
+      [](int) {
+        SubprocessOptions inner;
+        inner.timeout_s = 5;
+        const auto x = run_command({"/bin/sh", "-c", "exit 4"}, {}, inner);
+        return x.kind == SubprocessOutcome::Exited ? x.code : 99;
+      },
+      o);
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited) << r.describe(20);
+  EXPECT_EQ(r.code, 4);
+}
