@@ -4,11 +4,56 @@
 
 #include "commands.h"
 #if defined(AO_HAVE_NCCL)
+#include <fmt/format.h>
+
 #include "attn_oracle/gpu/cp_run.h"
+#include "attn_oracle/reports/report.h"
 #endif
 
 namespace ao {
 namespace {
+
+#if defined(AO_HAVE_NCCL)
+// Prints what cp_run() returned, writes the per-rank reports, and gives the exit code: 0 every rank
+// passed and the K/V exchange was bit-identical, 1 otherwise (2: a spawned rank's bad input), 125 skip.
+int report_cp_run(const gpu::CpRunResult& r, const std::string& report_dir) {
+  using K = gpu::CpRunResult;
+  switch (r.kind) {
+    case K::Skipped:
+      std::cout << "cp-run: skipped: " << r.reason << "\n";
+      return 125;
+    case K::Worker: return 0;
+    case K::Spawned: return r.exit_code;
+    case K::Failed:
+      std::cerr << "cp-run: FAILED: " << r.reason << "\n";
+      return r.exit_code;
+    case K::Checked: break;
+  }
+  std::cout << fmt::format("cp-run: {} | backend {} | {} process(es), {} cp rank(s) each | {} | {}\n", r.case_line,
+                           r.backend, r.processes, r.ranks_per_process, r.nccl_version, r.device);
+  std::cout << fmt::format("K/V all-gather bit-identical to whole-buffer generation: {}\n",
+                           r.exchange_bit_identical ? "yes" : "NO");
+  std::cout << fmt::format("kernel time of process 0's ranks: {:.3f} s\n", r.kernel_seconds);
+  std::cout << "rank  verdict  bitwise==single-GPU  metrics\n";
+  std::vector<CaseResult> results;
+  bool all_ok = r.exchange_bit_identical;
+  for (const auto& rank : r.ranks) {
+    const Verdict& v = rank.result.verdict;
+    std::string brief;
+    for (const auto& m : v.metrics)
+      if (m.name == "overlap_mean" || m.name == "tie_aware_recall_min" || m.name == "out_of_causal" ||
+          m.name == "max_abs_err" || m.name == "nonfinite_valid" || m.failed)
+        brief += fmt::format(" {}={:.4g}", m.name, m.value);
+    std::cout << fmt::format("{:>4}  {:<7}  {:<19} {}\n", rank.rank, verdict_name(v.kind),
+                             rank.bitwise_vs_single_gpu ? "yes" : "NO", brief);
+    all_ok = all_ok && v.kind == Verdict::Pass;
+    results.push_back(rank.result);
+  }
+  if (!report_dir.empty()) write_report_files(report_dir, results);
+  std::cout << fmt::format("cp-run: {}\n", all_ok ? "every rank passed" : "FAILED");
+  return r.exchange_bit_identical ? exit_code(results) : 1;
+}
+#endif
 
 struct CpRunArgs {
   std::vector<std::string> case_args;
@@ -39,10 +84,9 @@ CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {
     o.gpus = a->gpus;
     o.timeout_s = a->timeout;
     o.rendezvous = a->rendezvous;
-    o.report_dir = a->report_dir;
     (void)app;
     o.argv = cli_argv();
-    return gpu::cp_run(o);
+    return report_cp_run(gpu::cp_run(o), a->report_dir);
 #else
     (void)app;
     std::cout << "cp-run: skipped: this build has no CUDA/NCCL (configure on a machine with the CUDA toolkit)\n";

@@ -1,24 +1,20 @@
 #include "attn_oracle/gpu/cp_run.h"
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/compare/compare.h"
-#include "attn_oracle/pipeline/harness.h"
 #include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/subprocess.h"
+#include "attn_oracle/pipeline/trial.h"
 #include "cp_comm.h"
 #include "device_inputs.h"
 #include "device_run.h"
-#include "attn_oracle/reports/report.h"
 
 namespace ao::gpu {
 
@@ -99,7 +95,7 @@ void unpack(const uint32_t* w, Outputs& o, bool idx) {
   if (idx) { get(o.topk); get(o.scores); } else { get(o.o); get(o.lse); }
 }
 
-int run_rank_process(const CpRunOptions& o, const CpWorld& world) {
+CpRunResult run_rank_process(const CpRunOptions& o, const CpWorld& world) {
   const Case c = parse_case(o.case_line);
   const bool idx = c.op == Op::Indexer;
   if (c.cp % world.size != 0)
@@ -193,135 +189,107 @@ int run_rank_process(const CpRunOptions& o, const CpWorld& world) {
     flag_r.download(flags);
     for (auto f : flags) exchange_all = exchange_all && f == 1;
   }
-  if (w.rank != 0) return 0;
+  CpRunResult res;
+  if (w.rank != 0) {
+    res.kind = CpRunResult::Worker;
+    return res;
+  }
   std::vector<uint32_t> words;
   d_recv.download(words);
 
-  // 5. Process 0 checks every CP rank.
-  std::cout << fmt::format("cp-run: {} | backend {} | {} process(es), {} cp rank(s) each | {} | {}\n",
-                           print_case(c), o.backend, world.size, per, CpComm::nccl_version(), device_description());
-  std::cout << fmt::format("K/V all-gather bit-identical to whole-buffer generation: {}\n", exchange_all ? "yes" : "NO");
-  std::cout << fmt::format("kernel time of process 0's ranks: {:.3f} s\n", kernel_s);
+  // 5. Process 0 checks every CP rank: one trial per rank (its layout, inputs generated whole on the
+  // host), judged against cpu-ref, and the single-GPU simulation run on the same trial.
+  res.kind = CpRunResult::Checked;
+  res.case_line = print_case(c);
+  res.backend = o.backend;
+  res.nccl_version = CpComm::nccl_version();
+  res.device = device_description();
+  res.processes = world.size;
+  res.ranks_per_process = per;
+  res.exchange_bit_identical = exchange_all;
+  res.kernel_seconds = kernel_s;
   auto ref = make_backend("cpu-ref");
-  std::vector<CaseResult> results;
-  bool all_ok = exchange_all;
   const size_t words_per_rank = send_words.size() / size_t(per);
-  std::cout << "rank  verdict  bitwise==single-GPU  metrics\n";
   for (int r = 0; r < c.cp; ++r) {
-    const auto& rr = all[size_t(r)];
-    Outputs got = make_sentinel_outputs(rr.l);
-    unpack(words.data() + size_t(r) * words_per_rank, got, idx);
-    const Inputs in = make_inputs(rr.l);
+    Trial trial(all[size_t(r)].l);
+    TrialRun got;
+    got.backend = o.backend + " (cp-run)";
+    got.out = make_sentinel_outputs(trial.layout());
+    unpack(words.data() + size_t(r) * words_per_rank, got.out, idx);
     auto sim = make_backend(o.backend);
-    Outputs simo = make_sentinel_outputs(rr.l);
-    const RunStatus ss = run_backend(*sim, rr.l, in, simo);
-    const bool bitwise = ss.kind == RunStatus::Ok &&
-                         (idx ? same_bits(got.topk, simo.topk) && same_bits(got.scores, simo.scores)
-                              : same_bits(got.o, simo.o) && same_bits(got.lse, simo.lse));
-    Outputs refo = make_sentinel_outputs(rr.l);
-    const RunStatus rs = run_backend(*ref, rr.l, in, refo);
-    CaseResult res;
-    res.case_line = print_case(rr.l.c);
-    res.backend = o.backend + " (cp-run)";
-    res.backend_version = backend->version() + ", " + CpComm::nccl_version();
-    res.vs = "cpu-ref";
-    res.ref_seconds = rs.seconds;
-    res.verdict = rs.kind == RunStatus::Ok ? compare(rr.l, in, got, refo) : Verdict{Verdict::Error, rs.reason, {}, {}};
+    const TrialRun simo = trial.run(*sim);
+    const bool bitwise = simo.ok() && (idx ? same_bits(got.out.topk, simo.out.topk) && same_bits(got.out.scores, simo.out.scores)
+                                           : same_bits(got.out.o, simo.out.o) && same_bits(got.out.lse, simo.out.lse));
+    const TrialRun refo = trial.run(*ref);
+    CpRankResult rank;
+    rank.rank = r;
+    rank.bitwise_vs_single_gpu = bitwise;
+    CaseResult& cr = rank.result;
+    cr.case_line = print_case(trial.layout().c);
+    cr.backend = got.backend;
+    cr.backend_version = backend->version() + ", " + CpComm::nccl_version();
+    cr.vs = refo.backend;
+    cr.ref_seconds = refo.status.seconds;
+    cr.verdict = trial.judge(got, refo);
     if (!bitwise) {
-      res.verdict.metrics.push_back({"bitwise_vs_single_gpu", 0, "== 1", true});
-      res.verdict.reason += (res.verdict.reason.empty() ? "" : ", ") + std::string("bitwise_vs_single_gpu");
-      res.verdict.kind = Verdict::Fail;
+      cr.verdict.metrics.push_back({"bitwise_vs_single_gpu", 0, "== 1", true});
+      cr.verdict.reason += (cr.verdict.reason.empty() ? "" : ", ") + std::string("bitwise_vs_single_gpu");
+      cr.verdict.kind = Verdict::Fail;
     }
-    std::string brief;
-    for (const auto& m : res.verdict.metrics)
-      if (m.name == "overlap_mean" || m.name == "tie_aware_recall_min" || m.name == "out_of_causal" ||
-          m.name == "max_abs_err" || m.name == "nonfinite_valid" || m.failed)
-        brief += fmt::format(" {}={:.4g}", m.name, m.value);
-    std::cout << fmt::format("{:>4}  {:<7}  {:<19} {}\n", r, verdict_name(res.verdict.kind), bitwise ? "yes" : "NO", brief);
-    all_ok = all_ok && res.verdict.kind == Verdict::Pass;
-    results.push_back(std::move(res));
+    res.ranks.push_back(std::move(rank));
   }
-  if (!o.report_dir.empty()) write_report_files(o.report_dir, results);
-  const int rc = exit_code(results);
-  std::cout << fmt::format("cp-run: {}\n", all_ok ? "every rank passed" : "FAILED");
-  return exchange_all ? rc : 1;
+  return res;
 }
 
 // --gpus N without a launcher: re-executes this command once per rank with RANK/WORLD_SIZE/LOCAL_RANK
-// set; a rank that fails or outlives the timeout fails the run (naming it) and the others are killed.
-int spawn_ranks(const CpRunOptions& o) {
+// set, all under the subprocess supervisor: a rank that fails or outlives the timeout fails the run
+// (naming it) and the others are stopped with their process groups. The ranks print to this
+// process's stdout/stderr (process 0 reports).
+CpRunResult spawn_ranks(const CpRunOptions& o) {
   const std::string rdv = o.rendezvous.empty()
                               ? (std::filesystem::temp_directory_path() / fmt::format("attn-oracle-cp-{}.id", getpid())).string()
                               : o.rendezvous;
   std::filesystem::remove(rdv);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < o.gpus; ++r) {
-    pid_t p = fork();
-    if (p < 0) throw std::runtime_error("fork failed");
-    if (p == 0) {
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(o.gpus).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("AO_CP_RENDEZVOUS", rdv.c_str(), 1);
-      setenv("NCCL_NVLS_ENABLE", "0", 1);
-      std::vector<char*> args;
-      for (const auto& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv("/proc/self/exe", args.data());
-      _exit(127);
-    }
-    pids.push_back(p);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.timeout_s + 60);
-  int rc = 0;
-  std::vector<bool> done(pids.size(), false);
-  size_t left = pids.size();
-  std::string failure;
-  while (left > 0) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (done[i]) continue;
-      int status = 0;
-      if (waitpid(pids[i], &status, WNOHANG) != pids[i]) continue;
-      done[i] = true;
-      --left;
-      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (code != 0 && failure.empty()) {
-        failure = WIFEXITED(status) ? fmt::format("rank {} exited with code {}", i, code)
-                                    : fmt::format("rank {} was killed by signal {}", i, WTERMSIG(status));
-        rc = code == 2 ? 2 : 1;
-      }
-    }
-    if (!failure.empty() || std::chrono::steady_clock::now() > deadline) {
-      if (failure.empty()) {
-        for (size_t i = 0; i < pids.size(); ++i)
-          if (!done[i]) { failure = fmt::format("rank {} did not finish within {} s", i, o.timeout_s + 60); break; }
-        rc = 1;
-      }
-      for (size_t i = 0; i < pids.size(); ++i)
-        if (!done[i]) kill(pids[i], SIGKILL);
-      for (size_t i = 0; i < pids.size(); ++i)
-        if (!done[i]) waitpid(pids[i], nullptr, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  std::vector<std::string> argv = o.argv;
+  argv.at(0) = std::filesystem::read_symlink("/proc/self/exe").string();  // this very binary
+  std::vector<CommandLine> ranks;
+  for (int r = 0; r < o.gpus; ++r)
+    ranks.push_back({argv,
+                     {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(o.gpus),
+                      "LOCAL_RANK=" + std::to_string(r), "AO_CP_RENDEZVOUS=" + rdv, "NCCL_NVLS_ENABLE=0"}});
+  SubprocessOptions so;
+  so.timeout_s = o.timeout_s + 60;
+  so.capture_stderr = false;
+  const auto outs = run_commands_together(ranks, so);
   std::filesystem::remove(rdv);
-  if (!failure.empty()) std::cerr << "cp-run: FAILED: " << failure << "\n";
-  return rc;
+  CpRunResult res;
+  res.kind = CpRunResult::Spawned;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const auto& x = outs[i];
+    if (x.kind == SubprocessOutcome::Exited && x.code == 0) continue;
+    if (x.kind == SubprocessOutcome::Interrupted && x.code == 0) continue;  // stopped because another failed
+    res.kind = CpRunResult::Failed;
+    res.reason = fmt::format("rank {} {}", i, x.describe(so.timeout_s));
+    res.exit_code = x.kind == SubprocessOutcome::Exited && x.code == 2 ? 2 : 1;
+    break;
+  }
+  return res;
 }
 
 }  // namespace
 
-int cp_run(const CpRunOptions& o) {
+CpRunResult cp_run(const CpRunOptions& o) {
   {  // bad input is exit 2 even where no GPU could run it
     const Layout l = make_layout(parse_case(o.case_line));
     auto b = make_backend(o.backend);
     if (!dynamic_cast<DeviceRunnable*>(b.get()))
       throw CaseError("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");
   }
+  CpRunResult res;
   if (auto why = unavailable_reason(); !why.empty()) {
-    std::cout << "cp-run: skipped: " << why << "\n";
-    return 125;
+    res.kind = CpRunResult::Skipped;
+    res.reason = why;
+    return res;
   }
   CpWorld w;
   const bool launched = world_from_environment(w);
@@ -339,8 +307,10 @@ int cp_run(const CpRunOptions& o) {
   } catch (const CaseError&) {
     throw;
   } catch (const std::exception& e) {
-    std::cerr << fmt::format("cp-run: rank {} of {} failed: {}\n", w.rank, w.size, e.what());
-    return 1;
+    res.kind = CpRunResult::Failed;
+    res.reason = fmt::format("rank {} of {} failed: {}", w.rank, w.size, e.what());
+    res.exit_code = 1;
+    return res;
   }
 }
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/pipeline/trial.h"
 
 namespace ao::gpu {
 
@@ -15,7 +15,6 @@ struct SegmentVerdict {
   Verdict verdict;
 };
 
-std::vector<SegmentVerdict> segment_verdicts(const Layout& l, const Inputs& in, const Outputs& got,
-                                             const Outputs& ref);
+std::vector<SegmentVerdict> segment_verdicts(const Trial& t, const TrialRun& got, const TrialRun& ref);
 
 }  // namespace ao::gpu

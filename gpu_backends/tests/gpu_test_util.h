@@ -22,22 +22,18 @@ inline CaseResult run_line(const std::string& line, const std::string& backend) 
   return run_case(parse_case(line), *be, *ref);
 }
 
+// One trial with the backend's and cpu-ref's runs kept.
 struct RawRun {
-  Layout l;
-  Inputs in;
-  Outputs got, ref;
-  RunStatus st;
+  Trial trial;
+  TrialRun got, ref;
 };
 
 inline RawRun run_raw(const std::string& line, const std::string& backend) {
-  RawRun r{make_layout(parse_case(line)), {}, {}, {}, {}};
-  r.in = make_inputs(r.l);
-  r.got = make_sentinel_outputs(r.l);
-  r.ref = make_sentinel_outputs(r.l);
+  RawRun r{Trial(parse_case(line)), {}, {}};
   auto be = make_backend(backend);
-  r.st = run_backend(*be, r.l, r.in, r.got);
+  r.got = r.trial.run(*be);
   auto ref = make_backend("cpu-ref");
-  run_backend(*ref, r.l, r.in, r.ref);
+  r.ref = r.trial.run(*ref);
   return r;
 }
 

@@ -49,9 +49,9 @@ TEST(CudaIndexer, TopLeftIsCaughtOnEveryChunkButRankZeroFront) {
     std::string line = "op=indexer docs=1024 cp=4 heads=4 dim=32 topk=32 seed=21 rank=";
     line += std::to_string(rank);
     auto raw = run_raw(line, "cuda-indexer:mask=topleft");
-    ASSERT_EQ(raw.st.kind, RunStatus::Ok) << raw.st.reason;
-    EXPECT_EQ(compare(raw.l, raw.in, raw.got, raw.ref).kind, Verdict::Fail) << line;
-    for (const auto& sv : segment_verdicts(raw.l, raw.in, raw.got, raw.ref)) {
+    ASSERT_EQ(raw.got.status.kind, RunStatus::Ok) << raw.got.status.reason;
+    EXPECT_EQ(raw.trial.judge(raw.got, raw.ref).kind, Verdict::Fail) << line;
+    for (const auto& sv : segment_verdicts(raw.trial, raw.got, raw.ref)) {
       const bool front0 = rank == 0 && sv.chunk == 0;
       EXPECT_EQ(sv.verdict.kind, front0 ? Verdict::Pass : Verdict::Fail)
           << line << " chunk " << sv.chunk << ": " << sv.verdict.reason;
@@ -95,28 +95,28 @@ TEST(CudaIndexer, DeviceInputsEqualHostInputs) {
   const char* line = "op=indexer docs=200,60 padded_offsets=0,256,320 cp=4 rank=1 heads=4 dim=32 topk=16 seed=51";
   auto a = run_raw(line, "cuda-indexer");
   auto b = run_raw(line, "cuda-indexer:inputs=host");
-  ASSERT_EQ(a.st.kind, RunStatus::Ok) << a.st.reason;
-  ASSERT_EQ(b.st.kind, RunStatus::Ok) << b.st.reason;
-  EXPECT_EQ(a.got.topk, b.got.topk);
-  EXPECT_EQ(0, std::memcmp(a.got.scores.data(), b.got.scores.data(), a.got.scores.size() * sizeof(float)));
+  ASSERT_EQ(a.got.status.kind, RunStatus::Ok) << a.got.status.reason;
+  ASSERT_EQ(b.got.status.kind, RunStatus::Ok) << b.got.status.reason;
+  EXPECT_EQ(a.got.out.topk, b.got.out.topk);
+  EXPECT_EQ(0, std::memcmp(a.got.out.scores.data(), b.got.out.scores.data(), a.got.out.scores.size() * sizeof(float)));
 }
 
 // Rows outside every segment keep the sentinel; pad rows inside a segment are all -1.
 TEST(CudaIndexer, PadRowsAreFilledOrUntouched) {
   AO_REQUIRE_GPU();
   auto raw = run_raw("op=indexer docs=100,37 pad=3 heads=4 dim=32 topk=8 seed=61", "cuda-indexer");
-  ASSERT_EQ(raw.st.kind, RunStatus::Ok) << raw.st.reason;
+  ASSERT_EQ(raw.got.status.kind, RunStatus::Ok) << raw.got.status.reason;
   const size_t K = 8;
   for (int64_t r = 100; r < 103; ++r)
-    for (size_t e = 0; e < K; ++e) EXPECT_EQ(raw.got.topk[size_t(r) * K + e], kSentinelIndex) << "row " << r;
+    for (size_t e = 0; e < K; ++e) EXPECT_EQ(raw.got.out.topk[size_t(r) * K + e], kSentinelIndex) << "row " << r;
   // rank 0 holds chunk 7 of both documents: wholly padding in doc 0, half padding in doc 1
   auto cp = run_raw("op=indexer docs=200,60 padded_offsets=0,256,320 cp=4 rank=0 heads=4 dim=32 topk=16 seed=4",
                     "cuda-indexer");
   int64_t pad_rows = 0;
-  for (int64_t r = 0; r < cp.l.q_rows; ++r) {
-    if (cp.l.row_segment[size_t(r)] < 0 || cp.l.valid_row(r)) continue;
+  for (int64_t r = 0; r < cp.trial.layout().q_rows; ++r) {
+    if (cp.trial.layout().row_segment[size_t(r)] < 0 || cp.trial.layout().valid_row(r)) continue;
     ++pad_rows;
-    for (size_t e = 0; e < 16; ++e) EXPECT_EQ(cp.got.topk[size_t(r) * 16 + e], -1) << "pad row " << r;
+    for (size_t e = 0; e < 16; ++e) EXPECT_EQ(cp.got.out.topk[size_t(r) * 16 + e], -1) << "pad row " << r;
   }
   EXPECT_GT(pad_rows, 0);
 }

@@ -66,25 +66,25 @@ TEST(CudaSdpa, TailReadIsCaughtThroughNanPoison) {
 TEST(CudaSdpa, NeverWritesPadSlots) {
   AO_REQUIRE_GPU();
   auto raw = run_raw("op=sdpa docs=30,20 q_offsets=0,40 kv_offsets=5,60 tail=9 hq=2 dim=32 seed=10", "cuda-sdpa");
-  ASSERT_EQ(raw.st.kind, RunStatus::Ok) << raw.st.reason;
+  ASSERT_EQ(raw.got.status.kind, RunStatus::Ok) << raw.got.status.reason;
   const int64_t w = 2 * 32;
   for (int64_t r = 30; r < 40; ++r)
-    for (int64_t e = 0; e < w; ++e) ASSERT_TRUE(is_sentinel(raw.got.o[size_t(r * w + e)])) << "O row " << r;
-  for (int64_t r = 60; r < raw.l.o_rows; ++r)
-    for (int64_t e = 0; e < w; ++e) ASSERT_TRUE(is_sentinel(raw.got.o[size_t(r * w + e)])) << "O row " << r;
-  for (int64_t r = 0; r < 30; ++r) ASSERT_FALSE(is_sentinel(raw.got.lse[size_t(r * 2)])) << "LSE row " << r;
+    for (int64_t e = 0; e < w; ++e) ASSERT_TRUE(is_sentinel(raw.got.out.o[size_t(r * w + e)])) << "O row " << r;
+  for (int64_t r = 60; r < raw.trial.layout().o_rows; ++r)
+    for (int64_t e = 0; e < w; ++e) ASSERT_TRUE(is_sentinel(raw.got.out.o[size_t(r * w + e)])) << "O row " << r;
+  for (int64_t r = 0; r < 30; ++r) ASSERT_FALSE(is_sentinel(raw.got.out.lse[size_t(r * 2)])) << "LSE row " << r;
 }
 
 TEST(CudaSdpa, RowsWithoutKeysGiveZeroAndMinusInf) {
   AO_REQUIRE_GPU();
   // bottom-right with q_len > kv_len: the first q_len - kv_len rows see no key
   auto raw = run_raw("op=sdpa q_lens=64 kv_lens=16 hq=2 dim=32 mask=bottomright seed=6", "cuda-sdpa");
-  ASSERT_EQ(raw.st.kind, RunStatus::Ok) << raw.st.reason;
+  ASSERT_EQ(raw.got.status.kind, RunStatus::Ok) << raw.got.status.reason;
   for (int64_t r = 0; r < 48; ++r) {
-    EXPECT_TRUE(std::isinf(raw.got.lse[size_t(r * 2)]) && raw.got.lse[size_t(r * 2)] < 0) << "row " << r;
-    EXPECT_EQ(raw.got.o[size_t(r * 2 * 32)], 0.f) << "row " << r;
+    EXPECT_TRUE(std::isinf(raw.got.out.lse[size_t(r * 2)]) && raw.got.out.lse[size_t(r * 2)] < 0) << "row " << r;
+    EXPECT_EQ(raw.got.out.o[size_t(r * 2 * 32)], 0.f) << "row " << r;
   }
-  EXPECT_TRUE(std::isfinite(raw.got.lse[size_t(48 * 2)]));
+  EXPECT_TRUE(std::isfinite(raw.got.out.lse[size_t(48 * 2)]));
 }
 
 TEST(CudaSdpa, DeviceInputsEqualHostInputs) {
@@ -92,10 +92,10 @@ TEST(CudaSdpa, DeviceInputsEqualHostInputs) {
   const char* line = "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright seed=2";
   auto a = run_raw(line, "cuda-sdpa");
   auto b = run_raw(line, "cuda-sdpa:inputs=host");
-  ASSERT_EQ(a.st.kind, RunStatus::Ok) << a.st.reason;
-  ASSERT_EQ(b.st.kind, RunStatus::Ok) << b.st.reason;
-  EXPECT_EQ(0, std::memcmp(a.got.o.data(), b.got.o.data(), a.got.o.size() * sizeof(float)));
-  EXPECT_EQ(0, std::memcmp(a.got.lse.data(), b.got.lse.data(), a.got.lse.size() * sizeof(float)));
+  ASSERT_EQ(a.got.status.kind, RunStatus::Ok) << a.got.status.reason;
+  ASSERT_EQ(b.got.status.kind, RunStatus::Ok) << b.got.status.reason;
+  EXPECT_EQ(0, std::memcmp(a.got.out.o.data(), b.got.out.o.data(), a.got.out.o.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(a.got.out.lse.data(), b.got.out.lse.data(), a.got.out.lse.size() * sizeof(float)));
 }
 
 // probe= inputs exist on the host only: device-generated inputs would silently differ, so the kernel

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/trial.h"
 #include "gpu_backend.h"
 #include "segment_report.h"
 
@@ -115,12 +115,10 @@ int main(int argc, char** argv) {
       r["case"] = ao::print_case(c);
       auto be = ao::make_backend(pl.backend);
       auto t0 = std::chrono::steady_clock::now();
-      const ao::Layout l = ao::make_layout(c, lim);
-      const ao::Inputs in = ao::make_inputs(l);
+      ao::Trial trial(c, lim);
       r["host_inputs_ms"] = ms_since(t0);
-      ao::Outputs got = ao::make_sentinel_outputs(l);
-      const ao::RunStatus bs = ao::run_backend(*be, l, in, got);
-      r["backend_s"] = bs.seconds;
+      const ao::TrialRun got = trial.run(*be);
+      r["backend_s"] = got.status.seconds;
       auto* gb = dynamic_cast<ao::gpu::GpuBackend*>(be.get());
       auto times_json = [](const ao::gpu::PhaseTimes& t) {
         return json{{"inputs_ms", t.inputs_ms}, {"compute_ms", t.compute_ms}, {"select_ms", t.select_ms},
@@ -128,19 +126,18 @@ int main(int argc, char** argv) {
       };
       if (gb) r["gpu_ms"] = times_json(gb->last_times());
       std::string verdict, reason;
-      if (bs.kind != ao::RunStatus::Ok) {
-        verdict = bs.kind == ao::RunStatus::Skipped ? "skipped" : "error";
-        reason = bs.reason;
+      if (auto none = ao::Trial::unjudged(got)) {
+        verdict = ao::verdict_name(none->kind);
+        reason = none->reason;
       } else {
-        ao::Outputs refo = ao::make_sentinel_outputs(l);
-        const ao::RunStatus rs = ao::run_backend(*ref, l, in, refo);
-        r["reference_s"] = rs.seconds;
-        const ao::Verdict v = ao::compare(l, in, got, refo);
+        const ao::TrialRun refo = trial.run(*ref);
+        r["reference_s"] = refo.status.seconds;
+        const ao::Verdict v = trial.judge(got, refo);
         verdict = ao::verdict_name(v.kind);
         reason = v.reason;
         r["metrics"] = metrics_json(v);
         json segs = json::array();
-        for (const auto& sv : ao::gpu::segment_verdicts(l, in, got, refo)) {
+        for (const auto& sv : ao::gpu::segment_verdicts(trial, got, refo)) {
           json s{{"doc", sv.doc}, {"chunk", sv.chunk}, {"pos0", sv.pos0}, {"rows_checked", sv.rows_checked},
                  {"verdict", ao::verdict_name(sv.verdict.kind)}, {"reason", sv.verdict.reason}};
           for (const char* k : {"overlap_min", "overlap_mean", "tie_aware_recall_min", "out_of_causal", "max_abs_err",
@@ -152,8 +149,7 @@ int main(int argc, char** argv) {
         if (gb && repeat > 0) {  // timing: the same run again, outputs discarded
           std::vector<double> tot, comp, sel;
           for (int i = 0; i < repeat; ++i) {
-            ao::Outputs scratch = ao::make_sentinel_outputs(l);
-            if (ao::run_backend(*be, l, in, scratch).kind != ao::RunStatus::Ok) break;
+            if (!trial.run(*be).ok()) break;
             tot.push_back(gb->last_times().total_ms);
             comp.push_back(gb->last_times().compute_ms);
             sel.push_back(gb->last_times().select_ms);

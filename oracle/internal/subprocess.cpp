@@ -4,18 +4,21 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -36,6 +39,25 @@ void sleep_ms(int ms) {
   timespec ts{0, long(ms) * 1000000L};
   ::nanosleep(&ts, nullptr);
 }
+
+// Pipe creation, fork and the closing of the parent's write ends, one supervision at a time: a reaper
+// forked by another thread meanwhile would hold this one's write ends (no EOF until it ends). A plain
+// pthread mutex: the reaper is forked while it is held and gives itself (and the child, which may
+// supervise again: bisect-run's child runs exec: backends) a fresh one.
+pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+class StartLock {
+ public:
+  StartLock() { ::pthread_mutex_lock(&g_start_mutex); }
+  ~StartLock() { unlock(); }
+  void unlock() {
+    if (held_) ::pthread_mutex_unlock(&g_start_mutex);
+    held_ = false;
+  }
+
+ private:
+  bool held_ = true;
+};
 
 // ---- the reaper (runs in a fork of the harness; keeps to plain system calls) ----
 
@@ -145,6 +167,8 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
 }
 
 [[noreturn]] void run_reaper(const ChildMain& main, Pipes& p, const SubprocessOptions& opt, pid_t harness) {
+  const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;  // ours is held by the thread that forked us
+  std::memcpy(&g_start_mutex, &fresh, sizeof fresh);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the harness died: clean up all the same
   struct sigaction sa {};
@@ -229,13 +253,17 @@ bool drain(int fd, std::string& into, size_t keep, bool& cut, bool tail) {
   }
 }
 
-SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt) {
+
+// stop (may be null): set by another thread to end the child as an interrupt does (Interrupted, code 0).
+SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
+                            const std::atomic<bool>* stop = nullptr) {
   SubprocessOutcome r;
   if (const int sig = interrupted()) {
     r.kind = SubprocessOutcome::Interrupted;
     r.code = sig;
     return r;
   }
+  StartLock starting;
   Pipes p;
   if (::pipe2(p.err, O_CLOEXEC) != 0 || ::pipe2(p.msg, O_CLOEXEC) != 0 || ::pipe2(p.status, O_CLOEXEC) != 0) {
     r.error = fmt::format("pipe: {}", std::strerror(errno));
@@ -255,20 +283,22 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt)
   ::close(p.err[1]), p.err[1] = -1;
   ::close(p.msg[1]), p.msg[1] = -1;
   ::close(p.status[1]), p.status[1] = -1;
+  starting.unlock();
   for (int fd : {p.err[0], p.msg[0], p.status[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   std::string status;
   bool err_open = true, msg_open = true, status_open = true, status_cut = false;
   int stop_sig = 0;
-  bool timed_out = false;
+  bool timed_out = false, stopped = false;
   double hard_deadline = 0;
   bool reaper_killed = false;
   while (status_open) {
     const double t = now_s();
-    if (!stop_sig && !timed_out) {
+    if (!stop_sig && !timed_out && !stopped) {
       if (opt.timeout_s > 0 && t - t0 > opt.timeout_s) timed_out = true;
       else if (const int s = interrupted()) stop_sig = s;
-      if (timed_out || stop_sig) {
+      else if (stop && stop->load()) stopped = true;
+      if (timed_out || stop_sig || stopped) {
         ::kill(reaper, SIGTERM);
         hard_deadline = t + opt.kill_grace_s + 5;
       }
@@ -288,7 +318,7 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt)
     if (msg_open) fds[n++] = {p.msg[0], POLLIN, 0};
     fds[n++] = {p.status[0], POLLIN, 0};
     int wait_ms = 100;
-    if (opt.timeout_s > 0 && !timed_out && !stop_sig)
+    if (opt.timeout_s > 0 && !timed_out && !stop_sig && !stopped)
       wait_ms = std::clamp(int(std::ceil((t0 + opt.timeout_s - t) * 1000)), 1, 100);
     if (::poll(fds, n, wait_ms) < 0 && errno != EINTR) break;
     if (err_open) err_open = drain(p.err[0], r.stderr_tail, opt.stderr_tail_bytes, r.stderr_cut, true);
@@ -316,7 +346,7 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt)
   }
   int32_t started = 0;
   if (status.size() >= 4) std::memcpy(&started, status.data(), 4);
-  if (timed_out || stop_sig) {
+  if (timed_out || stop_sig || stopped) {
     r.kind = timed_out ? SubprocessOutcome::TimedOut : SubprocessOutcome::Interrupted;
     r.code = stop_sig;
     return r;
@@ -362,14 +392,17 @@ std::string SubprocessOutcome::describe(double timeout_s) const {
     case Signaled: return fmt::format("killed by signal {} ({})", code, strsignal(code));
     case TimedOut: return fmt::format("timed out after {:g} s (process group killed)", timeout_s);
     case Interrupted:
+      if (code == 0) return "stopped because another process of its set failed (process group killed)";
       return fmt::format("interrupted by signal {} ({}; process group killed)", code, strsignal(code));
     case NotStarted: break;
   }
   return "could not start: " + error;
 }
 
-SubprocessOutcome run_command(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                              const SubprocessOptions& opt) {
+namespace {
+
+SubprocessOutcome run_command_until(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                                    const SubprocessOptions& opt, const std::atomic<bool>* stop) {
   // Everything the child needs is built here, before the forks.
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -399,7 +432,28 @@ SubprocessOutcome run_command(const std::vector<std::string>& argv, const std::v
         write_all(2, why.data(), why.size());
         ::_exit(127);
       },
-      opt);
+      opt, stop);
+}
+
+}  // namespace
+
+SubprocessOutcome run_command(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                              const SubprocessOptions& opt) {
+  return run_command_until(argv, extra_env, opt, nullptr);
+}
+
+std::vector<SubprocessOutcome> run_commands_together(const std::vector<CommandLine>& cmds,
+                                                     const SubprocessOptions& opt) {
+  std::vector<SubprocessOutcome> out(cmds.size());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < cmds.size(); ++i)
+    threads.emplace_back([&, i] {
+      out[i] = run_command_until(cmds[i].argv, cmds[i].extra_env, opt, &stop);
+      if (out[i].kind != SubprocessOutcome::Exited || out[i].code != 0) stop = true;  // one failed: end the set
+    });
+  for (auto& t : threads) t.join();
+  return out;
 }
 
 SubprocessOutcome run_forked(const std::function<int(int message_fd)>& body, const SubprocessOptions& opt) {

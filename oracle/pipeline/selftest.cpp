@@ -10,6 +10,7 @@
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/case/enum_names.h"
+#include "attn_oracle/pipeline/trial.h"
 
 namespace ao {
 
@@ -117,23 +118,21 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
   for (size_t f = 0; f < families.size(); ++f) {
     Case c = parse_case(families[f].case_line);
     c.seed += seed_offset;
-    const Layout l = make_layout(c);
-    const Inputs in = make_inputs(l);
-    Outputs ref = make_sentinel_outputs(l);
-    const RunStatus rs = run_backend(*ref_backend, l, in, ref);
-    if (rs.kind != RunStatus::Ok) {
+    Trial t(c);
+    const Layout& l = t.layout();
+    const TrialRun ref = t.run(*ref_backend);
+    if (!ref.ok()) {
       res.ref.push_back(Verdict::Error);
-      res.problems.push_back(fmt::format("cpu-ref did not run on {}: {}", families[f].name, rs.reason));
+      res.problems.push_back(fmt::format("cpu-ref did not run on {}: {}", families[f].name, ref.status.reason));
       continue;
     }
     // cpu-ref must pass against itself, and a second run must be bit-identical (deterministic).
-    Outputs ref2 = make_sentinel_outputs(l);
-    run_backend(*ref_backend, l, in, ref2);
-    const Verdict rv = compare(l, in, ref2, ref);
+    const TrialRun ref2 = t.run(*ref_backend);
+    const Verdict rv = t.judge(ref2, ref);
     res.ref.push_back(rv.kind);
     if (rv.kind != Verdict::Pass)
       res.problems.push_back(fmt::format("cpu-ref fails on {} ({})", families[f].name, rv.reason));
-    if (outputs_differ(l, ref2, ref))
+    if (outputs_differ(l, ref2.out, ref.out))
       res.problems.push_back(fmt::format("cpu-ref is not deterministic on {}", families[f].name));
     for (const auto& m : rv.metrics)
       if (!m.rule.empty()) gated.insert(fmt::format("{}:{}", to_string(c.op), m.name));
@@ -141,19 +140,18 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
     for (size_t b = 0; b < res.models.size(); ++b) {
       auto& cell = res.cells[b][f];
       auto be = make_backend(res.models[b]);
-      Outputs got = make_sentinel_outputs(l);
-      const RunStatus st = run_backend(*be, l, in, got);
-      if (st.kind == RunStatus::Skipped) {
-        cell = {CellKind::Skip, st.reason};
+      const TrialRun got = t.run(*be);
+      if (got.status.kind == RunStatus::Skipped) {
+        cell = {CellKind::Skip, got.status.reason};
         continue;
       }
-      if (st.kind == RunStatus::Error) {
-        cell = {CellKind::Error, st.reason};
-        res.problems.push_back(fmt::format("{} errored on {}: {}", res.models[b], families[f].name, st.reason));
+      if (got.status.kind == RunStatus::Error) {
+        cell = {CellKind::Error, got.status.reason};
+        res.problems.push_back(fmt::format("{} errored on {}: {}", res.models[b], families[f].name, got.status.reason));
         continue;
       }
-      const bool observable = outputs_differ(l, got, ref);
-      const Verdict v = compare(l, in, got, ref);
+      const bool observable = outputs_differ(l, got.out, ref.out);
+      const Verdict v = t.judge(got, ref);
       const bool failed = v.kind != Verdict::Pass;
       if (observable && failed) {
         cell = {CellKind::Detected, v.reason};

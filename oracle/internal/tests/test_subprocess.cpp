@@ -170,3 +170,57 @@ TEST(Subprocess, TimeoutFromTheEnvironmentIsValidated) {
   }
   ::unsetenv("AO_SUBPROCESS_TEST_TIMEOUT");
 }
+
+// A set of processes that work together (cp-run's ranks): all run at once; the first that fails stops
+// the others (their whole process groups), long before their own end or the timeout.
+TEST(Subprocess, CommandsTogetherStopOnTheFirstFailure) {
+  TempDir d;
+  const std::string pid_file = (d.path / "child.pid").string();
+  SubprocessOptions o;
+  o.timeout_s = 60;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto outs = run_commands_together(
+      {{{"/bin/sh", "-c", "sleep 100 & echo $! > " + pid_file + "; wait"}, {}},
+       {{"/bin/sh", "-c", "sleep 0.3; echo \"rank $RANK\" >&2; exit 3"}, {"RANK=1"}},
+       {{"/bin/sh", "-c", "sleep 100"}, {}}},
+      o);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[1].kind, SubprocessOutcome::Exited);
+  EXPECT_EQ(outs[1].code, 3);
+  EXPECT_EQ(outs[1].stderr_tail, "rank 1\n");
+  for (size_t i : {0, 2}) {
+    EXPECT_EQ(outs[i].kind, SubprocessOutcome::Interrupted) << i;
+    EXPECT_EQ(outs[i].code, 0) << i;
+    EXPECT_NE(outs[i].describe(60).find("stopped because another process of its set failed"), std::string::npos);
+  }
+  const pid_t grandchild = pid_in(pid_file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_FALSE(alive(grandchild)) << "the stopped process's own children are gone too";
+
+  const auto fine = run_commands_together({{{"/bin/sh", "-c", "exit 0"}, {}}, {{"/bin/sh", "-c", "sleep 0.2"}, {}}}, o);
+  for (const auto& r : fine) EXPECT_TRUE(r.kind == SubprocessOutcome::Exited && r.code == 0) << r.describe(60);
+  o.timeout_s = 0.5;
+  const auto slow = run_commands_together({{{"/bin/sh", "-c", "sleep 100"}, {}}, {{"/bin/sh", "-c", "sleep 100"}, {}}}, o);
+  for (const auto& r : slow)
+    EXPECT_TRUE(r.kind == SubprocessOutcome::TimedOut || (r.kind == SubprocessOutcome::Interrupted && r.code == 0))
+        << r.describe(0.5);
+  EXPECT_EQ(slow[0].kind == SubprocessOutcome::TimedOut || slow[1].kind == SubprocessOutcome::TimedOut, true);
+}
+
+// A supervised child that supervises again (bisect-run's child runs exec: backends): the start lock
+// held while the reaper was forked must not be inherited held (before the fix: a deadlock).
+TEST(Subprocess, NestedSupervisionDoesNotDeadlock) {
+  SubprocessOptions o;
+  o.timeout_s = 20;
+  const auto r = run_forked(
+      [](int) {
+        SubprocessOptions inner;
+        inner.timeout_s = 5;
+        const auto x = run_command({"/bin/sh", "-c", "exit 4"}, {}, inner);
+        return x.kind == SubprocessOutcome::Exited ? x.code : 99;
+      },
+      o);
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited) << r.describe(20);
+  EXPECT_EQ(r.code, 4);
+}

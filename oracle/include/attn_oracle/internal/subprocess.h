@@ -1,5 +1,5 @@
-// The one supervisor for foreign code in a child process (exec: commands, plugin: libraries, the
-// bisect-run step): nothing the child does can kill, hang or outlive the harness.
+// The one supervisor for child processes (exec: commands, plugin: libraries, the bisect-run step,
+// cp-run's rank processes): nothing the child does can kill, hang or outlive the harness.
 //  * The child runs under a small reaper process of ours: the reaper leads a new process group and is
 //    a child subreaper (PR_SET_CHILD_SUBREAPER), so descendants that leave the group (setsid, double
 //    fork) are re-parented to it. When the child ends (or on a stop), the reaper kills the group and
@@ -47,6 +47,17 @@ struct SubprocessOutcome {
 // stdin /dev/null.
 SubprocessOutcome run_command(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                               const SubprocessOptions& opt);
+
+struct CommandLine {
+  std::vector<std::string> argv, extra_env;  // as for run_command
+};
+
+// Runs every command at once, each supervised as run_command does (its own reaper and process group,
+// the timeout, the output caps). The first that does not exit with status 0 stops the others: they
+// end as Interrupted with code 0 ("stopped because another process of its set failed"). Outcomes in
+// the order given. For sets of processes that work together (cp-run's ranks).
+std::vector<SubprocessOutcome> run_commands_together(const std::vector<CommandLine>& cmds,
+                                                     const SubprocessOptions& opt);
 
 // Forks; the child runs body(message_fd) and _exits with its return value (an escaping exception:
 // 70). stdin is /dev/null. The body may use anything the harness has (it is a copy of it).

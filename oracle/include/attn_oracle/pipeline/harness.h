@@ -1,26 +1,16 @@
-// The one-way pipeline: case -> Layout -> Inputs -> backend run -> reference run -> compare -> result.
-// Around the runs: the inputs are fingerprinted and checked after each run (a backend or reference that
-// wrote them is an ERROR, and the reference never runs on written inputs); the reference's outputs
-// must pass reference_sanity() before they judge anything (else ERROR naming the reference); foreign
-// text (names, versions, reasons) is made valid UTF-8.
+// One case through the pipeline (a Trial, trial.h): case -> Layout -> Inputs -> backend run ->
+// reference run -> judgement -> result. A backend or reference that wrote its inputs is an ERROR (the
+// reference never runs on written inputs); the reference's outputs must pass reference_sanity()
+// before they judge anything (else ERROR naming the reference); foreign text is made valid UTF-8.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/pipeline/trial.h"
 
 namespace ao {
-
-// What the report pictures need from a failing case: its layout and both output sets. Kept only when
-// asked for (a report directory) and only for failing cases. Bounded: the indexer keeps top-k of the
-// checked rows only (got/ref.topk row i = layout.check_rows[i]; scores dropped), SDPA keeps O and LSE;
-// all kept artifacts of a process share a 1 GiB budget (past it a failing case keeps none). The
-// writers downsample further, so a report stays small whatever the case size.
-struct CaseArtifacts {
-  Layout layout;
-  Outputs got, ref;
-};
 
 struct CaseResult {
   std::string case_line, backend, vs, backend_version;

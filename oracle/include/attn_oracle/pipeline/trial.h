@@ -1,0 +1,71 @@
+// One trial of one case: the pipeline case -> Layout -> Inputs -> backend runs -> judgement, as one
+// object that every driver uses (run_case, selftest, cp-run, the GPU campaign, the fuzz campaign).
+//  * Built from a Case (or a Layout made elsewhere): the validated layout, the generated inputs and
+//    their fingerprint. Throws CaseError for an invalid case (callers map it to exit code 2).
+//  * run(b): the backend on fresh sentinel outputs. The inputs are checked after every run: a
+//    backend that wrote them gets RunStatus::Error (wrote_input names the element) and the trial
+//    restores them, so no later run and no judgement ever sees written inputs.
+//  * judge(got, ref): the verdict of a run against a reference run: SKIPPED/ERROR when either run
+//    produced nothing to judge, ERROR when the reference fails reference_sanity(), else compare().
+//  * keep_artifacts(got, ref): what report pictures need of a failing trial (bounded; see below).
+// Foreign text (backend names, reasons) is made valid UTF-8 here.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn_oracle/backends/backend.h"
+#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/inputs/input_fingerprint.h"
+
+namespace ao {
+
+// One backend's run in a trial.
+struct TrialRun {
+  std::string backend;      // the backend's name (valid UTF-8)
+  Outputs out;              // sentinel outputs as the backend left them
+  RunStatus status;         // Error also when the backend wrote its inputs (then wrote_input is set)
+  std::string wrote_input;  // the first changed input element, e.g. "q (first changed element 3 of 64: ...)"
+  bool ok() const { return status.kind == RunStatus::Ok; }
+};
+
+// What the report pictures need from a failing case: its layout and both output sets. Bounded: the
+// indexer keeps top-k of the checked rows only (got/ref.topk row i = layout.check_rows[i]; scores
+// dropped), SDPA keeps O and LSE; all kept artifacts of a process share a 1 GiB budget (past it a
+// failing case keeps none). The writers downsample further, so a report stays small whatever the case.
+struct CaseArtifacts {
+  Layout layout;
+  Outputs got, ref;
+};
+
+class Trial {
+ public:
+  explicit Trial(const Case& c, const LayoutLimits& lim = {});
+  explicit Trial(Layout l);  // a layout made elsewhere (cp-run's per-rank layouts)
+
+  const Layout& layout() const { return l_; }
+  const Inputs& inputs() const { return in_; }
+
+  TrialRun run(Backend& b);
+
+  // The verdict of a run that produced nothing to judge: SKIPPED ("<name> skipped: ..."), or ERROR
+  // (its error, or "backend <name> wrote its input ..."); nullopt when it ran.
+  static std::optional<Verdict> unjudged(const TrialRun& got);
+  // got judged against the reference's run ref (see the top of this file).
+  Verdict judge(const TrialRun& got, const TrialRun& ref) const;
+  // The same on a subset of layout().check_rows (per-segment verdicts).
+  Verdict judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<int64_t> rows) const;
+
+  // Layout and outputs (moved out of got and ref) for report.html; null past the process budget.
+  std::shared_ptr<const CaseArtifacts> keep_artifacts(TrialRun& got, TrialRun& ref) const;
+
+ private:
+  Verdict judge_on(const Layout& l, const TrialRun& got, const TrialRun& ref) const;
+
+  Layout l_;
+  Inputs in_;
+  InputFingerprint pristine_;
+};
+
+}  // namespace ao

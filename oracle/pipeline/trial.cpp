@@ -1,0 +1,105 @@
+#include "attn_oracle/pipeline/trial.h"
+
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/internal/utf8.h"
+#include "attn_oracle/reference/reference_sanity.h"
+
+namespace ao {
+
+namespace {
+
+// Bytes of artifacts alive in this process; each CaseArtifacts gives its share back when freed.
+std::atomic<int64_t> g_artifact_bytes{0};
+constexpr int64_t kArtifactBudget = int64_t(1) << 30;
+
+Verdict verdict_of(Verdict::Kind kind, const std::string& why) {
+  Verdict v;
+  v.kind = kind;
+  v.reason = sanitize_utf8(why);
+  return v;
+}
+
+}  // namespace
+
+Trial::Trial(const Case& c, const LayoutLimits& lim) : Trial(make_layout(c, lim)) {}
+
+Trial::Trial(Layout l) : l_(std::move(l)), in_(make_inputs(l_)), pristine_(fingerprint(in_)) {}
+
+TrialRun Trial::run(Backend& b) {
+  TrialRun r;
+  r.backend = sanitize_utf8(b.name());
+  r.out = make_sentinel_outputs(l_);
+  r.status = run_backend(b, l_, in_, r.out);
+  if (auto what = changed_input(l_, in_, pristine_); !what.empty()) {
+    r.wrote_input = sanitize_utf8(what);
+    in_ = make_inputs(l_);  // deterministic: the pristine inputs again, for every later run and judgement
+    if (r.status.kind != RunStatus::Skipped)
+      r.status = {RunStatus::Error, fmt::format("{} wrote its input {}", r.backend, r.wrote_input), r.status.seconds};
+  }
+  return r;
+}
+
+std::optional<Verdict> Trial::unjudged(const TrialRun& got) {
+  if (got.status.kind == RunStatus::Skipped)
+    return verdict_of(Verdict::Skipped, fmt::format("{} skipped: {}", got.backend, got.status.reason));
+  if (!got.wrote_input.empty())
+    return verdict_of(Verdict::Error, fmt::format("backend {} wrote its input {}", got.backend, got.wrote_input));
+  if (got.status.kind == RunStatus::Error) return verdict_of(Verdict::Error, got.status.reason);
+  return std::nullopt;
+}
+
+Verdict Trial::judge(const TrialRun& got, const TrialRun& ref) const { return judge_on(l_, got, ref); }
+
+Verdict Trial::judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<int64_t> rows) const {
+  Layout l = l_;
+  l.check_rows = std::move(rows);
+  return judge_on(l, got, ref);
+}
+
+Verdict Trial::judge_on(const Layout& l, const TrialRun& got, const TrialRun& ref) const {
+  if (auto v = unjudged(got)) return *v;
+  if (!ref.wrote_input.empty())
+    return verdict_of(Verdict::Error, fmt::format("reference {} wrote its input {}", ref.backend, ref.wrote_input));
+  if (!ref.ok())
+    return verdict_of(Verdict::Skipped, fmt::format("reference {} did not run: {}", ref.backend, ref.status.reason));
+  if (auto bad = reference_sanity(l, ref.out); !bad.empty())
+    return verdict_of(Verdict::Error, fmt::format("reference {} failed its own sanity check: {}", ref.backend, bad));
+  return compare(l, in_, got.out, ref.out);
+}
+
+// The pictures use indices of checked rows (indexer) or O and LSE (SDPA); see CaseArtifacts.
+std::shared_ptr<const CaseArtifacts> Trial::keep_artifacts(TrialRun& got_run, TrialRun& ref_run) const {
+  const Layout& l = l_;
+  Outputs &got = got_run.out, &ref = ref_run.out;
+  auto a = std::make_unique<CaseArtifacts>();
+  a->layout = l;
+  if (l.c.op == Op::Indexer) {
+    const size_t K = size_t(l.c.topk);
+    for (int64_t r : l.check_rows) {
+      a->got.topk.insert(a->got.topk.end(), got.topk.begin() + long(size_t(r) * K), got.topk.begin() + long(size_t(r + 1) * K));
+      a->ref.topk.insert(a->ref.topk.end(), ref.topk.begin() + long(size_t(r) * K), ref.topk.begin() + long(size_t(r + 1) * K));
+    }
+  } else {
+    a->got.o = std::move(got.o);
+    a->got.lse = std::move(got.lse);
+    a->ref.o = std::move(ref.o);
+    a->ref.lse = std::move(ref.lse);
+  }
+  const int64_t bytes = int64_t(sizeof(float)) * int64_t(a->got.topk.size() + a->ref.topk.size() + a->got.o.size() +
+                                                         a->ref.o.size() + a->got.lse.size() + a->ref.lse.size()) +
+                        int64_t(sizeof(int32_t)) * int64_t(l.row_segment.size()) +
+                        int64_t(sizeof(int64_t)) * int64_t(l.check_rows.size());
+  if (g_artifact_bytes.fetch_add(bytes) + bytes > kArtifactBudget) {
+    g_artifact_bytes -= bytes;
+    return nullptr;
+  }
+  return std::shared_ptr<const CaseArtifacts>(a.release(), [bytes](const CaseArtifacts* p) {
+    g_artifact_bytes -= bytes;
+    delete p;
+  });
+}
+
+}  // namespace ao
