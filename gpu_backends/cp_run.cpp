@@ -226,16 +226,15 @@ int run_rank_process(const CpRunOptions& o, const CpWorld& world) {
     res.backend_version = backend->version() + ", " + CpComm::nccl_version();
     res.vs = "cpu-ref";
     res.ref_seconds = rs.seconds;
-    res.verdict = rs.kind == RunStatus::Ok ? compare(rr.l, in, got, refo) : Verdict{Verdict::Error, rs.reason, {}, {}};
+    res.verdict = rs.kind == RunStatus::Ok ? compare(rr.l, in, got, refo) : error_verdict(rs.reason);
     if (!bitwise) {
-      res.verdict.metrics.push_back({"bitwise_vs_single_gpu", 0, "== 1", true});
+      res.verdict.metrics.push_back(gated_metric("bitwise_vs_single_gpu", 0, "== 1", true));
       res.verdict.reason += (res.verdict.reason.empty() ? "" : ", ") + std::string("bitwise_vs_single_gpu");
       res.verdict.kind = Verdict::Fail;
     }
     std::string brief;
     for (const auto& m : res.verdict.metrics)
-      if (m.name == "overlap_mean" || m.name == "tie_aware_recall_min" || m.name == "out_of_causal" ||
-          m.name == "max_abs_err" || m.name == "nonfinite_valid" || m.failed)
+      if (m.headline || m.failed)
         brief += fmt::format(" {}={:.4g}", m.name, m.value);
     std::cout << fmt::format("{:>4}  {:<7}  {:<19} {}\n", r, verdict_name(res.verdict.kind), bitwise ? "yes" : "NO", brief);
     all_ok = all_ok && res.verdict.kind == Verdict::Pass;

@@ -59,16 +59,14 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
   const Inputs in = make_inputs(l);
   const InputFingerprint pristine = fingerprint(in);
   auto error = [&](std::string why) {
-    res.verdict.kind = Verdict::Error;
-    res.verdict.reason = sanitize_utf8(why);
+    res.verdict = error_verdict(sanitize_utf8(why));
     return res;
   };
   Outputs got = make_sentinel_outputs(l);
   const RunStatus bs = run_backend(backend, l, in, got);
   res.backend_seconds = bs.seconds;
   if (bs.kind == RunStatus::Skipped) {
-    res.verdict.kind = Verdict::Skipped;
-    res.verdict.reason = sanitize_utf8(fmt::format("{} skipped: {}", backend.name(), bs.reason));
+    res.verdict = skipped_verdict(sanitize_utf8(fmt::format("{} skipped: {}", backend.name(), bs.reason)));
     return res;
   }
   // Checked before the reference runs, so the reference and the comparator only ever see pristine inputs.
@@ -81,8 +79,7 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
   if (auto what = changed_input(l, in, pristine); !what.empty())
     return error(fmt::format("reference {} wrote its input {}", vs.name(), what));
   if (rs.kind != RunStatus::Ok) {
-    res.verdict.kind = Verdict::Skipped;
-    res.verdict.reason = sanitize_utf8(fmt::format("reference {} did not run: {}", vs.name(), rs.reason));
+    res.verdict = skipped_verdict(sanitize_utf8(fmt::format("reference {} did not run: {}", vs.name(), rs.reason)));
     return res;
   }
   if (auto bad = reference_sanity(l, ref); !bad.empty())
@@ -92,21 +89,11 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
   return res;
 }
 
-int exit_code(const std::vector<CaseResult>& results) {
-  bool any_ran = false, any_bad = false;
-  for (const auto& r : results) {
-    if (r.verdict.kind == Verdict::Skipped) continue;
-    any_ran = true;
-    any_bad |= r.verdict.kind != Verdict::Pass;
-  }
-  return any_bad ? 1 : any_ran ? 0 : 125;
-}
+int exit_code(const std::vector<CaseResult>& results) { return tally(results).exit_code(); }
 
 std::string format_result(const CaseResult& r) {
   std::string s = fmt::format("case:    {}\nbackend: {}   vs: {}\n", r.case_line, r.backend, r.vs);
-  std::string verdict = verdict_name(r.verdict.kind);
-  for (auto& ch : verdict) ch = char(std::toupper(ch));
-  s += fmt::format("verdict: {}{}\n", verdict, r.verdict.reason.empty() ? "" : " (" + r.verdict.reason + ")");
+  s += fmt::format("verdict: {}{}\n", verdict_label(r.verdict.kind), r.verdict.reason.empty() ? "" : " (" + r.verdict.reason + ")");
   for (const auto& m : r.verdict.metrics)
     s += fmt::format("  {:<24} {:>14.6g}  {}{}\n", m.name, m.value, m.rule, m.failed ? "   <-- FAILED" : "");
   if (!r.verdict.worst_rows.empty()) {
