@@ -98,12 +98,7 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
     if (row_ratio > 1) notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), row_ratio});
   }
   if (c.pad_writes == PadWrites::Forbid) {
-    std::vector<char> o_valid(size_t(l.o_rows), 0), s_valid(size_t(l.stats_rows), 0);
-    for (const auto& s : l.segments)
-      for (int64_t i = 0; i < s.valid; ++i) {
-        o_valid[size_t(s.o_row0 + i)] = 1;
-        s_valid[size_t(s.stats_row0 + i)] = 1;
-      }
+    const std::vector<char> o_valid = valid_rows(l, RowBuffer::O), s_valid = valid_rows(l, RowBuffer::Stats);
     for (int64_t r = 0; r < l.o_rows; ++r) {
       if (o_valid[size_t(r)]) continue;
       bool w = false;
