@@ -41,8 +41,7 @@ int report_cp_run(const gpu::CpRunResult& r, const std::string& report_dir) {
     const Verdict& v = rank.result.verdict;
     std::string brief;
     for (const auto& m : v.metrics)
-      if (m.name == "overlap_mean" || m.name == "tie_aware_recall_min" || m.name == "out_of_causal" ||
-          m.name == "max_abs_err" || m.name == "nonfinite_valid" || m.failed)
+      if (m.headline || m.failed)
         brief += fmt::format(" {}={:.4g}", m.name, m.value);
     std::cout << fmt::format("{:>4}  {:<7}  {:<19} {}\n", rank.rank, verdict_name(v.kind),
                              rank.bitwise_vs_single_gpu ? "yes" : "NO", brief);

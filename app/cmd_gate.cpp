@@ -11,6 +11,7 @@
 
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/verdict/verdict.h"
 #include "commands.h"
 #include "attn_oracle/reports/report_dir.h"
 
@@ -63,7 +64,8 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
   auto vs = make_backend(a.vs);
   std::vector<CaseResult> results;
   std::vector<std::string> where;
-  int passed = 0, failed = 0, skipped = 0, claims_checked = 0, claims_not_held = 0;
+  VerdictTally n;
+  int claims_checked = 0, claims_not_held = 0;
   for (const auto& spec : a.backends) {
     if (interrupted()) break;
     auto be = make_backend(spec);
@@ -82,11 +84,8 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
                                          e.claim_line, e.claim);
         }
       }
-      std::string v = verdict_name(r.verdict.kind);
-      for (auto& ch : v) ch = char(std::toupper(ch));
-      if (r.verdict.kind == Verdict::Pass) ++passed;
-      else if (r.verdict.kind == Verdict::Skipped) ++skipped;
-      else ++failed;
+      n.add(r.verdict.kind);
+      const std::string v = verdict_label(r.verdict.kind);
       if (!a.quiet || r.verdict.kind != Verdict::Pass)  // flushed: printed lines survive an interruption
         std::cout << fmt::format("{:<7} {}  [{}]  {:.2f}s  {}{}\n", v, where.back(), spec,
                                  r.backend_seconds + r.ref_seconds, r.case_line,
@@ -104,6 +103,7 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
       report_error = 2;
     }
   }
+  const int64_t passed = n[Verdict::Pass], failed = n.bad(), skipped = n[Verdict::Skipped];
   if (skipped > 0) {
     std::cout << fmt::format("skipped ({}{}):\n", skipped, a.require_run ? ", --require-run: they fail the gate" : "");
     for (size_t i = 0; i < results.size(); ++i)
@@ -119,7 +119,7 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
               << std::flush;
     return 128 + sig;
   }
-  const int code = failed > 0 || (a.require_run && skipped > 0) ? 1 : passed == 0 ? 125 : 0;
+  const int code = a.require_run && skipped > 0 ? 1 : n.exit_code();
   std::cout << fmt::format("gate: {} cases x {} backend(s): {} passed, {} failed, {} skipped{} -> {}\n",
                            entries.size(), a.backends.size(), passed, failed, skipped, claim_note,
                            code == 0 ? "PASS" : code == 125 ? "NOTHING RAN" : "FAIL")

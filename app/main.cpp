@@ -8,6 +8,7 @@
 #include "attn_oracle/pipeline/harness.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "commands.h"
+#include "layout_text.h"
 #include "attn_oracle/reports/report_dir.h"
 
 namespace ao {

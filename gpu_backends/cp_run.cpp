@@ -232,7 +232,7 @@ CpRunResult run_rank_process(const CpRunOptions& o, const CpWorld& world) {
     cr.ref_seconds = refo.status.seconds;
     cr.verdict = trial.judge(got, refo);
     if (!bitwise) {
-      cr.verdict.metrics.push_back({"bitwise_vs_single_gpu", 0, "== 1", true});
+      cr.verdict.metrics.push_back(gated_metric("bitwise_vs_single_gpu", 0, "== 1", true));
       cr.verdict.reason += (cr.verdict.reason.empty() ? "" : ", ") + std::string("bitwise_vs_single_gpu");
       cr.verdict.kind = Verdict::Fail;
     }

@@ -69,14 +69,6 @@ std::string case_hash(const std::string& line) {
   return fmt::format("{:016x}", h);
 }
 
-std::string failing_summary(const Verdict& v) {
-  std::string s;
-  for (const auto& m : v.metrics)
-    if (m.failed) s += fmt::format("{}{}={:.6g} ({})", s.empty() ? "" : ", ", m.name, m.value, m.rule);
-  if (s.empty()) s = std::string(verdict_name(v.kind)) + (v.reason.empty() ? "" : ": " + v.reason);
-  return s;
-}
-
 std::string failure_signature(const std::string& backend, const Case& m, const Verdict& v) {
   std::string verdict = verdict_name(v.kind);
   if (v.kind == Verdict::Fail) {
@@ -236,7 +228,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if ((s.interrupted = interrupted()) != 0) break;
     if (opt.budget.cases > 0 && s.cases >= opt.budget.cases) break;
     if (opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds) break;
-    if (opt.max_failures > 0 && s.failed >= uint64_t(opt.max_failures)) break;
+    if (opt.max_failures > 0 && s.verdicts.bad() >= opt.max_failures) break;
     const uint64_t index = uint64_t(opt.shard) + k * uint64_t(opt.shards);
     Case c;
     try {
@@ -252,12 +244,8 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t_run);
     if ((s.interrupted = interrupted()) != 0) break;  // a run cut short proves nothing: not counted
     ++s.cases;
-    if (r.verdict.kind == Verdict::Pass) {
-      ++s.passed;
-    } else if (r.verdict.kind == Verdict::Skipped) {
-      ++s.skipped;
-    } else {
-      ++s.failed;
+    s.verdicts.add(r.verdict.kind);
+    if (r.verdict.kind == Verdict::Fail || r.verdict.kind == Verdict::Error) {
       s.failing_indices.push_back(index);
       if (s.first_failure_case < 0) {
         s.first_failure_case = int64_t(k + 1);
@@ -304,7 +292,8 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if (opt.progress && elapsed() - last_progress >= 0.25) {
       last_progress = elapsed();
       err << fmt::format("\r[fuzz] {} cases  {} passed  {} failed ({} unique)  {} skipped  {:.0f} cases/s  {:.0f}s",
-                         s.cases, s.passed, s.failed, s.unique.size(), s.skipped,
+                         s.cases, s.verdicts[Verdict::Pass], s.verdicts.bad(), s.unique.size(),
+                         s.verdicts[Verdict::Skipped],
                          double(s.cases) / std::max(last_progress, 1e-9), last_progress)
           << std::flush;
     }
@@ -319,7 +308,8 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
       "fuzz summary: backend {} vs {}, seed {}, shard {}/{}, dims {}\n"
       "  {} cases in {:.1f} s ({:.0f} cases/s): {} passed, {} failed, {} skipped, {} invalid (generator bugs)\n",
       opt.backend, opt.vs, opt.seed, opt.shard, opt.shards, opt.gen.dims == DimsProfile::Glm ? "glm" : "small",
-      s.cases, s.seconds, double(s.cases) / std::max(s.seconds, 1e-9), s.passed, s.failed, s.skipped, s.invalid);
+      s.cases, s.seconds, double(s.cases) / std::max(s.seconds, 1e-9), s.verdicts[Verdict::Pass], s.verdicts.bad(),
+      s.verdicts[Verdict::Skipped], s.invalid);
   if (s.interrupted != 0)
     out += fmt::format("  INTERRUPTED by signal {}: the counts cover the cases that finished\n", s.interrupted);
   for (const auto& l : s.invalid_lines) out += "  INVALID " + l + "\n";
@@ -347,16 +337,15 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   out += fmt::format("fuzz-result cases={} failed={} unique={} merged={} merged_per_case={} skipped={} invalid={} "
                      "first_failure_case={} first_failure_seconds={:.3f} seconds={:.3f} longest_run_seconds={:.3f} "
                      "interrupted={}\n",
-                     s.cases, s.failed, s.unique.size(), merged, per_case.empty() ? "-" : per_case, s.skipped,
+                     s.cases, s.verdicts.bad(), s.unique.size(), merged, per_case.empty() ? "-" : per_case,
+                     s.verdicts[Verdict::Skipped],
                      s.invalid, s.first_failure_case, s.first_failure_seconds, s.seconds, s.longest_run_seconds,
                      s.interrupted);
   return out;
 }
 
 int campaign_exit_code(const CampaignSummary& s) {
-  if (s.failed > 0 || s.invalid > 0) return 1;
-  if (s.passed == 0) return 125;
-  return 0;
+  return s.invalid > 0 ? 1 : s.verdicts.exit_code();  // a generator bug fails the campaign too
 }
 
 }  // namespace ao

@@ -321,13 +321,6 @@ ShrinkResult shrink_case(const Case& failing, const StillFails& still_fails, con
   return r;
 }
 
-std::set<std::string> failing_metrics(const Verdict& v) {
-  std::set<std::string> s;
-  for (const auto& m : v.metrics)
-    if (m.failed) s.insert(m.name);
-  return s;
-}
-
 StillFails fails_like(const CaseResult& original, Backend& backend, Backend& vs, const LayoutLimits& lim,
                       CaseResult* last_failing) {
   const bool was_error = original.verdict.kind == Verdict::Error;

@@ -76,7 +76,7 @@ TEST(FuzzCampaign, FindsShrinksAndSavesABugModelFailure) {
   o.out_dir = dir.string();
   std::ostringstream err;
   const CampaignSummary s = run_campaign(o, err);
-  ASSERT_EQ(s.failed, 1u);
+  ASSERT_EQ(s.verdicts.bad(), 1);
   EXPECT_EQ(campaign_exit_code(s), 1);
   ASSERT_EQ(s.unique.size(), 1u);
   const FoundCase& f = s.unique[0];
@@ -117,9 +117,9 @@ TEST(FuzzCampaign, ExactReferenceFindsNothing) {
   std::ostringstream err;
   const CampaignSummary s = run_campaign(o, err);
   EXPECT_EQ(s.cases, 150u);
-  EXPECT_EQ(s.failed, 0u) << format_summary(o, s);
+  EXPECT_EQ(s.verdicts.bad(), 0) << format_summary(o, s);
   EXPECT_EQ(s.invalid, 0u);
-  EXPECT_EQ(s.passed, 150u);
+  EXPECT_EQ(s.verdicts[Verdict::Pass], 150);
   EXPECT_EQ(campaign_exit_code(s), 0);
   EXPECT_TRUE(err.str().empty());  // no progress line unless asked (terminal only)
 }
@@ -297,7 +297,7 @@ TEST(FuzzCampaign, OneSmallestFilePerFailureSignatureAlsoAcrossRuns) {
   o.out_dir = dir.string();
   std::ostringstream err;
   const CampaignSummary s = run_campaign(o, err);
-  ASSERT_GT(s.failed, 4u) << format_summary(o, s);
+  ASSERT_GT(s.verdicts.bad(), 4) << format_summary(o, s);
   std::set<std::string> sigs;
   uint64_t merged = 0;
   for (const auto& f : s.unique) {
@@ -306,8 +306,8 @@ TEST(FuzzCampaign, OneSmallestFilePerFailureSignatureAlsoAcrossRuns) {
     EXPECT_NE(slurp(f.file).find("# signature: " + f.signature + "\n"), std::string::npos);
     merged += f.merged;
   }
-  EXPECT_EQ(merged + s.unique.size(), s.failed);  // every failure is kept or merged into a kept one
-  EXPECT_LT(s.unique.size(), s.failed) << format_summary(o, s);
+  EXPECT_EQ(int64_t(merged + s.unique.size()), s.verdicts.bad());  // every failure is kept or merged into a kept one
+  EXPECT_LT(int64_t(s.unique.size()), s.verdicts.bad()) << format_summary(o, s);
   EXPECT_LE(s.unique.size(), 5u) << format_summary(o, s);
   size_t files = 0;
   expect_only_valid_case_files(dir, &files);

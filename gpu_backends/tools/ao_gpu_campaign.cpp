@@ -140,9 +140,8 @@ int main(int argc, char** argv) {
         for (const auto& sv : ao::gpu::segment_verdicts(trial, got, refo)) {
           json s{{"doc", sv.doc}, {"chunk", sv.chunk}, {"pos0", sv.pos0}, {"rows_checked", sv.rows_checked},
                  {"verdict", ao::verdict_name(sv.verdict.kind)}, {"reason", sv.verdict.reason}};
-          for (const char* k : {"overlap_min", "overlap_mean", "tie_aware_recall_min", "out_of_causal", "max_abs_err",
-                                "nonfinite_valid"})
-            if (const auto* m = sv.verdict.find(k)) s[k] = m->value;
+          for (const auto& m : sv.verdict.metrics)
+            if (m.headline) s[m.name] = m.value;
           segs.push_back(s);
         }
         r["segments"] = segs;

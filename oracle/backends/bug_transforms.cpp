@@ -55,9 +55,7 @@ void pad_rows_written(const Layout&, const Inputs&, Outputs& out) {
 // alone (on a GPU that is a race with that sequence's own store).
 void store_overrun(const Layout& l, const Inputs&, Outputs& out) {
   const int64_t rows = l.c.op == Op::Indexer ? l.q_rows : l.o_rows;
-  std::vector<char> owned(size_t(std::max(l.o_rows, l.q_rows)), 0);
-  for (const auto& s : l.segments)
-    for (int64_t i = 0; i < s.valid; ++i) owned[size_t((l.c.op == Op::Indexer ? s.row0 : s.o_row0) + i)] = 1;
+  const std::vector<char> owned = valid_rows(l, l.c.op == Op::Indexer ? RowBuffer::Q : RowBuffer::O);
   for (const auto& s : l.segments) {
     if (s.valid == 0) continue;
     const int64_t end = (s.valid + kTile - 1) / kTile * kTile;

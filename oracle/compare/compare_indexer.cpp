@@ -5,7 +5,8 @@
 //    fp32 accumulation over heads x dim at the row's input magnitudes). Gate: >= min_recall (1).
 //  * out-of-causal (same document, not allowed), cross-document, out-of-range (outside the KV buffer
 //    or in a KV pad slot), duplicates, wrong -1 fill (count of -1 != k - min(k, allowed)), unwritten rows,
-//    and writes into Q pad rows outside every segment (pad_writes=forbid). All gated at 0.
+//    and writes into Q pad rows outside every segment (clobbered_pad_slots, pad_writes=forbid). All
+//    gated at 0.
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
@@ -16,21 +17,6 @@
 #include "attn_oracle/compare/tolerance.h"
 
 namespace ao {
-
-const Metric* Verdict::find(const std::string& name) const {
-  for (const auto& m : metrics)
-    if (m.name == name) return &m;
-  return nullptr;
-}
-
-const char* verdict_name(Verdict::Kind k) {
-  switch (k) {
-    case Verdict::Pass: return "pass";
-    case Verdict::Fail: return "fail";
-    case Verdict::Skipped: return "skipped";
-    default: return "error";
-  }
-}
 
 double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row) {
   const int H = l.c.heads, D = l.c.dim;
@@ -148,31 +134,26 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
       }
     }
 
-  Verdict v;
   const double n = double(std::max<int64_t>(rows_scored, 1));
   const double min_recall = c.min_recall >= 0 ? c.min_recall : 1.0;
-  auto add = [&](std::string name, double value, std::string rule, bool failed) {
-    v.metrics.push_back({std::move(name), value, std::move(rule), failed});
-  };
-  add("rows_checked", double(rows_scored), "", false);
-  add("overlap_min", ov_min, "", false);
-  add("overlap_mean", ov_sum / n, "", false);
-  add("tie_aware_recall_min", rc_min, fmt::format(">= {}", min_recall), rc_min < min_recall);
-  add("tie_aware_recall_mean", rc_sum / n, "", false);
-  add("out_of_causal", double(out_of_causal), "== 0", out_of_causal > 0);
-  add("cross_doc", double(cross_doc), "== 0", cross_doc > 0);
-  add("out_of_range", double(out_of_range), "== 0", out_of_range > 0);
-  add("duplicates", double(dups), "== 0", dups > 0);
-  add("wrong_fill_rows", double(fill_rows), "== 0", fill_rows > 0);
-  add("unwritten_rows", double(unwritten), "== 0", unwritten > 0);
-  add("clobbered_pad_rows", double(pad_written), c.pad_writes == PadWrites::Forbid ? "== 0" : "", pad_written > 0);
-  std::stable_sort(notes.begin(), notes.end(), [](const RowNote& a, const RowNote& b) { return a.value < b.value; });
-  if (notes.size() > 8) notes.resize(8);
-  v.worst_rows = std::move(notes);
-  for (const auto& m : v.metrics)
-    if (m.failed) v.reason += (v.reason.empty() ? "" : ", ") + m.name;
-  v.kind = v.reason.empty() ? Verdict::Pass : Verdict::Fail;
-  return v;
+  const bool forbid_pad = c.pad_writes == PadWrites::Forbid;
+  return build_verdict(
+      {
+          info_metric("rows_checked", double(rows_scored)),
+          info_metric("overlap_min", ov_min, Headline::Yes),
+          info_metric("overlap_mean", ov_sum / n, Headline::Yes),
+          gated_metric("tie_aware_recall_min", rc_min, fmt::format(">= {}", min_recall), rc_min < min_recall,
+                       Headline::Yes),
+          info_metric("tie_aware_recall_mean", rc_sum / n),
+          gated_metric("out_of_causal", double(out_of_causal), "== 0", out_of_causal > 0, Headline::Yes),
+          gated_metric("cross_doc", double(cross_doc), "== 0", cross_doc > 0),
+          gated_metric("out_of_range", double(out_of_range), "== 0", out_of_range > 0),
+          gated_metric("duplicates", double(dups), "== 0", dups > 0),
+          gated_metric("wrong_fill_rows", double(fill_rows), "== 0", fill_rows > 0),
+          gated_metric("unwritten_rows", double(unwritten), "== 0", unwritten > 0),
+          gated_metric("clobbered_pad_slots", double(pad_written), forbid_pad ? "== 0" : "", pad_written > 0),
+      },
+      std::move(notes), WorseIs::Lowest);
 }
 
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {

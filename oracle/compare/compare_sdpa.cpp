@@ -98,12 +98,7 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
     if (row_ratio > 1) notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), row_ratio});
   }
   if (c.pad_writes == PadWrites::Forbid) {
-    std::vector<char> o_valid(size_t(l.o_rows), 0), s_valid(size_t(l.stats_rows), 0);
-    for (const auto& s : l.segments)
-      for (int64_t i = 0; i < s.valid; ++i) {
-        o_valid[size_t(s.o_row0 + i)] = 1;
-        s_valid[size_t(s.stats_row0 + i)] = 1;
-      }
+    const std::vector<char> o_valid = valid_rows(l, RowBuffer::O), s_valid = valid_rows(l, RowBuffer::Stats);
     for (int64_t r = 0; r < l.o_rows; ++r) {
       if (o_valid[size_t(r)]) continue;
       bool w = false;
@@ -118,39 +113,33 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
     }
   }
 
-  Verdict v;
-  auto add = [&](std::string name, double value, std::string rule, bool failed, double gate = -1,
-                 double gate_ratio = -1) {
-    v.metrics.push_back({std::move(name), value, std::move(rule), failed, gate, gate_ratio});
-  };
   const double rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   const double rel_gate = fixed_o ? INFINITY : sdpa_rel_l2_gate(emul2, ref2, floor2, elems);
   const std::string o_how =
       fixed_o ? fmt::format("atol {:g} rtol {:g}", tol.atol, tol.rtol) : "per row: 2 x emulation's err + floor";
-  add("rows_checked", double(truth.rows.size()), "", false);
-  add("max_abs_err", max_abs, "", false);
-  add("rel_l2_err", rel_l2,
-      fixed_o ? "" : fmt::format("<= {:.3g} (2 x emulation's {:.3g} + floor; ratio {:.3g})", rel_gate,
-                                 std::sqrt(emul2 / (ref2 > 0 ? ref2 : 1.0)), rel_l2 / rel_gate),
-      !fixed_o && !(rel_l2 <= rel_gate), fixed_o ? -1 : rel_gate, fixed_o ? -1 : rel_l2 / rel_gate);
-  add("tol_violations", double(violations),
-      fmt::format("== 0 ({}; worst row err/gate {:.3g}, gate {:.3g})", o_how, o_ratio, o_gate_at), violations > 0,
-      o_gate_at, o_ratio);
-  add("lse_max_err", lse_err,
-      fmt::format("per row <= {} (worst row err/gate {:.3g}, gate {:.3g})",
-                  fixed_lse ? fmt::format("{:g}", tol.lse_tol) : std::string("derived fp32 gate"), lse_ratio,
-                  lse_gate_at),
-      !(lse_ratio <= 1), lse_gate_at, lse_ratio);
-  add("nonfinite_valid", double(nonfinite), "== 0", nonfinite > 0);
-  add("unwritten_rows", double(unwritten), "== 0", unwritten > 0);
-  add("clobbered_pad_slots", double(clobbered), c.pad_writes == PadWrites::Forbid ? "== 0" : "", clobbered > 0);
-  std::stable_sort(notes.begin(), notes.end(), [](const RowNote& a, const RowNote& b) { return a.value > b.value; });
-  if (notes.size() > 8) notes.resize(8);
-  v.worst_rows = std::move(notes);
-  for (const auto& m : v.metrics)
-    if (m.failed) v.reason += (v.reason.empty() ? "" : ", ") + m.name;
-  v.kind = v.reason.empty() ? Verdict::Pass : Verdict::Fail;
-  return v;
+  return build_verdict(
+      {
+          info_metric("rows_checked", double(truth.rows.size())),
+          info_metric("max_abs_err", max_abs, Headline::Yes),
+          gated_metric("rel_l2_err", rel_l2,
+                       fixed_o ? "" : fmt::format("<= {:.3g} (2 x emulation's {:.3g} + floor; ratio {:.3g})", rel_gate,
+                                                  std::sqrt(emul2 / (ref2 > 0 ? ref2 : 1.0)), rel_l2 / rel_gate),
+                       !fixed_o && !(rel_l2 <= rel_gate), Headline::No, fixed_o ? -1 : rel_gate,
+                       fixed_o ? -1 : rel_l2 / rel_gate),
+          gated_metric("tol_violations", double(violations),
+                       fmt::format("== 0 ({}; worst row err/gate {:.3g}, gate {:.3g})", o_how, o_ratio, o_gate_at),
+                       violations > 0, Headline::No, o_gate_at, o_ratio),
+          gated_metric("lse_max_err", lse_err,
+                       fmt::format("per row <= {} (worst row err/gate {:.3g}, gate {:.3g})",
+                                   fixed_lse ? fmt::format("{:g}", tol.lse_tol) : std::string("derived fp32 gate"),
+                                   lse_ratio, lse_gate_at),
+                       !(lse_ratio <= 1), Headline::No, lse_gate_at, lse_ratio),
+          gated_metric("nonfinite_valid", double(nonfinite), "== 0", nonfinite > 0, Headline::Yes),
+          gated_metric("unwritten_rows", double(unwritten), "== 0", unwritten > 0),
+          gated_metric("clobbered_pad_slots", double(clobbered), c.pad_writes == PadWrites::Forbid ? "== 0" : "",
+                       clobbered > 0),
+      },
+      std::move(notes), WorseIs::Highest);
 }
 
 }  // namespace ao

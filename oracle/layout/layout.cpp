@@ -107,6 +107,14 @@ struct BufferKeys {
   const char* cap;
 };
 
+// Where every document's rows start in each buffer, the buffers' capacities, and the keys that set
+// them (messages of later stages name those keys).
+struct Placement {
+  std::vector<int64_t> q_off, kv_off, o_off, s_off;
+  int64_t qcap = 0, kvcap = 0, ocap = 0, scap = 0;  // ocap/scap: 0 when O/stats follow the Q rows
+  BufferKeys qk{}, kvk{};
+};
+
 // The key that made a buffer's row count large: the lengths, the gaps between documents (pads or
 // offsets), or the room after the last one (capacity, tail, the last pad or offset).
 std::string rows_key(const Case& c, bool q_side, const std::vector<int64_t>& off, int64_t cap, const BufferKeys& k) {
@@ -146,9 +154,7 @@ struct MemEstimate {
   std::string what, key;
 };
 
-MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits& lim, const std::vector<int64_t>& q_off,
-                            const std::vector<int64_t>& kv_off, int64_t qcap, int64_t kvcap, const BufferKeys& qk,
-                            const BufferKeys& kvk) {
+MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits& lim, const Placement& p) {
   const Case& c = l.c;
   const Case d = defaults_for(c.op);
   const double Q = double(l.q_rows), KV = double(l.kv_rows), O = double(l.o_rows), ST = double(l.stats_rows);
@@ -162,7 +168,7 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
     if (g.valid > 0) l.allowed_range(g.doc, g.pos0 + g.valid - 1, lo, hi);
     max_kv = std::max(max_kv, hi);
   }
-  const std::string qkey = rows_key(c, true, q_off, qcap, qk), kvkey = rows_key(c, false, kv_off, kvcap, kvk);
+  const std::string qkey = rows_key(c, true, p.q_off, p.qcap, p.qk), kvkey = rows_key(c, false, p.kv_off, p.kvcap, p.kvk);
   const double rows_default = double(d.q_lens[0]);
 
   // A part is rows x widths; it grows with whichever factor is furthest above its default.
@@ -261,10 +267,22 @@ void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
   }
 }
 
-Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
-  Layout l;
-  l.c = in;
-  Case& c = l.c;
+int64_t buffer_rows(const Layout& l, RowBuffer b) {
+  return b == RowBuffer::Q ? l.q_rows : b == RowBuffer::O ? l.o_rows : l.stats_rows;
+}
+
+std::vector<char> valid_rows(const Layout& l, RowBuffer b) {
+  std::vector<char> v(size_t(buffer_rows(l, b)), 0);
+  for_each_valid_row(l, b, [&](int64_t, int64_t r) { v[size_t(r)] = 1; });
+  return v;
+}
+
+namespace {
+
+// Stage 1, validate: key combinations that a later stage would accept and then silently ignore or
+// mis-place are refused here, before anything is derived (parse_case refuses the explicit ones too;
+// this also covers Cases built in code: generator, shrinker, tests).
+void validate(const Case& c) {
   const size_t B = c.q_lens.size();
   if (B == 0) throw CaseError("docs", "", "at least one document is needed");
   if (c.kv_lens.size() != B)
@@ -298,46 +316,63 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
       throw CaseError(c.o_offsets.empty() ? "stats_offsets" : "o_offsets", "",
                       "under cp > 1 outputs follow the local Q rows; explicit output offsets are not supported");
   }
+}
 
-  int64_t qcap = 0, kvcap = 0, ocap = 0, scap = 0;
+// Stage 2, place buffers: offsets (explicit, or derived from lengths + pads) and capacities of the
+// Q, K/V, O and stats buffers, resolved once; each document's rows recorded in l.docs. Later stages
+// read this placement (and name its keys) instead of re-deriving it.
+Placement place_buffers(Layout& l) {
+  const Case& c = l.c;
+  const size_t B = c.q_lens.size();
+  Placement p;
   const bool one_capacity = c.q_capacity >= 0 && c.q_capacity == c.kv_capacity;
   const char* qcap_key = one_capacity ? "capacity" : "q_capacity";
   const char* kvcap_key = one_capacity ? "capacity" : "kv_capacity";
   const char* q_off_key = c.q_offsets == c.kv_offsets && !c.q_offsets.empty() ? "padded_offsets" : "q_offsets";
   const char* q_pad_key = c.q_pad == c.kv_pad && !c.q_pad.empty() ? "pad" : "q_pad";
-  auto q_off = place(q_off_key, c.q_offsets, q_pad_key, c.q_pad, c.q_lens,
-                     c.q_capacity, qcap_key, c.tail, qcap);
+  p.q_off = place(q_off_key, c.q_offsets, q_pad_key, c.q_pad, c.q_lens, c.q_capacity, qcap_key, c.tail, p.qcap);
   const char* kv_off_key = c.q_offsets == c.kv_offsets && !c.kv_offsets.empty() ? "padded_offsets" : "kv_offsets";
   const char* kv_pad_key = c.q_pad == c.kv_pad && !c.kv_pad.empty() ? "pad" : "kv_pad";
-  auto kv_off = place(kv_off_key, c.kv_offsets, kv_pad_key, c.kv_pad, c.kv_lens, c.kv_capacity, kvcap_key, c.tail, kvcap);
+  p.kv_off = place(kv_off_key, c.kv_offsets, kv_pad_key, c.kv_pad, c.kv_lens, c.kv_capacity, kvcap_key, c.tail,
+                   p.kvcap);
   // O/stats offsets: B entries place them in a buffer of the Q buffer's rows; B+1 give its capacity last.
-  auto own_cap = [&](const std::vector<int64_t>& off) { return off.size() == B + 1 ? int64_t(-1) : qcap; };
-  auto o_off = c.o_offsets.empty() ? q_off
-                                   : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, own_cap(c.o_offsets),
-                                           nullptr, 0, ocap, c.o_offsets.size() == B + 1 ? nullptr : "O");
-  auto s_off = c.stats_offsets.empty() ? q_off
-                                       : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens,
-                                               own_cap(c.stats_offsets), nullptr, 0, scap,
-                                               c.stats_offsets.size() == B + 1 ? nullptr : "stats");
+  auto own_cap = [&](const std::vector<int64_t>& off) { return off.size() == B + 1 ? int64_t(-1) : p.qcap; };
+  p.o_off = c.o_offsets.empty() ? p.q_off
+                                : place("o_offsets", c.o_offsets, "q_pad", {}, c.q_lens, own_cap(c.o_offsets), nullptr,
+                                        0, p.ocap, c.o_offsets.size() == B + 1 ? nullptr : "O");
+  p.s_off = c.stats_offsets.empty() ? p.q_off
+                                    : place("stats_offsets", c.stats_offsets, "q_pad", {}, c.q_lens,
+                                            own_cap(c.stats_offsets), nullptr, 0, p.scap,
+                                            c.stats_offsets.size() == B + 1 ? nullptr : "stats");
+  p.qk = {q_off_key, q_pad_key, qcap_key};
+  p.kvk = {kv_off_key, kv_pad_key, kvcap_key};
 
   int64_t pq = 0, pkv = 0;
   for (size_t b = 0; b < B; ++b) {
     DocLayout d;
     d.q_len = c.q_lens[b];
     d.kv_len = c.kv_lens[b];
-    d.q_off = q_off[b];
-    d.kv_off = kv_off[b];
-    d.o_off = o_off[b];
-    d.stats_off = s_off[b];
-    d.q_padded = (b + 1 < B ? q_off[b + 1] : qcap) - q_off[b];
+    d.q_off = p.q_off[b];
+    d.kv_off = p.kv_off[b];
+    d.o_off = p.o_off[b];
+    d.stats_off = p.s_off[b];
+    d.q_padded = (b + 1 < B ? p.q_off[b + 1] : p.qcap) - p.q_off[b];
     d.packed_q_off = pq;
     d.packed_kv_off = pkv;
     pq += d.q_len;
     pkv += d.kv_len;
     l.docs.push_back(d);
   }
-  l.kv_rows = kvcap;
+  l.kv_rows = p.kvcap;
+  return p;
+}
 
+// Stage 3, cut segments: the query rows this rank holds, as contiguous runs with their causal offset
+// (what a kernel gets as cu_seqlens / q_causal_offsets); zigzag/contiguous CP chunks or one run per
+// document. Every per-row helper (seg_of, pos_of, valid_row) resolves through these.
+void cut_segments(Layout& l, const Placement& p) {
+  const Case& c = l.c;
+  const size_t B = c.q_lens.size();
   if (c.cp > 1) {
     const int64_t parts = c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp;
     for (size_t b = 0; b < B; ++b) {
@@ -346,8 +381,8 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
         // The key that set this padded length: the capacity / tail (last document), offsets, pads, or lengths.
         const bool last = b + 1 == B;
         const bool by_cap = last && c.q_capacity >= 0, by_tail = last && !by_cap && c.tail > 0;
-        const char* key = by_cap ? qcap_key : by_tail ? "tail" : !c.q_offsets.empty() ? q_off_key
-                        : !c.q_pad.empty() ? q_pad_key : "docs";
+        const char* key = by_cap ? p.qk.cap : by_tail ? "tail" : !c.q_offsets.empty() ? p.qk.off
+                        : !c.q_pad.empty() ? p.qk.pad : "docs";
         throw CaseError(key,
                         by_cap ? fmt::format("{}", c.q_capacity) : by_tail ? fmt::format("{}", c.tail)
                         : !c.q_offsets.empty() ? list_str(c.q_offsets) : !c.q_pad.empty() ? list_str(c.q_pad)
@@ -356,10 +391,10 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
                                     d.q_padded, parts, c.cp_scheme == CpScheme::Zigzag ? "2*cp for zigzag" : "cp for contiguous", c.cp));
       }
     }
-    if (qcap % parts != 0)  // every padded length is a multiple, so the first offset is not
-      throw CaseError(q_off_key, list_str(c.q_offsets),
-                      fmt::format("the first sequence starts at row {}, not a multiple of {} under CP", q_off[0], parts));
-    l.q_rows = l.o_rows = l.stats_rows = qcap / c.cp;
+    if (p.qcap % parts != 0)  // every padded length is a multiple, so the first offset is not
+      throw CaseError(p.qk.off, list_str(c.q_offsets),
+                      fmt::format("the first sequence starts at row {}, not a multiple of {} under CP", p.q_off[0], parts));
+    l.q_rows = l.o_rows = l.stats_rows = p.qcap / c.cp;
     for (size_t b = 0; b < B; ++b) {
       auto& d = l.docs[b];
       const int64_t local0 = d.q_off / c.cp;
@@ -384,9 +419,9 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
       }
     }
   } else {
-    l.q_rows = qcap;
-    l.o_rows = std::max(qcap, ocap);
-    l.stats_rows = std::max(qcap, scap);
+    l.q_rows = p.qcap;
+    l.o_rows = std::max(p.qcap, p.ocap);
+    l.stats_rows = std::max(p.qcap, p.scap);
     for (size_t b = 0; b < B; ++b) {
       auto& d = l.docs[b];
       QuerySegment s;
@@ -400,16 +435,29 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
       l.segments.push_back(s);
     }
   }
+}
 
-  l.scale = c.scale > 0 ? c.scale : (c.op == Op::Indexer ? 1.0 : 1.0 / std::sqrt(double(c.dim)));
+// How many rows the oracle checks: all segment rows, or c.rows sampled plus boundary rows. The budget
+// needs the count before the rows are picked.
+struct CheckPlan {
+  int64_t seg_rows = 0, nsample = 0;
+  bool all_rows = true;
+};
 
-  // Memory cap before anything is allocated (rows sampled or not, vectors, tensors).
-  int64_t seg_rows = 0;
-  for (const auto& g : l.segments) seg_rows += g.rows;
-  const bool all_rows = c.rows == 0 || c.rows >= seg_rows;
-  const int64_t nsample = all_rows ? seg_rows : std::min<int64_t>(seg_rows, c.rows + 4 * int64_t(l.segments.size()));
-  const MemEstimate est = estimate_memory(l, nsample, lim, q_off, kv_off, qcap, kvcap,
-                                          {q_off_key, q_pad_key, qcap_key}, {kv_off_key, kv_pad_key, kvcap_key});
+CheckPlan plan_check_rows(const Layout& l) {
+  CheckPlan plan;
+  for (const auto& g : l.segments) plan.seg_rows += g.rows;
+  plan.all_rows = l.c.rows == 0 || l.c.rows >= plan.seg_rows;
+  plan.nsample = plan.all_rows ? plan.seg_rows
+                               : std::min<int64_t>(plan.seg_rows, l.c.rows + 4 * int64_t(l.segments.size()));
+  return plan;
+}
+
+// Stage 4, check the budget: the peak memory of a run is estimated from the layout alone and a case
+// over --max-mem is refused (naming the key that made it large) before anything of its size exists.
+void check_budget(Layout& l, const Placement& p, const CheckPlan& plan, const LayoutLimits& lim) {
+  const Case& c = l.c;
+  const MemEstimate est = estimate_memory(l, plan.nsample, lim, p);
   l.tensor_bytes = int64_t(est.tensors);
   if (est.total > double(lim.max_bytes))
     throw CaseError(est.key, key_value(c, est.key),
@@ -418,17 +466,21 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
                                 est.total, est.total / double(1 << 30), est.what, est.largest / double(1 << 30),
                                 est.key, lim.max_bytes, double(lim.max_bytes) / double(1 << 30)));
   l.mem_bytes = int64_t(est.total);
+}
 
-  // Check rows: every segment row, or c.rows sampled rows plus every segment's boundary rows.
-  if (all_rows) {
-    l.check_row_count = seg_rows;
+// Stage 5, sample check rows: the rows the comparator judges (every segment row, or the sample plus
+// every segment's boundary rows), and the row -> segment map; Describe mode keeps only the count, so
+// `show` and corpus validation stay O(documents + sampled rows).
+void pick_check_rows(Layout& l, const CheckPlan& plan, LayoutMode mode) {
+  if (plan.all_rows) {
+    l.check_row_count = plan.seg_rows;
     if (mode == LayoutMode::Full) {
-      l.check_rows.reserve(size_t(seg_rows));
+      l.check_rows.reserve(size_t(plan.seg_rows));
       for (const auto& g : l.segments)
         for (int64_t r = g.row0; r < g.row0 + g.rows; ++r) l.check_rows.push_back(r);
     }
   } else {
-    l.check_rows = sample_rows(l, seg_rows, nsample);
+    l.check_rows = sample_rows(l, plan.seg_rows, plan.nsample);
     l.check_row_count = int64_t(l.check_rows.size());
     if (mode != LayoutMode::Full) std::vector<int64_t>().swap(l.check_rows);
   }
@@ -439,44 +491,23 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
       std::fill_n(l.row_segment.begin() + g.row0, g.rows, int32_t(i));
     }
   }
-  return l;
 }
 
-std::string describe_layout(const Layout& l) {
-  const Case& c = l.c;
-  std::string s = fmt::format("case: {}\n", print_case(c));
-  s += fmt::format("buffers: Q {} rows, K/V {} rows, O {} rows, stats {} rows; {:.1f} MiB of tensors\n", l.q_rows,
-                   l.kv_rows, l.o_rows, l.stats_rows, double(l.tensor_bytes) / (1 << 20));
-  if (l.is_cp())
-    s += fmt::format("context parallel: cp={} rank={} scheme={} (Q/O rows are this rank's local buffer; K/V are "
-                     "the all-gathered global buffer)\n",
-                     c.cp, c.rank, to_string(c.cp_scheme));
-  s += "documents:\n";
-  for (size_t b = 0; b < l.docs.size(); ++b) {
-    const auto& d = l.docs[b];
-    s += fmt::format("  doc {}: q_len {} kv_len {} | K/V rows [{}, {}) | global Q offset {} padded length {}\n", b,
-                     d.q_len, d.kv_len, d.kv_off, d.kv_off + d.kv_len, l.is_cp() ? d.q_off : d.q_off, d.q_padded);
-  }
-  s += "query segments (q_causal_offset = pos0):\n";
-  for (const auto& g : l.segments) {
-    int64_t lo0, hi0, lo1, hi1;
-    l.allowed_range(g.doc, g.pos0, lo0, hi0);
-    l.allowed_range(g.doc, g.pos0 + std::max<int64_t>(g.valid, 1) - 1, lo1, hi1);
-    s += fmt::format(
-        "  doc {} chunk {:>3}: Q rows [{}, {}) valid {} | positions [{}, {}) | O rows from {} | stats rows from {} "
-        "| first row keys [{}, {}), last valid row keys [{}, {}) | kernel key extent {}\n",
-        g.doc, g.chunk, g.row0, g.row0 + g.rows, g.valid, g.pos0, g.pos0 + g.rows, g.o_row0, g.stats_row0, lo0, hi0,
-        lo1, hi1, g.key_len);
-  }
-  int64_t seg_rows = 0;  // segments do not overlap
-  for (const auto& g : l.segments) seg_rows += g.rows;
-  int64_t kvvalid = 0;
-  for (const auto& d : l.docs) kvvalid += d.kv_len;
-  s += fmt::format("pad slots: Q {} rows outside segments, K/V {} rows\n", l.q_rows - seg_rows, l.kv_rows - kvvalid);
-  s += fmt::format("checked rows: {} of {}\n", l.check_row_count, seg_rows);
-  s += fmt::format("memory: about {:.1f} MiB at peak (estimate checked against --max-mem)\n",
-                   double(l.mem_bytes) / (1 << 20));
-  return s;
+}  // namespace
+
+// The stages in order; each may throw CaseError naming the key, and none is skipped in Describe mode
+// (validation must be the same whatever the mode).
+Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
+  Layout l;
+  l.c = in;
+  validate(l.c);
+  const Placement p = place_buffers(l);
+  cut_segments(l, p);
+  l.scale = l.c.scale > 0 ? l.c.scale : (l.c.op == Op::Indexer ? 1.0 : 1.0 / std::sqrt(double(l.c.dim)));
+  const CheckPlan plan = plan_check_rows(l);
+  check_budget(l, p, plan, lim);
+  pick_check_rows(l, plan, mode);
+  return l;
 }
 
 }  // namespace ao

@@ -27,21 +27,11 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
   return res;
 }
 
-int exit_code(const std::vector<CaseResult>& results) {
-  bool any_ran = false, any_bad = false;
-  for (const auto& r : results) {
-    if (r.verdict.kind == Verdict::Skipped) continue;
-    any_ran = true;
-    any_bad |= r.verdict.kind != Verdict::Pass;
-  }
-  return any_bad ? 1 : any_ran ? 0 : 125;
-}
+int exit_code(const std::vector<CaseResult>& results) { return tally(results).exit_code(); }
 
 std::string format_result(const CaseResult& r) {
   std::string s = fmt::format("case:    {}\nbackend: {}   vs: {}\n", r.case_line, r.backend, r.vs);
-  std::string verdict = verdict_name(r.verdict.kind);
-  for (auto& ch : verdict) ch = char(std::toupper(ch));
-  s += fmt::format("verdict: {}{}\n", verdict, r.verdict.reason.empty() ? "" : " (" + r.verdict.reason + ")");
+  s += fmt::format("verdict: {}{}\n", verdict_label(r.verdict.kind), r.verdict.reason.empty() ? "" : " (" + r.verdict.reason + ")");
   for (const auto& m : r.verdict.metrics)
     s += fmt::format("  {:<24} {:>14.6g}  {}{}\n", m.name, m.value, m.rule, m.failed ? "   <-- FAILED" : "");
   if (!r.verdict.worst_rows.empty()) {

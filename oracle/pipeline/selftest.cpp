@@ -84,12 +84,7 @@ bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b) {
     return false;
   }
   const size_t Hq = size_t(l.c.hq), W = Hq * size_t(l.c.dim_v);
-  std::vector<char> o_valid(size_t(l.o_rows), 0), s_valid(size_t(l.stats_rows), 0);
-  for (const auto& s : l.segments)
-    for (int64_t i = 0; i < s.valid; ++i) {
-      o_valid[size_t(s.o_row0 + i)] = 1;
-      s_valid[size_t(s.stats_row0 + i)] = 1;
-    }
+  const std::vector<char> o_valid = valid_rows(l, RowBuffer::O), s_valid = valid_rows(l, RowBuffer::Stats);
   for (int64_t r : l.check_rows) {
     if (!l.valid_row(r)) continue;
     const auto& s = l.seg_of(r);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/reports/report.h"
+#include "attn_oracle/verdict/verdict.h"
 #include "svg.h"
 #include "svg_pictures.h"
 
@@ -56,11 +57,7 @@ table.reach{margin-top:6px}
 )";
 
 std::string badge(Verdict::Kind k) {
-  return fmt::format("<span class=\"badge {0}\">{1}</span>", verdict_name(k), [&] {
-    std::string s = verdict_name(k);
-    for (auto& c : s) c = char(std::toupper(c));
-    return s;
-  }());
+  return fmt::format("<span class=\"badge {0}\">{1}</span>", verdict_name(k), verdict_label(k));
 }
 
 std::string fmt_value(double v) {
@@ -131,8 +128,7 @@ std::string case_section(const CaseResult& r, size_t i, bool pictures) {
 }  // namespace
 
 std::string report_html(const std::vector<CaseResult>& results) {
-  int n[4] = {0, 0, 0, 0};
-  for (const auto& r : results) ++n[r.verdict.kind];
+  const VerdictTally n = tally(results);
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>attn-oracle report</title>";
   s += fmt::format("<style>{}</style></head><body>\n", kStyle);
   s += "<h1>attn-oracle report</h1>";

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/reports/report.h"
+#include "attn_oracle/verdict/verdict.h"
 
 #ifndef AO_VERSION
 #define AO_VERSION "unknown"
@@ -27,10 +28,8 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
   // Added in schema 1 (readers that do not know it see the finished cases as before).
   j["status"] = status.signal ? "interrupted" : "complete";
   if (status.signal) j["signal"] = signal_name(status.signal);
-  int counts[4] = {0, 0, 0, 0};
   auto& cases = j["cases"] = nlohmann::json::array();
   for (const auto& r : results) {
-    ++counts[r.verdict.kind];
     nlohmann::json c;
     c["case"] = r.case_line;
     c["backend"] = r.backend;
@@ -52,8 +51,9 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
     c["seconds"] = {{"backend", r.backend_seconds}, {"reference", r.ref_seconds}};
     cases.push_back(std::move(c));
   }
-  j["summary"] = {{"pass", counts[Verdict::Pass]}, {"fail", counts[Verdict::Fail]},
-                  {"skipped", counts[Verdict::Skipped]}, {"error", counts[Verdict::Error]}};
+  const VerdictTally n = tally(results);
+  j["summary"] = nlohmann::json::object();
+  for (auto k : {Verdict::Pass, Verdict::Fail, Verdict::Skipped, Verdict::Error}) j["summary"][verdict_name(k)] = n[k];
   // Strings are sanitized where they enter a result; `replace` keeps one that was not from ending the report.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

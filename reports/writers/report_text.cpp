@@ -5,6 +5,7 @@
 
 #include "attn_oracle/internal/utf8.h"
 #include "attn_oracle/reports/report.h"
+#include "attn_oracle/verdict/verdict.h"
 
 namespace ao {
 
@@ -43,8 +44,7 @@ std::string metric_lines(const Verdict& v) {
 }  // namespace
 
 std::string report_markdown(const std::vector<CaseResult>& results, const ReportStatus& status) {
-  int n[4] = {0, 0, 0, 0};
-  for (const auto& r : results) ++n[r.verdict.kind];
+  const VerdictTally n = tally(results);
   std::string s = fmt::format("## attn-oracle report\n\n**{} passed, {} failed, {} errors, {} skipped** ({} cases, attn-oracle {})\n\n",
                               n[Verdict::Pass], n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped],
                               results.size(), tool_version());
@@ -64,12 +64,9 @@ std::string report_markdown(const std::vector<CaseResult>& results, const Report
 }
 
 std::string report_junit(const std::vector<CaseResult>& results, const ReportStatus& status) {
-  int n[4] = {0, 0, 0, 0};
+  const VerdictTally n = tally(results);
   double t = 0;
-  for (const auto& r : results) {
-    ++n[r.verdict.kind];
-    t += r.backend_seconds + r.ref_seconds;
-  }
+  for (const auto& r : results) t += r.backend_seconds + r.ref_seconds;
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   s += fmt::format("<testsuites name=\"attn-oracle\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
                    results.size(), n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped], t);

@@ -58,12 +58,10 @@ Rows owners(const Layout& l, bool stats) {
   r.checked.assign(size_t(n), 0);
   std::vector<char> chk(size_t(l.q_rows), 0);
   for (int64_t q : l.check_rows) chk[size_t(q)] = 1;
-  for (const auto& s : l.segments)
-    for (int64_t i = 0; i < s.valid; ++i) {
-      const int64_t b = (stats ? s.stats_row0 : s.o_row0) + i;
-      r.owner[size_t(b)] = s.row0 + i;
-      r.checked[size_t(b)] = chk[size_t(s.row0 + i)];
-    }
+  for_each_valid_row(l, stats ? RowBuffer::Stats : RowBuffer::O, [&](int64_t q, int64_t b) {
+    r.owner[size_t(b)] = q;
+    r.checked[size_t(b)] = chk[size_t(q)];
+  });
   return r;
 }
 

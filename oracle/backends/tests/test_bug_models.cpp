@@ -27,8 +27,8 @@ const Kill kKills[] = {
     {"duplicates", "dup-merge", "op=indexer docs=300 topk=32"},
     {"wrong_fill_rows", "fill-zero", "op=indexer docs=40,25 topk=64"},
     {"unwritten_rows", "grid-floor", "op=indexer docs=100 topk=32"},
-    {"clobbered_pad_rows", "pad-rows-written", "op=indexer lens=3,2,4 padded_offsets=0,4,8,13 topk=4"},
-    {"clobbered_pad_rows", "store-overrun", "op=indexer docs=100,37 pad=5,0 tail=20 topk=48"},
+    {"clobbered_pad_slots", "pad-rows-written", "op=indexer lens=3,2,4 padded_offsets=0,4,8,13 topk=4"},
+    {"clobbered_pad_slots", "store-overrun", "op=indexer docs=100,37 pad=5,0 tail=20 topk=48"},
     // sdpa
     {"tol_violations", "gqa-modulo", "op=sdpa docs=70,50 hq=8 hkv=2"},
     {"tol_violations", "derived-offsets", "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2"},

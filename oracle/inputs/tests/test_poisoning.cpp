@@ -166,7 +166,7 @@ TEST(Poisoning, IndexerUnwrittenAndClobberingAreSeparateMetrics) {
   Outputs o = ref;
   o.topk[12 * 4] = 0;  // identifier token 3's row written
   Verdict v = compare(l, in, o, ref);
-  EXPECT_TRUE(failed(v, "clobbered_pad_rows"));
+  EXPECT_TRUE(failed(v, "clobbered_pad_slots"));
   EXPECT_FALSE(failed(v, "unwritten_rows"));
   EXPECT_FALSE(failed(v, "tie_aware_recall_min"));
   o = ref;
@@ -176,7 +176,7 @@ TEST(Poisoning, IndexerUnwrittenAndClobberingAreSeparateMetrics) {
   o.topk[9 * 4 + 1] = kSentinelIndex;  // row 9 (c) partly unwritten
   v = compare(l, in, o, ref);
   EXPECT_TRUE(failed(v, "unwritten_rows"));
-  EXPECT_FALSE(failed(v, "clobbered_pad_rows"));
+  EXPECT_FALSE(failed(v, "clobbered_pad_slots"));
 }
 
 TEST(Poisoning, NanTailsReachValidRowsOnlyThroughTheTailReadBug) {

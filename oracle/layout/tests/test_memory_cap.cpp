@@ -73,8 +73,8 @@ TEST(MemoryCap, RowMetadataCountsAgainstTheCap) {
   EXPECT_LT(l.tensor_bytes, int64_t(1) << 30);  // the tensors alone were under the cap
 }
 
-// Validation and `show` build nothing per row: a 300M-token document (was 16.9 s, 5.4 GiB) and
-// rows=3999999 of 4M tokens (was 43 s) take well under a second.
+// Validation (and so `show`, app/tests/test_show.cpp) builds nothing per row: a 300M-token document
+// (was 16.9 s, 5.4 GiB) and rows=3999999 of 4M tokens (was 43 s) take well under a second.
 TEST(MemoryCap, DescribeModeBuildsNoPerRowVectors) {
   for (const char* line : {"op=indexer docs=300000000 heads=1 dim=1 topk=1",
                            "op=indexer docs=4000000 heads=1 dim=1 topk=1 rows=3999999"}) {
@@ -84,9 +84,8 @@ TEST(MemoryCap, DescribeModeBuildsNoPerRowVectors) {
     EXPECT_TRUE(l.row_segment.empty());
     EXPECT_TRUE(l.check_rows.empty());
     EXPECT_GT(l.check_row_count, 0);
-    EXPECT_FALSE(describe_layout(l).empty());
     EXPECT_LT(seconds_since(t0), 5.0);
-    std::printf("  %s: validated and described in %.3f s\n", line, seconds_since(t0));
+    std::printf("  %s: validated in %.3f s\n", line, seconds_since(t0));
   }
 }
 

@@ -64,7 +64,7 @@ TEST(Selftest, ModelObservableNowhereAndUnkilledMetricsAreReported) {
     return false;
   };
   EXPECT_TRUE(has("cpu-bug:tail-read is observable on none of its families"));
-  EXPECT_TRUE(has("gated metric indexer:clobbered_pad_rows is failed by no bug model"));
+  EXPECT_TRUE(has("gated metric indexer:clobbered_pad_slots is failed by no bug model"));
 }
 
 TEST(Selftest, OutputsDifferIgnoresUncheckedRowsAndMinusOneInPadRows) {

@@ -15,6 +15,7 @@
 #include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/pipeline/harness.h"
 #include "attn_oracle/fuzz/shrink.h"
+#include "attn_oracle/verdict/verdict.h"
 
 namespace ao {
 
@@ -52,7 +53,8 @@ struct FoundCase {
 };
 
 struct CampaignSummary {
-  uint64_t cases = 0, passed = 0, failed = 0, skipped = 0, invalid = 0;
+  uint64_t cases = 0, invalid = 0;
+  VerdictTally verdicts;                  // of the cases that ran (invalid ones did not)
   std::vector<FoundCase> unique;          // one per failure signature (the smallest case of it)
   std::vector<uint64_t> failing_indices;  // case numbers of every failing case, in order
   int interrupted = 0;                    // the signal that stopped the campaign, 0 if none
@@ -86,7 +88,5 @@ void write_file_atomically(const std::string& path, const std::string& text);
 bool valid_found_file(const std::string& path, const LayoutLimits& lim = {});
 // Text of a found-case file: comment lines (original line, backend, failing metrics), then the line.
 std::string found_case_text(const CampaignOptions& opt, const FoundCase& f);
-// "name=value (rule)" for each failing metric.
-std::string failing_summary(const Verdict& v);
 
 }  // namespace ao

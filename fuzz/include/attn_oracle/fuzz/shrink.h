@@ -52,7 +52,4 @@ ShrinkResult shrink_case(const Case& failing, const StillFails& still_fails, con
 StillFails fails_like(const CaseResult& original, Backend& backend, Backend& vs, const LayoutLimits& lim,
                       CaseResult* last_failing = nullptr);
 
-// Names of the failing metrics of a verdict, e.g. {"out_of_causal", "tie_aware_recall_min"}.
-std::set<std::string> failing_metrics(const Verdict& v);
-
 }  // namespace ao

@@ -95,7 +95,20 @@ struct Layout {
 
 Layout make_layout(const Case& c, const LayoutLimits& lim = {}, LayoutMode mode = LayoutMode::Full);
 
-// Human-readable description: per rank/segment row ranges, causal offsets, key ranges, pad slots.
-std::string describe_layout(const Layout& l);
+// Which rows of a result buffer hold a valid token's result (everything else is a pad slot or a
+// segment's pad row, which a kernel must leave alone). The one definition that comparators, bug
+// models, selftest and report pictures use. Q: the indexer's top-k/score rows (they follow Q rows).
+enum class RowBuffer { Q, O, Stats };
+int64_t buffer_rows(const Layout& l, RowBuffer b);
+// Calls f(q_row, buffer_row) for every valid row of every segment, in segment order.
+template <class F>
+void for_each_valid_row(const Layout& l, RowBuffer b, F&& f) {
+  for (const auto& s : l.segments) {
+    const int64_t row0 = b == RowBuffer::Q ? s.row0 : b == RowBuffer::O ? s.o_row0 : s.stats_row0;
+    for (int64_t i = 0; i < s.valid; ++i) f(s.row0 + i, row0 + i);
+  }
+}
+// Per row of the buffer: 1 where a valid token's result lives, else 0.
+std::vector<char> valid_rows(const Layout& l, RowBuffer b);
 
 }  // namespace ao

@@ -1,0 +1,68 @@
+// The verdict stage (verdict.h): metrics in, verdict out; labels, tallies and failing-metric text.
+#include "attn_oracle/verdict/verdict.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace ao {
+
+const Metric* Verdict::find(const std::string& name) const {
+  for (const auto& m : metrics)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const char* verdict_name(Verdict::Kind k) {
+  switch (k) {
+    case Verdict::Pass: return "pass";
+    case Verdict::Fail: return "fail";
+    case Verdict::Skipped: return "skipped";
+    default: return "error";
+  }
+}
+
+std::string verdict_label(Verdict::Kind k) {
+  std::string s = verdict_name(k);
+  for (auto& ch : s) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+Verdict build_verdict(std::vector<Metric> metrics, std::vector<RowNote> worst_rows, WorseIs worse) {
+  Verdict v;
+  if (metrics.empty()) return error_verdict("the comparator measured no metric");  // nothing judged: no pass
+  for (auto& m : metrics) {
+    if (m.gated() && std::isnan(m.value)) m.failed = true;
+    if (m.failed) v.reason += (v.reason.empty() ? "" : ", ") + m.name;
+  }
+  v.kind = v.reason.empty() ? Verdict::Pass : Verdict::Fail;
+  v.metrics = std::move(metrics);
+  std::stable_sort(worst_rows.begin(), worst_rows.end(), [worse](const RowNote& a, const RowNote& b) {
+    return worse == WorseIs::Lowest ? a.value < b.value : a.value > b.value;
+  });
+  if (worst_rows.size() > kWorstRowsKept) worst_rows.resize(kWorstRowsKept);
+  v.worst_rows = std::move(worst_rows);
+  return v;
+}
+
+Verdict error_verdict(std::string reason) { return {Verdict::Error, std::move(reason), {}, {}}; }
+Verdict skipped_verdict(std::string reason) { return {Verdict::Skipped, std::move(reason), {}, {}}; }
+
+std::set<std::string> failing_metrics(const Verdict& v) {
+  std::set<std::string> s;
+  for (const auto& m : v.metrics)
+    if (m.failed) s.insert(m.name);
+  return s;
+}
+
+std::string failing_summary(const Verdict& v) {
+  std::string s;
+  for (const auto& m : v.metrics)
+    if (m.failed) s += fmt::format("{}{}={:.6g} ({})", s.empty() ? "" : ", ", m.name, m.value, m.rule);
+  if (s.empty()) s = std::string(verdict_name(v.kind)) + (v.reason.empty() ? "" : ": " + v.reason);
+  return s;
+}
+
+}  // namespace ao
