@@ -18,6 +18,7 @@
 
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/fuzz/choice_shrink.h"
 #include "attn_oracle/fuzz/shrink.h"
 
 namespace ao {
@@ -163,12 +164,13 @@ std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
   s += "# found by attn-oracle fuzz (shrunk regression)\n";
   s += fmt::format("# backend: {}   vs: {}\n", opt.backend, opt.vs);
   s += fmt::format("# campaign: --seed {} --shard {}/{} --dims {}, case #{}\n", opt.seed, opt.shard, opt.shards,
-                   opt.gen.dims == DimsProfile::Glm ? "glm" : "small", f.index);
+                   dims_name(opt.gen.dims), f.index);
   s += fmt::format("# original: {}\n", f.original);
   s += fmt::format("# original failing: {}\n", failing_summary(f.original_result.verdict));
   s += fmt::format("# shrunk in {} steps ({} runs{}); shrunk failing: {}\n", f.steps, f.runs,
                    shrink_stop_note(f.shrink_stop), failing_summary(f.shrunk_result.verdict));
   s += fmt::format("# signature: {}\n", f.signature);
+  if (f.choices) s += choices_comment({opt.gen, *f.choices}) + "\n";
   s += f.shrunk + "\n";
   return s;
 }
@@ -238,9 +240,9 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if (opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds) break;
     if (opt.max_failures > 0 && s.failed >= uint64_t(opt.max_failures)) break;
     const uint64_t index = uint64_t(opt.shard) + k * uint64_t(opt.shards);
-    Case c;
+    GeneratedCase g;
     try {
-      c = generate_case(opt.seed, index, opt.gen);
+      g = generate_recorded(opt.seed, index, opt.gen);
     } catch (const CaseError& e) {
       ++s.cases;
       ++s.invalid;
@@ -248,7 +250,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       continue;
     }
     const double t_run = elapsed();
-    CaseResult r = run_case(c, *backend, *vs, opt.lim);
+    CaseResult r = run_case(g.c, *backend, *vs, opt.lim);
     s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t_run);
     if ((s.interrupted = interrupted()) != 0) break;  // a run cut short proves nothing: not counted
     ++s.cases;
@@ -267,7 +269,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       FoundCase f;
       f.shrunk_result = r;
       const StillFails fails = fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result);
-      const ShrinkResult sr = shrink_case(c, [&](const Case& cand) {
+      const ChoiceShrinkResult sr = shrink_choices(g.choices, opt.gen, [&](const Case& cand) {
         const double t = elapsed();
         const bool still = fails(cand);
         s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
@@ -278,6 +280,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       f.original = r.case_line;
       f.original_result = r;
       f.shrunk = print_case(sr.minimal);
+      f.choices = sr.choices;
       f.steps = sr.steps;
       f.runs = sr.runs;
       f.shrink_stop = sr.stop;
