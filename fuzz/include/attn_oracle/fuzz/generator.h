@@ -19,7 +19,7 @@ enum class DimsProfile { Small, Glm, Tiny };
 
 struct GenOptions {
   DimsProfile dims = DimsProfile::Small;  // small: CPU-fast; glm: 32 indexer heads x 128, topk 2048;
-                                          // tiny: <= 256 tokens, cp <= 4, small heads (libFuzzer target)
+                                          // tiny: short documents, cp <= 4, <= 4 heads x 16, no rows= (libFuzzer target)
   std::optional<Op> op;                   // empty: both ops
 };
 
