@@ -321,7 +321,7 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   std::string out = fmt::format(
       "fuzz summary: backend {} vs {}, seed {}, shard {}/{}, dims {}\n"
       "  {} cases in {:.1f} s ({:.0f} cases/s): {} passed, {} failed, {} skipped, {} invalid (generator bugs)\n",
-      opt.backend, opt.vs, opt.seed, opt.shard, opt.shards, opt.gen.dims == DimsProfile::Glm ? "glm" : "small",
+      opt.backend, opt.vs, opt.seed, opt.shard, opt.shards, dims_name(opt.gen.dims),
       s.cases, s.seconds, double(s.cases) / std::max(s.seconds, 1e-9), s.passed, s.failed, s.skipped, s.invalid);
   if (s.interrupted != 0)
     out += fmt::format("  INTERRUPTED by signal {}: the counts cover the cases that finished\n", s.interrupted);
