@@ -1,5 +1,7 @@
-// `attn-oracle shrink <case> --backend B`: reduces a failing case (shrink.h). Prints the minimal case
-// line on stdout (pipeable) and the steps/runs and failing metrics on stderr. Exit 0 when a failing
+// `attn-oracle shrink <case> --backend B`: reduces a failing case. Prints the minimal case line on
+// stdout (pipeable) and the steps/runs and failing metrics on stderr. With `--choices` (the text after
+// `# choices:` in a found case file) it shrinks the choice sequence (choice_shrink.h) and prints the
+// minimal one on stderr; a hand-written line goes through the structural shrinker (shrink.h). Exit 0 when a failing
 // case was shrunk, 1 when the given case does not fail with B (nothing to shrink), 2 bad input,
 // 128 + signal when SIGINT/SIGTERM stopped it (the smallest failing case so far is still printed).
 #include <iostream>
@@ -7,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/fuzz/campaign.h"
+#include "attn_oracle/fuzz/case_file.h"
+#include "attn_oracle/fuzz/choice_shrink.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/fuzz/shrink.h"
 #include "commands.h"
@@ -16,7 +20,7 @@ namespace {
 
 struct ShrinkArgs {
   std::vector<std::string> case_args;
-  std::string backend, vs = "cpu-ref";
+  std::string backend, vs = "cpu-ref", choices;
   int runs = 300;
 };
 
@@ -29,9 +33,19 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_option("--runs", a->runs, "backend runs the shrinker may spend")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  sub->add_option("--choices", a->choices,
+                  "the case's choice sequence ('dims=.. op=.. n n ...', as after '# choices:' in a found case)");
   return AppCommand{sub, [a, &lim] {
                       const Case c = parse_case(join_case_args(a->case_args));
                       make_layout(c, lim, LayoutMode::Describe);
+                      std::optional<RecordedChoices> rc;
+                      if (!a->choices.empty()) {
+                        rc = parse_choices_comment("# choices: " + a->choices);
+                        const Case replayed = replay_choices(rc->seq, rc->gen);
+                        if (!(replayed == c))
+                          throw CaseError("choices", a->choices,
+                                          "replays to '" + print_case(replayed) + "', not to the given case");
+                      }
                       auto be = make_backend(a->backend);
                       auto vs = make_backend(a->vs);
                       install_interrupt_handlers();
@@ -50,10 +64,16 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                       so.max_runs = a->runs;
                       so.lim = lim;
                       CaseResult fin = r;  // the minimal case's result (the predicate keeps the latest failing one)
-                      const ShrinkResult s = shrink_case(c, fails_like(r, *be, *vs, lim, &fin), so);
+                      ChoiceShrinkResult s;
+                      if (rc) {
+                        s = shrink_choices(rc->seq, rc->gen, fails_like(r, *be, *vs, lim, &fin), so);
+                      } else {
+                        static_cast<ShrinkResult&>(s) = shrink_case(c, fails_like(r, *be, *vs, lim, &fin), so);
+                      }
                       std::cerr << fmt::format("shrink: {} steps ({} runs{}); original failing: {}\n  minimal failing: {}\n",
                                                s.steps, s.runs, shrink_stop_note(s.stop),
                                                failing_summary(r.verdict), failing_summary(fin.verdict));
+                      if (rc) std::cerr << choices_comment({rc->gen, s.choices}) << "\n";
                       std::cerr << std::flush;
                       std::cout << print_case(s.minimal) << std::endl;
                       return s.stop == ShrinkStop::Interrupted ? 128 + interrupted() : 0;

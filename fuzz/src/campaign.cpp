@@ -19,6 +19,7 @@
 #include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/fuzz/choice_shrink.h"
 #include "attn_oracle/fuzz/shrink.h"
 
 namespace ao {
@@ -155,12 +156,13 @@ std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
   s += "# found by attn-oracle fuzz (shrunk regression)\n";
   s += fmt::format("# backend: {}   vs: {}\n", opt.backend, opt.vs);
   s += fmt::format("# campaign: --seed {} --shard {}/{} --dims {}, case #{}\n", opt.seed, opt.shard, opt.shards,
-                   opt.gen.dims == DimsProfile::Glm ? "glm" : "small", f.index);
+                   dims_name(opt.gen.dims), f.index);
   s += fmt::format("# original: {}\n", f.original);
   s += fmt::format("# original failing: {}\n", failing_summary(f.original_result.verdict));
   s += fmt::format("# shrunk in {} steps ({} runs{}); shrunk failing: {}\n", f.steps, f.runs,
                    shrink_stop_note(f.shrink_stop), failing_summary(f.shrunk_result.verdict));
   s += fmt::format("# signature: {}\n", f.signature);
+  if (f.choices) s += choices_comment({opt.gen, *f.choices}) + "\n";
   s += f.shrunk + "\n";
   return s;
 }
@@ -230,9 +232,9 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if (opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds) break;
     if (opt.max_failures > 0 && s.verdicts.bad() >= opt.max_failures) break;
     const uint64_t index = uint64_t(opt.shard) + k * uint64_t(opt.shards);
-    Case c;
+    GeneratedCase g;
     try {
-      c = generate_case(opt.seed, index, opt.gen);
+      g = generate_recorded(opt.seed, index, opt.gen);
     } catch (const CaseError& e) {
       ++s.cases;
       ++s.invalid;
@@ -240,7 +242,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       continue;
     }
     const double t_run = elapsed();
-    CaseResult r = run_case(c, *backend, *vs, opt.lim);
+    CaseResult r = run_case(g.c, *backend, *vs, opt.lim);
     s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t_run);
     if ((s.interrupted = interrupted()) != 0) break;  // a run cut short proves nothing: not counted
     ++s.cases;
@@ -255,7 +257,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       FoundCase f;
       f.shrunk_result = r;
       const StillFails fails = fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result);
-      const ShrinkResult sr = shrink_case(c, [&](const Case& cand) {
+      const ChoiceShrinkResult sr = shrink_choices(g.choices, opt.gen, [&](const Case& cand) {
         const double t = elapsed();
         const bool still = fails(cand);
         s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
@@ -266,6 +268,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       f.original = r.case_line;
       f.original_result = r;
       f.shrunk = print_case(sr.minimal);
+      f.choices = sr.choices;
       f.steps = sr.steps;
       f.runs = sr.runs;
       f.shrink_stop = sr.stop;
@@ -307,7 +310,7 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   std::string out = fmt::format(
       "fuzz summary: backend {} vs {}, seed {}, shard {}/{}, dims {}\n"
       "  {} cases in {:.1f} s ({:.0f} cases/s): {} passed, {} failed, {} skipped, {} invalid (generator bugs)\n",
-      opt.backend, opt.vs, opt.seed, opt.shard, opt.shards, opt.gen.dims == DimsProfile::Glm ? "glm" : "small",
+      opt.backend, opt.vs, opt.seed, opt.shard, opt.shards, dims_name(opt.gen.dims),
       s.cases, s.seconds, double(s.cases) / std::max(s.seconds, 1e-9), s.verdicts[Verdict::Pass], s.verdicts.bad(),
       s.verdicts[Verdict::Skipped], s.invalid);
   if (s.interrupted != 0)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,28 @@ std::string case_text_of_line(const std::string& line) {
   if (b == std::string::npos) return {};
   const auto e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
+}
+
+std::string choices_comment(const RecordedChoices& r) {
+  const char* op = !r.gen.op ? "any" : *r.gen.op == Op::Indexer ? "indexer" : "sdpa";
+  return fmt::format("# choices: dims={} op={} {}", dims_name(r.gen.dims), op, choices_text(r.seq));
+}
+
+std::optional<RecordedChoices> parse_choices_comment(const std::string& line) {
+  static const std::string tag = "# choices:";
+  if (line.rfind(tag, 0) != 0) return std::nullopt;
+  std::istringstream is(line.substr(tag.size()));
+  RecordedChoices r;
+  std::string tok, rest;
+  bool dims = false, op = false;
+  while (is >> tok) {
+    if (tok.rfind("dims=", 0) == 0) r.gen.dims = parse_dims(tok.substr(5)), dims = true;
+    else if (tok.rfind("op=", 0) == 0) r.gen.op = parse_op_filter(tok.substr(3)), op = true;
+    else rest += " " + tok;
+  }
+  if (!dims || !op) throw CaseError("choices", line, "needs dims=<small|glm|tiny> op=<indexer|sdpa|any>");
+  r.seq = parse_choices(rest);
+  return r;
 }
 
 namespace {
@@ -58,6 +81,7 @@ std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, co
     std::ifstream in(f);
     if (!in) throw CaseFileError(fmt::format("{}: cannot open", f));
     std::string line, claim;
+    std::optional<RecordedChoices> choices;
     int n = 0, claim_line = 0, cases = 0;
     while (std::getline(in, line)) {
       ++n;
@@ -71,10 +95,19 @@ std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, co
         if (claim.empty()) throw CaseFileError(fmt::format("{}:{}: '# catches:' names no backend", f, n));
         continue;
       }
+      try {
+        if (auto rc = parse_choices_comment(line)) {
+          choices = std::move(rc);
+          continue;
+        }
+      } catch (const CaseError& err) {
+        throw CaseFileError(fmt::format("{}:{}: {}", f, n, err.what()));
+      }
       const std::string text = case_text_of_line(line);
       if (text.empty()) continue;
       try {
-        CaseEntry e{f, n, parse_case(text), claim, claim_line};
+        CaseEntry e{f, n, parse_case(text), claim, claim_line, std::move(choices)};
+        choices.reset();
         make_layout(e.c, lim, LayoutMode::Describe);  // validates without building per-row vectors
         out.push_back(std::move(e));
         ++cases;

@@ -14,19 +14,25 @@
 #include "attn_oracle/fuzz/generator.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/layout/layout.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/fuzz/choices.h"
 
 namespace ao {
 
 DimsProfile parse_dims(const std::string& s) {
   if (s == "small") return DimsProfile::Small;
   if (s == "glm") return DimsProfile::Glm;
-  throw CaseError("dims", s, "must be small or glm");
+  if (s == "tiny") return DimsProfile::Tiny;
+  throw CaseError("dims", s, "must be small, glm or tiny");
+}
+
+const char* dims_name(DimsProfile d) {
+  return d == DimsProfile::Glm ? "glm" : d == DimsProfile::Tiny ? "tiny" : "small";
 }
 
 std::optional<Op> parse_op_filter(const std::string& s) {
@@ -38,59 +44,50 @@ std::optional<Op> parse_op_filter(const std::string& s) {
 
 namespace {
 
-struct Rand {
-  uint64_t state;
-  uint64_t next() { return splitmix64(state++ * 0x2545F4914F6CDD1Dull); }
-  int64_t uniform(int64_t lo, int64_t hi) {  // inclusive
-    if (hi <= lo) return lo;
-    return lo + int64_t(next() % uint64_t(hi - lo + 1));
-  }
-  bool chance(double p) { return double(next() >> 11) * 0x1.0p-53 < p; }
-  template <class T>
-  T pick(std::initializer_list<T> xs) {
-    return *(xs.begin() + uniform(0, int64_t(xs.size()) - 1));
-  }
-};
-
 struct Profile {
   int64_t max_doc;      // longest document
   int64_t max_total;    // token budget of a pack
   int64_t check_rows;   // rows= when a rank holds more rows than this
   int64_t max_check_keys;  // rows= also when rows x keys exceed this
+  int max_cp = 32;         // cp is capped here
+  int64_t many_chunks = 64;  // "many chunks per rank" of the divisible-CP family
+  int max_heads = 8, max_dim = 64;  // small-dims caps (glm dims are fixed)
 };
 
 Profile profile(DimsProfile d) {
   if (d == DimsProfile::Glm) return {32768, 65536, 64, int64_t(1) << 22};
+  // Tiny: every row checked (no rows=): fuzz_differential's naive reference checks all rows.
+  if (d == DimsProfile::Tiny) return {64, 256, INT64_MAX, INT64_MAX, 4, 4, 4, 16};
   return {4096, 8192, 256, int64_t(1) << 21};
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-int64_t edge_len(Rand& R, int64_t max_len) {
+int64_t edge_len(ChoiceSource& R, int64_t max_len) {
   int64_t L;
-  switch (R.uniform(0, 9)) {
+  switch (R.integer(0, 9)) {
     case 0: case 1: L = R.pick<int64_t>({1, 1, 2, 3}); break;
     case 2: case 3: case 4: L = R.pick<int64_t>({64, 128, 256}) + R.pick<int64_t>({-1, 0, 1}); break;
-    case 5: case 6: L = R.uniform(1, 300); break;
+    case 5: case 6: L = R.integer(1, 300); break;
     case 7: L = R.pick<int64_t>({512, 1024, 2048}) + R.pick<int64_t>({-1, 0, 1}); break;
-    default: L = R.uniform(1, max_len); break;
+    default: L = R.integer(1, max_len); break;
   }
   return std::clamp<int64_t>(L, 1, max_len);
 }
 
 // Document lengths: one, a few, many, or one huge followed by many tiny ones.
-std::vector<int64_t> doc_lengths(Rand& R, const Profile& P, int64_t scale_cap) {
+std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scale_cap) {
   std::vector<int64_t> lens;
   const int64_t max_doc = std::min(P.max_doc, scale_cap);
-  const int64_t shape = R.uniform(0, 19);
+  const int64_t shape = R.integer(0, 19);
   if (shape < 9) {
     lens.push_back(edge_len(R, max_doc));
   } else if (shape < 15) {
-    const int64_t n = R.uniform(2, 4);
+    const int64_t n = R.count(2, 4);
     for (int64_t i = 0; i < n; ++i) lens.push_back(edge_len(R, max_doc / 2));
   } else if (shape < 18) {
-    const int64_t n = R.uniform(5, 24);
-    for (int64_t i = 0; i < n; ++i) lens.push_back(R.chance(0.5) ? R.uniform(1, 8) : edge_len(R, 300));
+    const int64_t n = R.count(5, 24);
+    for (int64_t i = 0; i < n; ++i) lens.push_back(R.chance(0.5) ? R.integer(1, 8) : edge_len(R, 300));
   } else {  // [131008, 64] scaled: one huge document, then tiny ones
     const int64_t huge = std::max<int64_t>(64, max_doc - R.pick<int64_t>({64, 63, 65, 1, 0}));
     lens.push_back(huge);
@@ -105,14 +102,14 @@ std::vector<int64_t> doc_lengths(Rand& R, const Profile& P, int64_t scale_cap) {
   }
   if (total > P.max_total) lens[0] = P.max_total;
   if (lens.size() > 1) {
-    const int64_t order = R.uniform(0, 4);
+    const int64_t order = R.integer(0, 4, 2);  // shrinks to the generated order
     if (order == 0) std::sort(lens.begin(), lens.end(), std::greater<>());  // largest first
     if (order == 1) std::sort(lens.begin(), lens.end());                    // largest last
   }
   return lens;
 }
 
-int64_t gap(Rand& R) { return R.pick<int64_t>({0, 0, 1, 1, 7, 64, 200}); }
+int64_t gap(ChoiceSource& R) { return R.pick<int64_t>({0, 0, 1, 1, 7, 64, 200}); }
 
 // Offsets with the given gaps after each sequence; `lead` rows before the first.
 std::vector<int64_t> offsets_from(const std::vector<int64_t>& lens, const std::vector<int64_t>& gaps, int64_t lead,
@@ -127,23 +124,23 @@ std::vector<int64_t> offsets_from(const std::vector<int64_t>& lens, const std::v
   return off;
 }
 
-void choose_cp(Rand& R, Case& c) {
-  c.cp = R.pick<int>({2, 3, 4, 8, 16, 32, 32});
-  c.rank = R.pick<int>({0, c.cp / 2, c.cp - 1, c.cp - 1, int(R.uniform(0, c.cp - 1))});
+void choose_cp(ChoiceSource& R, const Profile& P, Case& c) {
+  c.cp = std::min(P.max_cp, R.pick<int>({2, 3, 4, 8, 16, 32, 32}));
+  c.rank = R.pick<int>({0, c.cp / 2, c.cp - 1, c.cp - 1, int(R.integer(0, c.cp - 1))});
   c.rank = std::min(c.rank, c.cp - 1);
-  c.cp_scheme = R.chance(0.85) ? CpScheme::Zigzag : CpScheme::Contiguous;
+  c.cp_scheme = R.chance(0.85, true) ? CpScheme::Zigzag : CpScheme::Contiguous;
   c.crop = c.op == Op::Indexer && R.chance(0.3);
   const int64_t parts = c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp;
   auto& lens = c.q_lens;
-  const int64_t mode = R.uniform(0, 9);
+  const int64_t mode = R.integer(0, 9);
   std::vector<int64_t> pads(lens.size(), 0);
   if (mode < 4) {  // lengths divisible: no padding
     for (auto& L : lens) L = std::max(parts, round_up(L, parts) - (R.chance(0.5) ? parts : 0));
-    if (R.chance(0.3)) for (auto& L : lens) L = parts * R.pick<int64_t>({1, 2, 64, 65});
+    if (R.chance(0.3)) for (auto& L : lens) L = parts * R.pick<int64_t>({1, 2, P.many_chunks, P.many_chunks + 1});
   } else {  // TE/Megatron: pad each to a multiple of parts; extra padding makes chunks wholly padding
     for (size_t b = 0; b < lens.size(); ++b) {
       if (mode >= 8 && R.chance(0.5)) lens[b] = std::max(parts, round_up(lens[b], parts));
-      if (R.chance(0.3)) lens[b] = R.uniform(1, parts - 1);  // shorter than one chunk per rank
+      if (R.chance(0.3)) lens[b] = R.integer(1, parts - 1);  // shorter than one chunk per rank
       pads[b] = round_up(lens[b], parts) - lens[b];
       if (R.chance(0.3)) pads[b] += parts * R.pick<int64_t>({1, 2, 7});
     }
@@ -151,7 +148,7 @@ void choose_cp(Rand& R, Case& c) {
   c.kv_lens = lens;
   const bool any_pad = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p > 0; });
   if (any_pad || R.chance(0.2)) {
-    if (R.chance(0.5)) {
+    if (R.chance(0.5, true)) {  // shrinks to pads rather than offsets
       c.q_pad = c.kv_pad = pads;
     } else {  // cu_seqlens_padded style
       // With the capacity entry: the last document's padding is then part of its padded length.
@@ -167,9 +164,9 @@ void choose_cp(Rand& R, Case& c) {
   if (R.chance(0.2) && !(c.q_offsets.size() == lens.size() + 1)) c.tail = parts * R.pick<int64_t>({1, 2});
 }
 
-void choose_padding(Rand& R, Case& c) {
+void choose_padding(ChoiceSource& R, Case& c) {
   const size_t B = c.q_lens.size();
-  const int64_t mode = R.uniform(0, 9);
+  const int64_t mode = R.integer(0, 9);
   auto gaps = [&] {
     std::vector<int64_t> g(B);
     for (auto& x : g) x = gap(R);
@@ -199,8 +196,7 @@ void choose_padding(Rand& R, Case& c) {
 
 }  // namespace
 
-Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt) {
-  Rand R{splitmix64(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) ^ splitmix64(index + 0xABCDEFull)};
+Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const Op op = opt.op ? *opt.op : (R.chance(0.55) ? Op::Indexer : Op::Sdpa);
   const Profile P = profile(opt.dims);
   Case c = defaults_for(op);
@@ -210,7 +206,7 @@ Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt) {
   c.kv_lens = c.q_lens;
   if (op == Op::Indexer && !cp && R.chance(0.15)) c.ratio = R.pick<int>({2, 4});
   if (cp) {
-    choose_cp(R, c);
+    choose_cp(R, P, c);
   } else {
     if (R.chance(0.3))  // q shorter or longer than kv
       for (auto& kv : c.kv_lens)
@@ -219,7 +215,7 @@ Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt) {
       for (size_t b = 0; b < c.kv_lens.size(); ++b) c.kv_lens[b] = std::max<int64_t>(1, c.q_lens[b] / c.ratio);
     choose_padding(R, c);
   }
-  const int64_t mask = R.uniform(0, 9);
+  const int64_t mask = R.integer(0, 9, c.mask == MaskKind::BottomRight ? 4 : 0);  // shrinks to the op's default
   c.mask = mask < 4 ? MaskKind::TopLeft : mask < 9 ? MaskKind::BottomRight : MaskKind::None;
   if (c.mask == MaskKind::None) {  // crop and ratio act on the causal key range only
     c.crop = false;
@@ -231,34 +227,55 @@ Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt) {
   int64_t max_keys = 1;
   for (size_t b = 0; b < c.kv_lens.size(); ++b) max_keys = std::max(max_keys, c.kv_lens[b]);
   if (op == Op::Indexer) {
-    c.heads = glm ? 32 : R.pick<int>({1, 2, 4, 4, 8});
-    c.dim = glm ? 128 : R.pick<int>({4, 8, 16, 32, 32, 64});
+    c.heads = glm ? 32 : std::min(P.max_heads, R.pick<int>({1, 2, 4, 4, 8}));
+    c.dim = glm ? 128 : std::min(P.max_dim, R.pick<int>({4, 8, 16, 32, 32, 64}));
     c.dim_v = c.dim;  // what parse_case derives for the indexer (dim_v is an sdpa key)
     const int64_t m = std::max<int64_t>(1, max_keys / c.ratio);
     int64_t k = glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
-                    : R.pick<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.uniform(1, std::min<int64_t>(m, 256)), 64, 128});
+                    : R.pick<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.integer(1, std::min<int64_t>(m, 256)), 64, 128});
     c.topk = int(std::clamp<int64_t>(k, 1, glm ? 2048 : 512));
   } else {
     auto [hq, hkv] = glm ? R.pick<std::pair<int, int>>({{32, 32}, {32, 8}, {32, 4}})
                          : R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 1}, {4, 2}, {4, 4}, {6, 2}, {8, 2}, {6, 3}});
     c.hq = hq;
     c.hkv = hkv;
-    c.dim = glm ? 128 : R.pick<int>({8, 16, 32, 64});
-    c.dim_v = R.chance(0.25) ? (glm ? 64 : R.pick<int>({8, 16, 32})) : c.dim;
+    c.dim = glm ? 128 : std::min(P.max_dim, R.pick<int>({8, 16, 32, 64}));
+    c.dim_v = R.chance(0.25) ? (glm ? 64 : std::min(P.max_dim, R.pick<int>({8, 16, 32}))) : c.dim;
     if (c.mask != MaskKind::None && R.chance(0.15)) c.window = R.pick<int64_t>({1, 16, 64, 100});
   }
-  c.dtype = R.pick<DType>({DType::F32, DType::BF16, DType::F16});
+  c.dtype = R.pick<DType>({DType::F32, DType::BF16, DType::F16}, 1);  // shrinks to bf16, the default
   c.poison = R.pick<Poison>({Poison::NaN, Poison::Inf, Poison::Large, Poison::None});
   if (R.chance(0.1)) c.precision = Precision::F64;
   if (op == Op::Indexer && R.chance(0.15)) c.levels = R.pick<uint32_t>({2, 16, 1024});
   if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
-  c.seed = 1 + R.next() % 1000000;
+  c.seed = R.integer(1, 1000000);
 
   // Sample rows when the rank's query rows x keys would make the CPU oracle slow.
   const Layout l = make_layout(c);  // throws on a generator bug; the tests run thousands of seeds
   int64_t rows = 0;
   for (const auto& s : l.segments) rows += s.rows;
   if (rows > P.check_rows && rows * max_keys > P.max_check_keys) c.rows = P.check_rows;
+  return c;
+}
+
+Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt) {
+  RandomChoices R(seed, index);
+  return generate_case(R, opt);
+}
+
+GeneratedCase generate_recorded(uint64_t seed, uint64_t index, const GenOptions& opt) {
+  RandomChoices R(seed, index);
+  GeneratedCase g;
+  g.c = generate_case(R, opt);
+  g.choices = canonical(R.values());
+  return g;
+}
+
+Case replay_choices(const Choices& seq, const GenOptions& opt, Choices* effective, std::vector<Choice>* record) {
+  ReplayChoices R(seq);
+  Case c = generate_case(R, opt);
+  if (effective) *effective = canonical(R.values());
+  if (record) *record = R.record();
   return c;
 }
 

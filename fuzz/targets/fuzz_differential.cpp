@@ -1,5 +1,6 @@
-// libFuzzer target 2: structured differential. Bytes -> a small layout (FuzzedDataProvider; byte 0 is
-// the format version, so old corpus files stay meaningful) -> the production reference (`cpu-ref`
+// libFuzzer target 2: structured differential. Bytes -> the campaign's generator at tiny dims, each
+// decision drawn from the bytes (FdpChoices over FuzzedDataProvider; byte 0 is the format version,
+// so files of another byte meaning are skipped, not misread) -> the production reference (`cpu-ref`
 // path: layout.cpp + reference_*.cpp) vs the independent naive fp64 reference
 // (oracle/tests/support/naive_reference.*, which re-derives offsets, CP chunks and masks from the Case).
 // Properties (abort on violation), on every row of the rank:
@@ -21,12 +22,13 @@
 #endif
 
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/reference/reference.h"
 #include "naive_reference.h"
 
 namespace {
 
-constexpr uint8_t kFormatVersion = 1;
+constexpr uint8_t kFormatVersion = 2;  // 2: bytes are generator choices (1: the old own decoder)
 
 [[noreturn]] void violated(const ao::Case& c, const std::string& what) {
   std::fprintf(stderr, "fuzz_differential: property violated: %s\n  case: %s\n", what.c_str(),
@@ -34,56 +36,12 @@ constexpr uint8_t kFormatVersion = 1;
   std::abort();
 }
 
+// The campaign's generator (generator.h) at tiny dims, every decision read from the input's bytes.
 ao::Case case_from(FuzzedDataProvider& f) {
-  using namespace ao;
-  Case c = defaults_for(f.ConsumeBool() ? Op::Indexer : Op::Sdpa);
-  const int B = f.ConsumeIntegralInRange(1, 4);
-  c.cp = f.PickValueInArray({1, 1, 1, 2, 3, 4, 8});
-  c.rank = f.ConsumeIntegralInRange(0, c.cp - 1);
-  c.cp_scheme = f.ConsumeIntegralInRange(0, 7) == 0 ? CpScheme::Contiguous : CpScheme::Zigzag;
-  const int64_t parts = c.cp > 1 ? (c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp) : 1;
-  c.q_lens.clear();
-  c.kv_lens.clear();
-  std::vector<int64_t> qpad, kvpad;
-  for (int b = 0; b < B; ++b) {
-    const int64_t L = f.ConsumeIntegralInRange<int64_t>(1, 80);
-    c.q_lens.push_back(L);
-    int64_t kv = L;
-    if (c.cp == 1 && f.ConsumeIntegralInRange(0, 3) == 0) kv = f.ConsumeIntegralInRange<int64_t>(1, 80);
-    c.kv_lens.push_back(kv);
-    int64_t p = f.ConsumeIntegralInRange<int64_t>(0, 9);
-    if (parts > 1) p = (parts - L % parts) % parts + parts * f.ConsumeIntegralInRange<int64_t>(0, 2);
-    qpad.push_back(p);
-    kvpad.push_back(f.ConsumeBool() ? p : f.ConsumeIntegralInRange<int64_t>(0, 9));
-  }
-  if (f.ConsumeBool()) {
-    c.q_pad = qpad;
-    c.kv_pad = kvpad;
-  } else if (parts > 1) {
-    c.q_pad = c.kv_pad = qpad;
-  }
-  if (f.ConsumeIntegralInRange(0, 3) == 0) c.tail = parts * f.ConsumeIntegralInRange<int64_t>(1, 3);
-  c.mask = f.PickValueInArray({MaskKind::TopLeft, MaskKind::BottomRight, MaskKind::None});
-  c.crop = c.cp > 1 && f.ConsumeBool();
-  c.dtype = f.PickValueInArray({DType::F32, DType::BF16, DType::F16});
-  c.poison = f.PickValueInArray({Poison::NaN, Poison::Inf, Poison::Large, Poison::None});
-  c.precision = f.ConsumeBool() ? Precision::F64 : Precision::F32;
-  c.seed = f.ConsumeIntegral<uint16_t>();
-  if (c.op == Op::Indexer) {
-    c.heads = f.ConsumeIntegralInRange(1, 4);
-    c.dim = f.ConsumeIntegralInRange(1, 16);
-    c.topk = f.ConsumeIntegralInRange(1, 40);
-    c.dim_v = c.dim;  // what parse_case derives for the indexer
-    if (c.cp == 1) c.ratio = f.ConsumeIntegralInRange(1, 3);
-    if (f.ConsumeIntegralInRange(0, 3) == 0) c.levels = f.PickValueInArray<uint32_t>({2, 3, 16});
-  } else {
-    c.hkv = f.ConsumeIntegralInRange(1, 3);
-    c.hq = c.hkv * f.ConsumeIntegralInRange(1, 3);
-    c.dim = f.ConsumeIntegralInRange(1, 16);
-    c.dim_v = f.ConsumeBool() ? c.dim : f.ConsumeIntegralInRange(1, 16);
-    if (c.mask != MaskKind::None && f.ConsumeBool()) c.window = f.ConsumeIntegralInRange<int64_t>(1, 20);
-  }
-  return c;
+  ao::FdpChoices<FuzzedDataProvider> src(f);
+  ao::GenOptions opt;
+  opt.dims = ao::DimsProfile::Tiny;
+  return ao::generate_case(src, opt);
 }
 
 }  // namespace
@@ -91,12 +49,14 @@ ao::Case case_from(FuzzedDataProvider& f) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || data[0] != kFormatVersion) return 0;
   FuzzedDataProvider f(data + 1, size - 1);
-  const ao::Case c = case_from(f);
+  ao::Case c;
   ao::Layout l;
   try {
+    c = case_from(f);
     l = ao::make_layout(c);
-  } catch (const ao::CaseError&) {
-    return 0;  // the structured decoder aims at valid layouts; the parser target covers rejections
+  } catch (const ao::CaseError& e) {  // every choice sequence must give a valid case
+    std::fprintf(stderr, "fuzz_differential: the generator made an invalid case: %s\n", e.what());
+    std::abort();
   }
   const ao::Inputs in = ao::make_inputs(l);
   ao::Outputs out = ao::make_sentinel_outputs(l);

@@ -332,9 +332,11 @@ TEST(FuzzCampaign, OneSmallestFilePerFailureSignatureAlsoAcrossRuns) {
 }
 
 TEST(FuzzCampaign, TimeBudgetBoundsTheShrinker) {
-  // GLM dims: shrinking the first failure (case #0 of seed 3, found in ~0.05 s) takes ~100 runs and
-  // most of a second; under a 0.1 s budget the shrinker stops at the deadline, keeps the smallest
-  // failing case so far, and the campaign ends within the budget plus its longest single run.
+  // GLM dims: the first failure is case #0 of seed 3 (found in ~0.05 s). The structural shrinker took
+  // ~100 runs on it and always hit the 0.1 s deadline; the choice shrinker needs ~7 runs and may
+  // finish first (its deadline stop is tested in FuzzChoices.ShrinkByChoicesStopsAtTheDeadline).
+  // Either way the campaign ends within the budget plus its longest single run and saves the
+  // smallest failing case so far, saying so when the deadline stopped it.
   const fs::path dir = temp_dir("deadline");
   CampaignOptions o;
   o.backend = "cpu-bug:topleft-cp";
@@ -350,14 +352,15 @@ TEST(FuzzCampaign, TimeBudgetBoundsTheShrinker) {
   const std::string summary = format_summary(o, s);
   ASSERT_GE(s.unique.size(), 1u) << summary;
   const FoundCase& f = s.unique[0];
-  EXPECT_EQ(f.shrink_stop, ShrinkStop::Deadline) << summary;
-  EXPECT_NE(summary.find("stopped at the deadline"), std::string::npos) << summary;
+  const bool deadline = f.shrink_stop == ShrinkStop::Deadline;
+  EXPECT_TRUE(deadline || f.shrink_stop == ShrinkStop::Minimum) << summary;
+  EXPECT_EQ(summary.find("stopped at the deadline") != std::string::npos, deadline) << summary;
   EXPECT_GT(s.longest_run_seconds, 0);
   EXPECT_LE(took, o.budget.seconds + s.longest_run_seconds + 0.5) << summary;
   EXPECT_NE(summary.find(fmt::format("longest_run_seconds={:.3f}", s.longest_run_seconds)), std::string::npos);
   // Saved anyway, saying so; the saved case fails.
   ASSERT_TRUE(valid_found_file(f.file));
-  EXPECT_NE(slurp(f.file).find("stopped at the deadline"), std::string::npos) << slurp(f.file);
+  EXPECT_EQ(slurp(f.file).find("stopped at the deadline") != std::string::npos, deadline) << slurp(f.file);
   auto bug = make_backend(o.backend);
   auto ref = make_backend(o.vs);
   EXPECT_EQ(run_case(read_case_files({f.file})[0].c, *bug, *ref).verdict.kind, Verdict::Fail);

@@ -1,5 +1,5 @@
 // A fuzz campaign: generated cases (generator.h) run against a backend vs a reference; each failure
-// is shrunk (shrink.h) and deduplicated by its failure signature (failure_signature below): one
+// is shrunk through its choice sequence (choice_shrink.h) and deduplicated by its failure signature (failure_signature below): one
 // smallest case per signature is written, atomically, as <hash of its line>.case into the output
 // directory, the others are counted as merged into it. Deterministic for a (seed, shard, budget in
 // cases). A time budget B is a bound: no case or shrink run starts after B, so the campaign ends
@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct CampaignOptions {
 struct FoundCase {
   uint64_t index = 0;          // case number in the campaign
   std::string original, shrunk, file, signature;
+  std::optional<Choices> choices;  // the shrunk case's choice sequence (written as `# choices:`)
   CaseResult original_result, shrunk_result;
   int steps = 0, runs = 0;
   ShrinkStop shrink_stop = ShrinkStop::Minimum;  // why the shrinker stopped
@@ -86,7 +88,8 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // A found-case file that counts as known: a regular, non-empty file whose case lines all parse and
 // validate (at least one). Empty or unparsable files do not count (the campaign rewrites them).
 bool valid_found_file(const std::string& path, const LayoutLimits& lim = {});
-// Text of a found-case file: comment lines (original line, backend, failing metrics), then the line.
+// Text of a found-case file: comment lines (original line, backend, failing metrics, the choice
+// sequence as `# choices:`), then the line.
 std::string found_case_text(const CampaignOptions& opt, const FoundCase& f);
 
 }  // namespace ao

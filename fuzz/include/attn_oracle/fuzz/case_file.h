@@ -3,16 +3,27 @@
 // replays the same cases in the same order everywhere. A file without any case line (e.g. left empty
 // by a crashed save) is an error, as is a path that cannot be resolved (a symlink loop) anywhere under
 // a given directory: a corpus never loses a case silently.
+// `# choices: dims=<small|glm|tiny> op=<indexer|sdpa|any> <n> <n> ...` (written by `fuzz` before a
+// found case) records the choice sequence the generator replays to the case line after it; the line
+// stays authoritative (a sequence that no longer replays to it, e.g. after a generator change, is
+// ignored by its users), and readers that do not know it skip it as a comment.
 // `# catches: <backend>` on its own line claims that <backend> fails the next case line (one claim per
 // case; a claim not followed by a case line is an error); `gate` checks the claims of the backends it runs.
 #pragma once
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/layout/layout.h"
 
 namespace ao {
+
+struct RecordedChoices {
+  GenOptions gen;
+  Choices seq;
+};
 
 struct CaseEntry {
   std::string file;
@@ -20,6 +31,7 @@ struct CaseEntry {
   Case c;
   std::string claim;   // backend spec of a `# catches:` line before the case, or empty
   int claim_line = 0;  // its line
+  std::optional<RecordedChoices> choices;  // a `# choices:` line before the case
 };
 
 // A bad line or path: the message starts with `file:line:` (or the path) and carries the CaseError text.
@@ -31,6 +43,11 @@ struct CaseFileError : std::runtime_error {
 std::vector<std::string> collect_case_files(const std::vector<std::string>& paths);
 // Parses and validates (make_layout) every case; throws CaseFileError at the first bad line.
 std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, const LayoutLimits& lim = {});
+// "# choices: dims=small op=any 3 0 17" and back; nullopt for a line that is not a `# choices:`
+// line; throws CaseError("choices", ...) for a malformed one.
+std::string choices_comment(const RecordedChoices& r);
+std::optional<RecordedChoices> parse_choices_comment(const std::string& line);
+
 // The case text of one line (comment stripped, trimmed); empty for blank/comment lines.
 std::string case_text_of_line(const std::string& line);
 

@@ -1,5 +1,8 @@
 // Layout generator: case number `index` of campaign `seed` is a pure function of (seed, index,
 // options), so a campaign can be split into shards and any case re-created from its number.
+// Every decision is drawn from a ChoiceSource (choices.h): the campaign's PRNG records the choice
+// sequence, a replay of any sequence (edited by the shrinker, choice_shrink.h) or the libFuzzer
+// target's bytes give a case the same code builds, so every such case is valid by construction.
 // Cases are biased to the edges kernels break on (see generator.cpp for the families) and every
 // generated case is valid (make_layout accepts it); an invalid one is a generator bug.
 #pragma once
@@ -8,21 +11,37 @@
 #include <string>
 
 #include "attn_oracle/case/case.h"
+#include "attn_oracle/fuzz/choices.h"
 
 namespace ao {
 
-enum class DimsProfile { Small, Glm };
+enum class DimsProfile { Small, Glm, Tiny };
 
 struct GenOptions {
-  DimsProfile dims = DimsProfile::Small;  // small: CPU-fast; glm: 32 indexer heads x 128, topk 2048
+  DimsProfile dims = DimsProfile::Small;  // small: CPU-fast; glm: 32 indexer heads x 128, topk 2048;
+                                          // tiny: short documents, cp <= 4, <= 4 heads x 16, no rows= (libFuzzer target)
   std::optional<Op> op;                   // empty: both ops
 };
 
-// Throws CaseError("dims", ...) for anything but small|glm.
+// Throws CaseError("dims", ...) for anything but small|glm|tiny.
 DimsProfile parse_dims(const std::string& s);
+const char* dims_name(DimsProfile d);
 // Throws CaseError("op", ...) for anything but indexer|sdpa|any (any = empty optional).
 std::optional<Op> parse_op_filter(const std::string& s);
 
+// Every decision drawn from `src`; never throws for any choice sequence (an invalid case is a bug).
+Case generate_case(ChoiceSource& src, const GenOptions& opt = {});
+// Case `index` of campaign `seed` (RandomChoices).
 Case generate_case(uint64_t seed, uint64_t index, const GenOptions& opt = {});
+
+struct GeneratedCase {
+  Case c;
+  Choices choices;  // canonical: replay_choices(choices) gives c
+};
+GeneratedCase generate_recorded(uint64_t seed, uint64_t index, const GenOptions& opt = {});
+// The case a choice sequence gives; `effective`: the sequence as played (canonical); `record`: each
+// decision as played (with its range and kind).
+Case replay_choices(const Choices& seq, const GenOptions& opt = {}, Choices* effective = nullptr,
+                    std::vector<Choice>* record = nullptr);
 
 }  // namespace ao

@@ -1,0 +1,107 @@
+#include "attn_oracle/fuzz/choices.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "attn_oracle/case/case.h"
+#include "attn_oracle/inputs/rng.h"
+
+namespace ao {
+
+namespace {
+// (v + shift) mod (max + 1) without overflow, for v, shift <= max.
+uint64_t rotate(uint64_t v, uint64_t shift, uint64_t max) { return v <= max - shift ? v + shift : v - (max - shift) - 1; }
+}  // namespace
+
+int64_t ChoiceSource::integer(int64_t lo, int64_t hi, int64_t simplest) {
+  if (hi <= lo) return lo;
+  const uint64_t max = uint64_t(hi) - uint64_t(lo);
+  const uint64_t shift = uint64_t(std::clamp(simplest, lo, hi)) - uint64_t(lo);
+  const uint64_t v = std::min(draw(max, shift), max);
+  record_.push_back({v, max, false});
+  return int64_t(uint64_t(lo) + rotate(v, shift, max));
+}
+
+int64_t ChoiceSource::count(int64_t lo, int64_t hi) {
+  const size_t before = record_.size();
+  const int64_t n = integer(lo, hi);
+  if (record_.size() > before) record_.back().count = true;
+  return n;
+}
+
+bool ChoiceSource::chance(double p, bool simplest) {
+  const bool v = draw_flag(p, simplest);
+  record_.push_back({v ? 1u : 0u, 1, true});
+  return v != simplest;
+}
+
+Choices ChoiceSource::values() const {
+  Choices out;
+  out.reserve(record_.size());
+  for (const auto& c : record_) out.push_back(c.value);
+  return out;
+}
+
+RandomChoices::RandomChoices(uint64_t seed, uint64_t index)
+    : state_(splitmix64(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) ^ splitmix64(index + 0xABCDEFull)) {}
+
+uint64_t RandomChoices::next() { return splitmix64(state_++ * 0x2545F4914F6CDD1Dull); }
+uint64_t RandomChoices::draw(uint64_t max, uint64_t shift) {
+  const uint64_t outcome = max == ~uint64_t(0) ? next() : next() % (max + 1);
+  return shift == 0 ? outcome : rotate(outcome, max - shift + 1, max);  // the stored value of this outcome
+}
+bool RandomChoices::draw_flag(double p, bool simplest) { return (double(next() >> 11) * 0x1.0p-53 < p) != simplest; }
+
+uint64_t ReplayChoices::take() { return at_ < seq_.size() ? seq_[at_++] : 0; }
+uint64_t ReplayChoices::draw(uint64_t max, uint64_t) { return std::min(take(), max); }
+bool ReplayChoices::draw_flag(double, bool) { return take() != 0; }
+
+Choices canonical(Choices seq) {
+  while (!seq.empty() && seq.back() == 0) seq.pop_back();
+  return seq;
+}
+
+bool shortlex_less(const Choices& a, const Choices& b) {
+  if (a.size() != b.size()) return a.size() < b.size();
+  return a < b;
+}
+
+std::string choices_text(const Choices& seq) {
+  std::string s;
+  for (uint64_t v : seq) {
+    if (!s.empty()) s += ' ';
+    s += std::to_string(v);
+  }
+  return s;
+}
+
+Choices parse_choices(const std::string& text) {
+  Choices out;
+  std::istringstream is(text);
+  std::string tok;
+  while (is >> tok) {
+    if (tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 19)
+      throw CaseError("choices", tok, "must be non-negative integers separated by spaces");
+    out.push_back(std::stoull(tok));
+  }
+  return out;
+}
+
+std::vector<uint8_t> fdp_bytes(const std::vector<Choice>& record) {
+  // FuzzedDataProvider takes integers from the end of the input, most significant byte first, one
+  // byte per 8 bits of the range; a bool is the low bit of one byte.
+  std::vector<uint8_t> consumed;
+  for (const auto& c : record) {
+    if (c.flag) {
+      consumed.push_back(uint8_t(c.value & 1));
+      continue;
+    }
+    int bytes = 0;
+    for (uint64_t r = c.max; r > 0 && bytes < 8; r >>= 8) ++bytes;
+    for (int b = bytes - 1; b >= 0; --b) consumed.push_back(uint8_t(c.value >> (8 * b)));
+  }
+  std::reverse(consumed.begin(), consumed.end());
+  return consumed;
+}
+
+}  // namespace ao
