@@ -1,7 +1,7 @@
 // What the CUDA backends share on the host side: the availability check and version string,
-// per-phase GPU timings of the last run (CUDA events), and `name:knob=value,...` parsing.
+// per-phase GPU timings of the last run (CUDA events), and the GPU backends' registry entries (their
+// knobs are parsed by the registry: attn_oracle/backends/knobs.h).
 #pragma once
-#include <map>
 #include <string>
 #include <vector>
 
@@ -29,11 +29,11 @@ class GpuBackend : public Backend {
   PhaseTimes times_;
 };
 
-// Parses "k=v,k=v" for backend `name`; every key must be in `allowed` (value check is the caller's).
-// Throws CaseError("backend", name:knobs, why).
-std::map<std::string, std::string> parse_knobs(const std::string& name, const std::string& knobs,
-                                               const std::vector<std::string>& allowed);
-[[noreturn]] void bad_knob(const std::string& name, const std::string& knobs, const std::string& why);
+// The GPU backends' registry entries (cuda_indexer.cpp, cuda_sdpa.cpp, cudnn_sdpa.cpp), listed by
+// gpu_backend.cpp's BackendSet.
+BackendInfo cuda_indexer_backend();
+BackendInfo cuda_sdpa_backend();
+BackendInfo cudnn_sdpa_backend();
 
 // Records CUDA events in order and reports the milliseconds between consecutive marks.
 class EventTimer {
