@@ -16,7 +16,6 @@
 #include "attn_oracle/case/case.h"
 #include "attn_oracle/inputs/tensors.h"
 #include "cudnn_ragged.h"
-#include "gpu_backend.h"
 #include "gpu_common.h"
 
 #if AO_HAVE_CUDNN

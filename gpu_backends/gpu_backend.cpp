@@ -7,8 +7,13 @@
 
 namespace ao::gpu {
 
+// The GPU part of the one backend list (backend.h), linked whenever ao_gpu is. A new GPU backend is
+// its own file defining a `BackendInfo <name>_backend()` and one line here.
+BackendInfo cuda_indexer_backend();  // cuda_indexer.cpp
+BackendInfo cuda_sdpa_backend();     // cuda_sdpa.cpp
+BackendInfo cudnn_sdpa_backend();    // cudnn_sdpa.cpp
+
 namespace {
-// The GPU part of the one backend list (backend.h), linked whenever ao_gpu is.
 std::vector<BackendInfo> gpu_backends() { return {cuda_indexer_backend(), cuda_sdpa_backend(), cudnn_sdpa_backend()}; }
 const BackendSet gpu_set(1, gpu_backends);
 }  // namespace

@@ -1,6 +1,6 @@
 // What the CUDA backends share on the host side: the availability check and version string,
-// per-phase GPU timings of the last run (CUDA events), and the GPU backends' registry entries (their
-// knobs are parsed by the registry: attn_oracle/backends/knobs.h).
+// and per-phase GPU timings of the last run (CUDA events). The GPU backends' registry entries are
+// listed in gpu_backend.cpp; their knobs are parsed by the registry (attn_oracle/backends/knobs.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -29,11 +29,6 @@ class GpuBackend : public Backend {
   PhaseTimes times_;
 };
 
-// The GPU backends' registry entries (cuda_indexer.cpp, cuda_sdpa.cpp, cudnn_sdpa.cpp), listed by
-// gpu_backend.cpp's BackendSet.
-BackendInfo cuda_indexer_backend();
-BackendInfo cuda_sdpa_backend();
-BackendInfo cudnn_sdpa_backend();
 
 // Records CUDA events in order and reports the milliseconds between consecutive marks.
 class EventTimer {

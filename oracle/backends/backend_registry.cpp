@@ -26,7 +26,8 @@ std::vector<SetEntry>& sets() {
   return s;
 }
 
-// This file's set: always linked, since make_backend lives here.
+// This file's set: always linked, since make_backend lives here. A new CPU backend is its own file
+// defining a `detail::<name>_backends()` and one line here.
 std::vector<BackendInfo> core_backends() {
   auto v = detail::cpu_backends();
   for (auto& b : detail::external_backends()) v.push_back(std::move(b));
