@@ -28,6 +28,9 @@ struct CommandRegistrar {
 
 std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim);
 std::string join_case_args(const std::vector<std::string>& args);
+// `backends`: each backend with its knobs and defects; `backends --defects`: defect -> backends (backend_list.cpp).
+std::string format_backend_list();
+std::string format_defect_table();
 // This process's command line (main() records it; cp-run re-executes it once per rank).
 void set_cli_argv(int argc, char** argv);
 const std::vector<std::string>& cli_argv();

@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "print a case's layout: segments, causal offsets, key ranges, pad slots");
   show->add_option("case", show_args, "key=value ...")->required();
 
-  auto* list = app.add_subcommand("backends", "list backends and whether each can run here");
+  auto* list = app.add_subcommand("backends", "list backends, whether each can run here, their knobs and defects");
+  bool defects = false;
+  list->add_flag("--defects", defects, "list each defect id with the backends that re-create it");
 
   std::vector<AppCommand> extra = extra_commands(app, lim);  // cmd_*.cpp
 
@@ -113,12 +115,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*list) {
-      for (const auto& b : registered_backends()) {
-        auto be = b.make("");
-        auto why = be->unavailable_reason();
-        std::cout << fmt::format("{:<26} {:<10} {}\n", b.name, why.empty() ? "runs here" : "skipped", b.description);
-        if (!why.empty()) std::cout << fmt::format("{:<26} reason: {}\n", "", why);
-      }
+      std::cout << (defects ? format_defect_table() : format_backend_list());
       return 0;
     }
     for (auto& cmd : extra)

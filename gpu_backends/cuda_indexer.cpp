@@ -1,9 +1,10 @@
-// `cuda-indexer[:mask=offsets|topleft|bottomright,inputs=device|host,scratch_gib=N]`: the project's own
-// DSA indexer kernel (indexer_kernel.h) as a backend. mask=offsets (default) is correct;
-// mask=topleft re-creates the seed PR's chunk-local causal mask; mask=bottomright aligns each query
-// segment to the bottom right of its key extent (correct when keys are cropped to the chunk end,
-// crop=1; wrong without). Inputs are generated on the device from the case seed (inputs=device) or
-// uploaded from the harness (inputs=host). Every row of the layout is computed.
+// `cuda-indexer[:bug=none|topleft-cp,mask=offsets|bottomright,inputs=device|host,scratch_gib=N]`: the
+// project's own DSA indexer kernel (indexer_kernel.h) as a backend. The default is correct;
+// bug=topleft-cp re-creates the seed PR's chunk-local causal mask (cpu-bug:topleft-cp; old spelling
+// mask=topleft); mask=bottomright aligns each query segment to the bottom right of its key extent
+// (correct when keys are cropped to the chunk end, crop=1; wrong without). Inputs are generated on the
+// device from the case seed (inputs=device) or uploaded from the harness (inputs=host). Every row of
+// the layout is computed.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -22,25 +23,14 @@ namespace {
 
 class CudaIndexer : public DeviceKernelBackend {
  public:
-  explicit CudaIndexer(const std::string& knobs) {
-    const auto kv = parse_knobs("cuda-indexer", knobs, {"mask", "inputs", "scratch_gib"});
-    for (const auto& [k, v] : kv) {
-      if (k == "mask") {
-        if (v == "offsets") mask_ = IdxMask::Offsets;
-        else if (v == "topleft") mask_ = IdxMask::TopLeft;
-        else if (v == "bottomright") mask_ = IdxMask::BottomRight;
-        else bad_knob("cuda-indexer", knobs, "mask must be offsets, topleft or bottomright, got '" + v + "'");
-      } else if (k == "inputs") {
-        if (v != "device" && v != "host") bad_knob("cuda-indexer", knobs, "inputs must be device or host, got '" + v + "'");
-        from_host_ = v == "host";
-      } else if (k == "scratch_gib") {
-        char* end = nullptr;
-        scratch_gib_ = std::strtod(v.c_str(), &end);
-        if (v.empty() || *end || !(scratch_gib_ > 0) || scratch_gib_ > 64)
-          bad_knob("cuda-indexer", knobs, "scratch_gib must be a number in (0, 64], got '" + v + "'");
-      }
-    }
-    name_ = knobs.empty() ? "cuda-indexer" : "cuda-indexer:" + knobs;
+  explicit CudaIndexer(const Knobs& k) {
+    if (k.get("bug") == "topleft-cp" && k.get("mask") == "bottomright")
+      throw CaseError("backend", "cuda-indexer:" + k.text(), "knob bug=topleft-cp excludes mask=bottomright");
+    if (k.get("bug") == "topleft-cp") mask_ = IdxMask::TopLeft;
+    if (k.get("mask") == "bottomright") mask_ = IdxMask::BottomRight;
+    from_host_ = k.get("inputs") == "host";
+    scratch_gib_ = k.number("scratch_gib");
+    name_ = k.text().empty() ? "cuda-indexer" : "cuda-indexer:" + k.text();
   }
 
   std::string name() const override { return name_; }
@@ -140,14 +130,22 @@ class CudaIndexer : public DeviceKernelBackend {
   double scratch_gib_ = 4;
 };
 
-[[maybe_unused]] const bool registered = [] {
-  register_backend({"cuda-indexer",
-                    "own CUDA DSA indexer + radix top-k; knobs mask=offsets|topleft|bottomright, inputs=device|host, "
-                    "scratch_gib=N",
-                    [](const std::string& knobs) { return std::make_unique<CudaIndexer>(knobs); }});
-  return true;
-}();
-
 }  // namespace
+
+BackendInfo cuda_indexer_backend() {
+  BackendInfo b;
+  b.name = "cuda-indexer";
+  b.description = "own CUDA DSA indexer + radix top-k";
+  b.knobs = {bug_knob({"topleft-cp"}, "topleft-cp: chunk-local top-left causal mask (the seed PR's)"),
+             knob_choice("mask", {"offsets", "bottomright"},
+                         "query alignment: the segments' causal offsets, or bottom right of the key extent "
+                         "(right with crop=1 only)"),
+             knob_choice("inputs", {"device", "host"}, "generate inputs on the device, or upload the harness's"),
+             knob_number("scratch_gib", {0, 64, true, false}, "4", "GiB of score scratch per launch batch")};
+  b.aliases = {{"mask=topleft", "bug=topleft-cp"}};
+  b.unavailable = [] { return gpu::unavailable_reason(); };
+  b.make = [](const Knobs& k) { return std::make_unique<CudaIndexer>(k); };
+  return b;
+}
 
 }  // namespace ao::gpu

@@ -1,6 +1,7 @@
-// `cuda-sdpa[:derived-offsets=1,tail-read=1,inputs=device|host]`: the project's own SDPA forward
+// `cuda-sdpa[:bug=none|derived-offsets|tail-read,inputs=device|host]`: the project's own SDPA forward
 // kernel (sdpa_kernel.h) as a backend: the fast reference for long padded-THD cases and, with a bug
-// knob on, the known-bad kernel the GPU gate must catch.
+// knob on, the known-bad kernel the GPU gate must catch (the ids of cpu-bug:derived-offsets and
+// cpu-bug:tail-read; old spellings derived-offsets=1, tail-read=1).
 #include <algorithm>
 #include <chrono>
 
@@ -16,24 +17,13 @@ namespace ao::gpu {
 
 namespace {
 
-bool flag(const std::string& knobs, const std::string& k, const std::string& v) {
-  if (v != "0" && v != "1") bad_knob("cuda-sdpa", knobs, k + " must be 0 or 1, got '" + v + "'");
-  return v == "1";
-}
-
 class CudaSdpa : public DeviceKernelBackend {
  public:
-  explicit CudaSdpa(const std::string& knobs) {
-    const auto kv = parse_knobs("cuda-sdpa", knobs, {"derived-offsets", "tail-read", "inputs"});
-    for (const auto& [k, v] : kv) {
-      if (k == "derived-offsets") derived_ = flag(knobs, k, v);
-      else if (k == "tail-read") tail_ = flag(knobs, k, v);
-      else if (k == "inputs") {
-        if (v != "device" && v != "host") bad_knob("cuda-sdpa", knobs, "inputs must be device or host, got '" + v + "'");
-        from_host_ = v == "host";
-      }
-    }
-    name_ = knobs.empty() ? "cuda-sdpa" : "cuda-sdpa:" + knobs;
+  explicit CudaSdpa(const Knobs& k) {
+    derived_ = k.get("bug") == "derived-offsets";
+    tail_ = k.get("bug") == "tail-read";
+    from_host_ = k.get("inputs") == "host";
+    name_ = k.text().empty() ? "cuda-sdpa" : "cuda-sdpa:" + k.text();
   }
 
   std::string name() const override { return name_; }
@@ -130,13 +120,21 @@ class CudaSdpa : public DeviceKernelBackend {
   bool derived_ = false, tail_ = false;
 };
 
-[[maybe_unused]] const bool registered = [] {
-  register_backend({"cuda-sdpa",
-                    "own CUDA SDPA forward over padded THD; bug knobs derived-offsets=1, tail-read=1; inputs=device|host",
-                    [](const std::string& knobs) { return std::make_unique<CudaSdpa>(knobs); }});
-  return true;
-}();
-
 }  // namespace
+
+BackendInfo cuda_sdpa_backend() {
+  BackendInfo b;
+  b.name = "cuda-sdpa";
+  b.description = "own CUDA SDPA forward over padded THD";
+  b.knobs = {bug_knob({"derived-offsets", "tail-read"},
+                      "derived-offsets: bases from prefix(lens), bound offsets ignored; tail-read: whole key "
+                      "tiles loaded past a sequence's end, V unmasked"),
+             knob_choice("inputs", {"device", "host"}, "generate inputs on the device, or upload the harness's")};
+  b.aliases = {{"derived-offsets=1", "bug=derived-offsets"}, {"tail-read=1", "bug=tail-read"},
+               {"derived-offsets=0", "bug=none"}, {"tail-read=0", "bug=none"}};
+  b.unavailable = [] { return gpu::unavailable_reason(); };
+  b.make = [](const Knobs& k) { return std::make_unique<CudaSdpa>(k); };
+  return b;
+}
 
 }  // namespace ao::gpu

@@ -26,43 +26,30 @@
 
 namespace ao::cudnn {
 
-SdpaOptions parse_knobs(const std::string& knobs) {
+std::vector<KnobSpec> sdpa_knobs() {
+  return {knob_choice("impl", {"composite", "unified", "auto"},
+                      "composite: matmul/mask/softmax/matmul the fused engine recognises; unified: the single "
+                      "SDPA_FWD operation; auto: the frontend chooses"),
+          knob_choice("pad_mask", {"1", "0", "auto"},
+                      "bind seq lens + padding mask; auto: omit them when every sequence is full"),
+          knob_number("guard", {0, 1 << 20, false, true}, "64", "rows of guard band past every buffer"),
+          knob_choice("ragged_stats", {"1", "0"}, "stats in THD with their own ragged offset; 0: padded [b, hq, s_q]"),
+          knob_choice("log", {"0", "1"}, "print the problem, the implementation and the chosen plan to stderr")};
+}
+
+SdpaOptions sdpa_options(const Knobs& k) {
   SdpaOptions o;
-  size_t at = 0;
-  while (at < knobs.size()) {
-    size_t end = knobs.find(',', at);
-    if (end == std::string::npos) end = knobs.size();
-    const std::string kv = knobs.substr(at, end - at);
-    at = end + 1;
-    const size_t eq = kv.find('=');
-    const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    auto bad = [&](const std::string& why) { return CaseError("backend", "cudnn-sdpa:" + knobs, "knob " + kv + ": " + why); };
-    if (k == "impl") {
-      if (v == "composite") o.impl = Impl::Composite;
-      else if (v == "unified") o.impl = Impl::Unified;
-      else if (v == "auto") o.impl = Impl::Auto;
-      else throw bad("impl must be composite, unified or auto");
-    } else if (k == "pad_mask") {
-      if (v == "1") o.pad_mask = PadMask::On;
-      else if (v == "0") o.pad_mask = PadMask::Off;
-      else if (v == "auto") o.pad_mask = PadMask::Auto;
-      else throw bad("pad_mask must be 1, 0 or auto");
-    } else if (k == "guard") {
-      char* e = nullptr;
-      const long long g = std::strtoll(v.c_str(), &e, 10);
-      if (v.empty() || *e || g < 0 || g > (1 << 20)) throw bad("guard must be a row count in [0, 1048576]");
-      o.guard_rows = g;
-    } else if (k == "ragged_stats") {
-      if (v != "0" && v != "1") throw bad("ragged_stats must be 0 or 1");
-      o.ragged_stats = v == "1";
-    } else if (k == "log") {
-      if (v != "0" && v != "1") throw bad("log must be 0 or 1");
-      o.log = v == "1";
-    } else {
-      throw bad("unknown knob (known: impl, pad_mask, guard, ragged_stats, log)");
-    }
-  }
+  const std::string impl = k.get("impl"), pad = k.get("pad_mask");
+  o.impl = impl == "unified" ? Impl::Unified : impl == "auto" ? Impl::Auto : Impl::Composite;
+  o.pad_mask = pad == "0" ? PadMask::Off : pad == "auto" ? PadMask::Auto : PadMask::On;
+  o.guard_rows = int64_t(k.number("guard"));
+  o.ragged_stats = k.flag("ragged_stats");
+  o.log = k.flag("log");
   return o;
+}
+
+SdpaOptions parse_knobs(const std::string& knobs) {
+  return sdpa_options(ao::parse_knobs("cudnn-sdpa", knobs, sdpa_knobs()));
 }
 
 #if AO_HAVE_CUDNN
@@ -349,18 +336,17 @@ std::string versions() {
                      CUDNN_FRONTEND_PATCH_VERSION);
 }
 
-namespace {
-const bool registered = [] {
-  register_backend({"cudnn-sdpa",
-                    "cuDNN fused SDPA forward via the cuDNN frontend graph API (THD, ragged offsets per tensor; "
-                    "knobs impl=composite|unified|auto, pad_mask=1|0|auto, guard=N, ragged_stats=1|0, log=1)",
-                    [](const std::string& knobs) {
-                      auto o = parse_knobs(knobs);
-                      return std::make_unique<CudnnSdpa>(knobs.empty() ? "cudnn-sdpa" : "cudnn-sdpa:" + knobs, o);
-                    }});
-  return true;
-}();
-}  // namespace
+BackendInfo backend_info() {
+  BackendInfo b;
+  b.name = "cudnn-sdpa";
+  b.description = "cuDNN fused SDPA forward via the cuDNN frontend graph API (THD, ragged offsets per tensor)";
+  b.knobs = sdpa_knobs();
+  b.unavailable = [] { return CudnnSdpa("cudnn-sdpa", {}).unavailable_reason(); };
+  b.make = [](const Knobs& k) {
+    return std::make_unique<CudnnSdpa>(k.text().empty() ? "cudnn-sdpa" : "cudnn-sdpa:" + k.text(), sdpa_options(k));
+  };
+  return b;
+}
 
 #else  // built without cuDNN: the backend exists and says why it cannot run
 
@@ -373,15 +359,22 @@ class CudnnUnavailable : public Backend {
   std::string unavailable_reason() const override { return versions(); }
   RunStatus run(const Layout&, const Inputs&, Outputs&) override { return {RunStatus::Skipped, versions(), 0}; }
 };
-const bool registered = [] {
-  register_backend({"cudnn-sdpa", "cuDNN fused SDPA forward (not built: cuDNN not found)", [](const std::string& knobs) {
-                      (void)parse_knobs(knobs);
-                      return std::make_unique<CudnnUnavailable>();
-                    }});
-  return true;
-}();
 }  // namespace
+
+BackendInfo backend_info() {
+  BackendInfo b;
+  b.name = "cudnn-sdpa";
+  b.description = "cuDNN fused SDPA forward (not built: cuDNN not found)";
+  b.knobs = sdpa_knobs();
+  b.unavailable = [] { return versions(); };
+  b.make = [](const Knobs&) { return std::make_unique<CudnnUnavailable>(); };
+  return b;
+}
 
 #endif
 
 }  // namespace ao::cudnn
+
+namespace ao::gpu {
+BackendInfo cudnn_sdpa_backend() { return cudnn::backend_info(); }
+}  // namespace ao::gpu

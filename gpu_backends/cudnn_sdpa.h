@@ -25,6 +25,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "attn_oracle/backends/backend.h"
 
 namespace ao::cudnn {
 
@@ -39,8 +42,13 @@ struct SdpaOptions {
   bool log = false;
 };
 
-// Throws CaseError(key="backend") naming the bad knob.
+// The knobs above, for the registry (attn_oracle/backends/knobs.h), and the options they set.
+std::vector<KnobSpec> sdpa_knobs();
+SdpaOptions sdpa_options(const Knobs& k);
+// Parses `knobs` with the registry's parser; throws CaseError(key="backend") naming the bad knob.
 SdpaOptions parse_knobs(const std::string& knobs);
+// The registry entry (built with or without cuDNN).
+BackendInfo backend_info();
 
 // "cuDNN 9.14.0 (headers 9.19.0), frontend 1.32.0", or why cuDNN is not built in.
 std::string versions();

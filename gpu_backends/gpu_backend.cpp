@@ -1,38 +1,22 @@
-// Host helpers of gpu_backend.h.
+// Host helpers of gpu_backend.h, and the GPU backends' BackendSet.
 #include "gpu_backend.h"
 
 #include "device_run.h"
-
-#include <algorithm>
-#include <sstream>
 
 #include "attn_oracle/case/case.h"
 
 namespace ao::gpu {
 
-void bad_knob(const std::string& name, const std::string& knobs, const std::string& why) {
-  throw CaseError("backend", name + ":" + knobs, why);
-}
+// The GPU part of the one backend list (backend.h), linked whenever ao_gpu is. A new GPU backend is
+// its own file defining a `BackendInfo <name>_backend()` and one line here.
+BackendInfo cuda_indexer_backend();  // cuda_indexer.cpp
+BackendInfo cuda_sdpa_backend();     // cuda_sdpa.cpp
+BackendInfo cudnn_sdpa_backend();    // cudnn_sdpa.cpp
 
-std::map<std::string, std::string> parse_knobs(const std::string& name, const std::string& knobs,
-                                               const std::vector<std::string>& allowed) {
-  std::map<std::string, std::string> kv;
-  if (knobs.empty()) return kv;
-  std::stringstream ss(knobs);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) bad_knob(name, knobs, "knob '" + item + "' is not key=value");
-    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
-    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-      std::string known;
-      for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-      bad_knob(name, knobs, "unknown knob '" + k + "' (known: " + known + ")");
-    }
-    if (!kv.emplace(k, v).second) bad_knob(name, knobs, "knob '" + k + "' given twice");
-  }
-  return kv;
-}
+namespace {
+std::vector<BackendInfo> gpu_backends() { return {cuda_indexer_backend(), cuda_sdpa_backend(), cudnn_sdpa_backend()}; }
+const BackendSet gpu_set(1, gpu_backends);
+}  // namespace
 
 EventTimer::EventTimer(int marks) : ev_(size_t(marks), nullptr) {
   for (auto& e : ev_) AO_CUDA(cudaEventCreate(&e));

@@ -1,7 +1,7 @@
 // What the CUDA backends share on the host side: the availability check and version string,
-// per-phase GPU timings of the last run (CUDA events), and `name:knob=value,...` parsing.
+// and per-phase GPU timings of the last run (CUDA events). The GPU backends' registry entries are
+// listed in gpu_backend.cpp; their knobs are parsed by the registry (attn_oracle/backends/knobs.h).
 #pragma once
-#include <map>
 #include <string>
 #include <vector>
 
@@ -29,11 +29,6 @@ class GpuBackend : public Backend {
   PhaseTimes times_;
 };
 
-// Parses "k=v,k=v" for backend `name`; every key must be in `allowed` (value check is the caller's).
-// Throws CaseError("backend", name:knobs, why).
-std::map<std::string, std::string> parse_knobs(const std::string& name, const std::string& knobs,
-                                               const std::vector<std::string>& allowed);
-[[noreturn]] void bad_knob(const std::string& name, const std::string& knobs, const std::string& why);
 
 // Records CUDA events in order and reports the milliseconds between consecutive marks.
 class EventTimer {

@@ -1,7 +1,8 @@
 // A GPU plugin (attn_oracle/plugin.h, ABI v1) wrapping the project's cuda-indexer kernels
 // (gpu_backends/indexer_kernel.h: launch_indexer_scores / launch_indexer_topk): what a kernel library
 // under bisect looks like to `plugin:`. Host pointers in, device work inside, host pointers out.
-// Knobs: mask=offsets (default, correct) | topleft (the seed PR's chunk-local mask) | bottomright.
+// Knobs (the oracle checks the grammar and the bug id): bug=none|topleft-cp (the seed PR's chunk-local
+// mask, cpu-bug:topleft-cp), mask=offsets (default, correct)|bottomright, as on the cuda-indexer backend.
 // Build (no CMake target, so the ao_gpu glob does not pick it up): scripts/build-gpu-plugin.sh
 #include <cuda_runtime.h>
 
@@ -157,11 +158,18 @@ int ao_plugin_run(const ao_layout* l, const ao_tensors* t, const char* knobs, ch
   if (l->dtype == AO_DTYPE_F16) { std::snprintf(msg, n, "stores fp32 or bf16 inputs only"); return AO_PLUGIN_SKIP; }
   IdxMask mask = IdxMask::Offsets;
   const std::string k = knobs ? knobs : "";
-  if (k == "mask=topleft") mask = IdxMask::TopLeft;
-  else if (k == "mask=bottomright") mask = IdxMask::BottomRight;
-  else if (!k.empty() && k != "mask=offsets") {
-    std::snprintf(msg, n, "unknown knobs '%s' (mask=offsets|topleft|bottomright)", k.c_str());
-    return AO_PLUGIN_ERROR;
+  for (size_t at = 0; at < k.size();) {
+    size_t end = k.find(',', at);
+    if (end == std::string::npos) end = k.size();
+    const std::string item = k.substr(at, end - at);
+    at = end + 1;
+    if (item == "bug=topleft-cp" && mask != IdxMask::BottomRight) mask = IdxMask::TopLeft;
+    else if (item == "mask=bottomright" && mask != IdxMask::TopLeft) mask = IdxMask::BottomRight;
+    else if (item != "bug=none" && item != "mask=offsets") {
+      std::snprintf(msg, n, "knob '%s' not served (bug=none|topleft-cp, mask=offsets|bottomright, not both set)",
+                    item.c_str());
+      return AO_PLUGIN_ERROR;
+    }
   }
   try {
     return run_indexer(l, t, mask);

@@ -48,7 +48,7 @@ TEST(CudaIndexer, TopLeftIsCaughtOnEveryChunkButRankZeroFront) {
   for (int rank : {0, 1, 3}) {
     std::string line = "op=indexer docs=1024 cp=4 heads=4 dim=32 topk=32 seed=21 rank=";
     line += std::to_string(rank);
-    auto raw = run_raw(line, "cuda-indexer:mask=topleft");
+    auto raw = run_raw(line, "cuda-indexer:bug=topleft-cp");
     ASSERT_EQ(raw.got.status.kind, RunStatus::Ok) << raw.got.status.reason;
     EXPECT_EQ(raw.trial.judge(raw.got, raw.ref).kind, Verdict::Fail) << line;
     for (const auto& sv : segment_verdicts(raw.trial, raw.got, raw.ref)) {
@@ -61,7 +61,7 @@ TEST(CudaIndexer, TopLeftIsCaughtOnEveryChunkButRankZeroFront) {
 
 TEST(CudaIndexer, TopLeftIsCaughtOnMultiDocPacks) {
   AO_REQUIRE_GPU();
-  const auto r = run_line("op=indexer docs=256,128 cp=2 rank=1 heads=4 dim=32 topk=24 seed=3", "cuda-indexer:mask=topleft");
+  const auto r = run_line("op=indexer docs=256,128 cp=2 rank=1 heads=4 dim=32 topk=24 seed=3", "cuda-indexer:bug=topleft-cp");
   EXPECT_EQ(r.verdict.kind, Verdict::Fail) << gputest::describe(r);
   EXPECT_LT(r.verdict.find("tie_aware_recall_min")->value, 1.0);
 }
@@ -83,7 +83,7 @@ TEST(CudaIndexer, BottomRightIsRightWithCropAndWrongWithout) {
 // Single document, no CP, bottom-right case mask: top-left drops the offset kv_len - q_len.
 TEST(CudaIndexer, TopLeftIsCaughtOnBottomRightQueriesWithoutCp) {
   AO_REQUIRE_GPU();
-  const auto r = run_line("op=indexer q_lens=64 kv_lens=256 heads=4 dim=32 topk=16 seed=41", "cuda-indexer:mask=topleft");
+  const auto r = run_line("op=indexer q_lens=64 kv_lens=256 heads=4 dim=32 topk=16 seed=41", "cuda-indexer:bug=topleft-cp");
   EXPECT_EQ(r.verdict.kind, Verdict::Fail) << gputest::describe(r);
   const auto ok = run_line("op=indexer q_lens=64 kv_lens=256 heads=4 dim=32 topk=16 seed=41", "cuda-indexer");
   EXPECT_EQ(ok.verdict.kind, Verdict::Pass) << gputest::describe(ok);

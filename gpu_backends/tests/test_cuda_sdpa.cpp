@@ -1,6 +1,6 @@
 // cuda-sdpa against cpu-ref on padded THD: per-tensor ragged offsets (Q/O vs K/V vs stats), both causal
 // alignments, windows, GQA, dim_v != dim, rows without keys, zigzag CP; never a write into pad slots;
-// the bug knobs derived-offsets=1 and tail-read=1 are caught by the oracle's metrics.
+// the bug knobs bug=derived-offsets and bug=tail-read are caught by the oracle's metrics.
 #include <cmath>
 #include <cstring>
 
@@ -39,13 +39,13 @@ INSTANTIATE_TEST_SUITE_P(Layouts, SdpaPasses, ::testing::ValuesIn(kPassLines), g
 // TE's [a a a 1 b b 2 2 c c c c 3]: addressing by prefix(lens) shifts every sequence after the first.
 TEST(CudaSdpa, DerivedOffsetsIsCaught) {
   AO_REQUIRE_GPU();
-  const auto r = run_line("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 seed=1", "cuda-sdpa:derived-offsets=1");
+  const auto r = run_line("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 seed=1", "cuda-sdpa:bug=derived-offsets");
   EXPECT_EQ(r.verdict.kind, Verdict::Fail) << gputest::describe(r);
   const auto* clob = r.verdict.find("clobbered_pad_slots");
   const auto* viol = r.verdict.find("tol_violations");
   EXPECT_TRUE(clob->value > 0 || viol->value > 0) << gputest::describe(r);
   // fully packed storage: the derived offsets are the bound ones, so the knob is harmless there
-  const auto packed = run_line("op=sdpa lens=3,2,4 seed=1", "cuda-sdpa:derived-offsets=1");
+  const auto packed = run_line("op=sdpa lens=3,2,4 seed=1", "cuda-sdpa:bug=derived-offsets");
   EXPECT_EQ(packed.verdict.kind, Verdict::Pass) << gputest::describe(packed);
 }
 
@@ -53,13 +53,13 @@ TEST(CudaSdpa, DerivedOffsetsIsCaught) {
 TEST(CudaSdpa, TailReadIsCaughtThroughNanPoison) {
   AO_REQUIRE_GPU();
   const char* line = "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan seed=2";
-  const auto r = run_line(line, "cuda-sdpa:tail-read=1");
+  const auto r = run_line(line, "cuda-sdpa:bug=tail-read");
   EXPECT_EQ(r.verdict.kind, Verdict::Fail) << gputest::describe(r);
   EXPECT_GT(r.verdict.find("nonfinite_valid")->value, 0);
   // with finite pad content the same reads are harmless (what zero-filled test buffers hide)
   std::string finite = line;
   finite.replace(finite.find("poison=nan"), 10, "poison=none");
-  const auto h = run_line(finite, "cuda-sdpa:tail-read=1");
+  const auto h = run_line(finite, "cuda-sdpa:bug=tail-read");
   EXPECT_EQ(h.verdict.kind, Verdict::Pass) << gputest::describe(h);
 }
 

@@ -79,9 +79,14 @@ TEST(GpuAvailability, BackendsReportSkippedWithReasonWithoutGpu) {
 }
 
 TEST(GpuKnobs, BadKnobsAreCaseErrorsNamingTheBackend) {
-  for (const char* spec : {"cuda-indexer:mask=diagonal", "cuda-indexer:foo=1", "cuda-indexer:mask", "cuda-sdpa:tail-read=2",
-                           "cuda-sdpa:derived-offsets=1,derived-offsets=0", "cuda-sdpa:inputs=disk",
-                           "cuda-indexer:scratch_gib=-1"}) {
+  // Refused: bad values, unknown knobs, misuse of the old spelling, a bug id the backend does not re-create.
+  for (const char* spec : {"cuda-indexer:mask=diagonal", "cuda-indexer:foo=1", "cuda-indexer:mask",
+                           "cuda-sdpa:tail-read=2",                           // old spelling, bad value
+                           "cuda-sdpa:derived-offsets=1,derived-offsets=0",  // old spelling, given twice
+                           "cuda-sdpa:inputs=disk", "cuda-indexer:scratch_gib=-1",
+                           "cuda-indexer:bug=topleft",  // old spelling of the value: only mask=topleft is kept
+                           "cuda-sdpa:bug=topleft-cp", "cuda-indexer:bug=topleft-cp,mask=bottomright",
+                           "cuda-sdpa:bug=tail-read,bug=none"}) {
     try {
       make_backend(spec);
       ADD_FAILURE() << spec << " was accepted";
@@ -90,8 +95,27 @@ TEST(GpuKnobs, BadKnobsAreCaseErrorsNamingTheBackend) {
       EXPECT_EQ(e.value, spec);
     }
   }
-  EXPECT_EQ(make_backend("cuda-indexer:mask=topleft")->name(), "cuda-indexer:mask=topleft");
-  EXPECT_EQ(make_backend("cuda-sdpa:tail-read=1")->name(), "cuda-sdpa:tail-read=1");
+  EXPECT_EQ(make_backend("cuda-indexer:bug=topleft-cp")->name(), "cuda-indexer:bug=topleft-cp");
+  EXPECT_EQ(make_backend("cuda-sdpa:bug=tail-read")->name(), "cuda-sdpa:bug=tail-read");
+  // The old spellings are aliases, named by their canonical spelling.
+  EXPECT_EQ(make_backend("cuda-indexer:mask=topleft")->name(), "cuda-indexer:bug=topleft-cp");  // old spelling
+  EXPECT_EQ(make_backend("cuda-sdpa:tail-read=1")->name(), "cuda-sdpa:bug=tail-read");          // old spelling
+  EXPECT_EQ(make_backend("cuda-sdpa:derived-offsets=1,inputs=host")->name(),  // old spelling
+            "cuda-sdpa:bug=derived-offsets,inputs=host");
+}
+
+// Every GPU bug knob value is a cpu-bug model id (the registry refuses anything else at start-up).
+TEST(GpuKnobs, BugKnobsNameCpuBugModels) {
+  for (const char* name : {"cuda-indexer", "cuda-sdpa"}) {
+    bool found = false;
+    for (const auto& b : registered_backends())
+      if (b.name == name) {
+        found = true;
+        EXPECT_FALSE(b.implemented_defects().empty()) << name;
+        for (const auto& id : b.implemented_defects()) EXPECT_NO_THROW(make_backend("cpu-bug:" + id)) << id;
+      }
+    EXPECT_TRUE(found) << name;
+  }
 }
 
 }  // namespace

@@ -1,34 +1,88 @@
-// Backend registry: backends register by name (built-ins on first use); specs are `name[:knobs]`.
+// Backend registry: the built-in backends come in BackendSets (backend.h); specs are `name[:knobs]`.
+#include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/bug_models.h"
 
 namespace ao {
 
 namespace detail {
-void register_cpu_backends();
-void register_external_backends();  // exec:, plugin: (external_backends.cpp)
-}
+std::vector<BackendInfo> cpu_backends();       // cpu-ref, cpu-bug:<id> (cpu_backends.cpp)
+std::vector<BackendInfo> external_backends();  // exec, plugin (external_backends.cpp)
+}  // namespace detail
 
 namespace {
-std::vector<BackendInfo>& storage() {
-  static std::vector<BackendInfo> r;
+
+struct SetEntry {
+  int order;
+  std::vector<BackendInfo> (*list)();
+};
+std::vector<SetEntry>& sets() {
+  static std::vector<SetEntry> s;
+  return s;
+}
+
+// This file's set: always linked, since make_backend lives here. A new CPU backend is its own file
+// defining a `detail::<name>_backends()` and one line here.
+std::vector<BackendInfo> core_backends() {
+  auto v = detail::cpu_backends();
+  for (auto& b : detail::external_backends()) v.push_back(std::move(b));
+  return v;
+}
+const BackendSet core_set(0, core_backends);
+
+bool is_defect_id(const std::string& id) {
+  const auto& m = bug_models();
+  return std::any_of(m.begin(), m.end(), [&](const BugModel& b) { return b.name == id; });
+}
+
+// A broken entry is a programming error: every test that makes a backend fails on it.
+void check_entry(const BackendInfo& b) {
+  auto broken = [&](const std::string& why) { throw std::logic_error("backend " + b.name + ": " + why); };
+  for (const auto& k : b.knobs) {
+    if (!is_knob_name(k.name)) broken("knob name '" + k.name + "' breaks the naming rule (lowercase, '_')");
+    if (k.name == "bug" && k.default_value() != "none") broken("knob bug must default to none");
+  }
+  for (const auto& id : b.implemented_defects())
+    if (!is_defect_id(id)) broken("defect '" + id + "' is not a cpu-bug model id");
+  for (const auto& a : b.aliases) (void)parse_knobs(b.name, a.to, b.knobs);  // the canonical side must parse
+  if (!b.make) broken("no factory");
+}
+
+std::vector<BackendInfo>& registry() {
+  static std::vector<BackendInfo> r = [] {
+    auto s = sets();
+    std::stable_sort(s.begin(), s.end(), [](const SetEntry& a, const SetEntry& b) { return a.order < b.order; });
+    std::vector<BackendInfo> all;
+    for (const auto& e : s)
+      for (auto& b : e.list()) {
+        check_entry(b);
+        for (const auto& o : all)
+          if (o.name == b.name) throw std::logic_error("backend " + b.name + " registered twice");
+        all.push_back(std::move(b));
+      }
+    return all;
+  }();
   return r;
 }
-std::vector<BackendInfo>& registry() {
-  static bool builtin = [] {  // explicit, so static-library linking cannot drop them
-    detail::register_cpu_backends();
-    detail::register_external_backends();
-    return true;
-  }();
-  (void)builtin;
-  return storage();
-}
+
 }  // namespace
 
-void register_backend(BackendInfo info) { storage().push_back(std::move(info)); }
+BackendSet::BackendSet(int order, std::vector<BackendInfo> (*list)()) { sets().push_back({order, list}); }
+
+std::vector<std::string> BackendInfo::implemented_defects() const {
+  std::vector<std::string> d = defects;
+  for (const auto& k : knobs)
+    if (k.name == "bug")
+      for (const auto& v : k.values)
+        if (v != "none") d.push_back(v);
+  return d;
+}
+
 const std::vector<BackendInfo>& registered_backends() { return registry(); }
 
 std::unique_ptr<Backend> make_backend(const std::string& spec) {
@@ -44,8 +98,25 @@ std::unique_ptr<Backend> make_backend(const std::string& spec) {
     for (const auto& b : registry()) names += (names.empty() ? "" : ", ") + b.name;
     throw CaseError("backend", spec, "unknown backend (known: " + names + ")");
   }
-  std::string knobs = spec.size() > best->name.size() ? spec.substr(best->name.size() + 1) : "";
-  return best->make(knobs);
+  std::string text = spec.size() > best->name.size() ? spec.substr(best->name.size() + 1) : "";
+  if (!best->argument.empty()) return best->make(Knobs(text));
+  return best->make(parse_knobs(best->name, text, best->knobs, best->aliases));
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> defect_table() {
+  std::vector<std::pair<std::string, std::vector<std::string>>> t;
+  for (const auto& m : bug_models()) {
+    std::vector<std::string> specs;
+    for (const auto& b : registry())
+      for (const auto& id : b.defects)
+        if (id == m.name) specs.push_back(b.name);
+    for (const auto& b : registry())
+      for (const auto& k : b.knobs)
+        if (k.name == "bug" && std::find(k.values.begin(), k.values.end(), m.name) != k.values.end())
+          specs.push_back(b.name + ":bug=" + m.name);
+    t.emplace_back(m.name, std::move(specs));
+  }
+  return t;
 }
 
 RunStatus run_backend(Backend& b, const Layout& l, const Inputs& in, Outputs& out) {

@@ -10,7 +10,7 @@
 namespace ao {
 
 namespace detail {
-void register_cpu_backends();
+std::vector<BackendInfo> cpu_backends();
 }
 
 const std::vector<BugModel>& bug_models() {
@@ -73,27 +73,27 @@ class CpuBackend : public Backend {
   OutputTransform transform_;
 };
 
-void no_knobs(const std::string& name, const std::string& knobs) {
-  if (!knobs.empty()) throw CaseError("backend", name + ":" + knobs, "this backend takes no knobs");
-}
-
 }  // namespace
 
-void detail::register_cpu_backends() {
-  {
-    register_backend({"cpu-ref", "exact CPU reference (Eigen; precision=fp32|fp64 from the case)",
-                      [](const std::string& k) {
-                        no_knobs("cpu-ref", k);
-                        return std::make_unique<CpuBackend>("cpu-ref", Quirks{}, true, true);
-                      }});
-    for (const auto& m : bug_models()) {
-      std::string name = "cpu-bug:" + m.name;
-      register_backend({name, "bug model: " + m.what, [name, m](const std::string& k) {
-                          no_knobs(name, k);
-                          return std::make_unique<CpuBackend>(name, m.quirks, m.indexer, m.sdpa, m.transform);
-                        }});
-    }
+// The knob-less entries: the registry's parser refuses any knob text for them.
+std::vector<BackendInfo> detail::cpu_backends() {
+  std::vector<BackendInfo> v;
+  BackendInfo ref;
+  ref.name = "cpu-ref";
+  ref.description = "exact CPU reference (Eigen; precision=fp32|fp64 from the case)";
+  ref.make = [](const Knobs&) { return std::make_unique<CpuBackend>("cpu-ref", Quirks{}, true, true); };
+  v.push_back(std::move(ref));
+  for (const auto& m : bug_models()) {
+    BackendInfo b;
+    b.name = "cpu-bug:" + m.name;
+    b.description = "bug model: " + m.what;
+    b.defects = {m.name};
+    b.make = [name = b.name, m](const Knobs&) {
+      return std::make_unique<CpuBackend>(name, m.quirks, m.indexer, m.sdpa, m.transform);
+    };
+    v.push_back(std::move(b));
   }
+  return v;
 }
 
 }  // namespace ao

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/backends/external.h"
 #include "attn_oracle/backends/plugin.h"
 #include "attn_oracle/internal/subprocess.h"
@@ -94,6 +95,16 @@ std::string load_in_child(const std::string& open_path, void*& handle, bool& ref
   return {};
 }
 
+// The library reads its knobs itself; the oracle holds them to the knob grammar and naming rule, and
+// `bug=<id>` to the defect ids of the cpu-bug models (the old spelling `bug=topleft` is read as topleft-cp).
+std::string plugin_knobs(const std::string& path, const std::string& text) {
+  std::vector<std::string> ids;
+  for (const auto& m : bug_models()) ids.push_back(m.name);
+  return parse_knobs("plugin:" + path, text, {bug_knob(ids, "the defect the library re-creates")},
+                     {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true)  // old spelling kept
+      .text();
+}
+
 class PluginBackend : public Backend {
  public:
   explicit PluginBackend(std::string spec) : spec_(std::move(spec)) {
@@ -102,6 +113,8 @@ class PluginBackend : public Backend {
     path_ = spec_.substr(0, colon);
     if (colon != std::string::npos) knobs_ = spec_.substr(colon + 1);
     if (path_.empty()) throw CaseError("backend", "plugin:" + spec_, "plugin needs a library path: plugin:<path.so>");
+    knobs_ = plugin_knobs(path_, knobs_);
+    if (colon != std::string::npos) spec_ = path_ + ":" + knobs_;
     open_path_ = path_;
     if (open_path_.find('/') == std::string::npos) open_path_ = "./" + open_path_;  // a file, not a search
     std::error_code ec;

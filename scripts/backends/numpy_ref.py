@@ -3,7 +3,7 @@
 semantics in README/meta.json, independently of the C++ reference. CI uses it to test the exec:
 protocol, and --fault re-creates every way an external backend can fail:
 
-  usage: numpy_ref.py [--fault F] [--bug topleft] CASE_DIR
+  usage: numpy_ref.py [--fault F] [--bug topleft-cp] CASE_DIR
   faults: exit3 sleep sleep-child signal skip missing nowrite shape dtype truncated garbage nan
 """
 import argparse
@@ -90,7 +90,7 @@ def sdpa(case, topleft_bug):
 def run(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--fault", default="")
-    ap.add_argument("--bug", default="", choices=["", "topleft"])
+    ap.add_argument("--bug", default="none", choices=["none", "topleft-cp"], help="defect to re-create (cpu-bug:<id> id)")
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
     case = CaseDir(a.case_dir)
@@ -113,7 +113,7 @@ def run(argv):
     if f == "missing":
         os.remove(os.path.join(a.case_dir, main_out + ".npy"))
         return 0
-    outs = indexer(case, a.bug == "topleft") if case.op == "indexer" else sdpa(case, a.bug == "topleft")
+    outs = indexer(case, a.bug == "topleft-cp") if case.op == "indexer" else sdpa(case, a.bug == "topleft-cp")
     if f == "nan":
         seg = case.segments[0]
         outs["o"][seg["o_row0"], 0, 0] = np.nan

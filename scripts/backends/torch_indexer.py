@@ -2,7 +2,7 @@
 """`exec:` adapter: a plain PyTorch DSA lightning indexer + torch.topk on the GPU (DESIGN.md semantics):
 score(t,s) = scale * sum_h w[t,h] * relu(q[t,h] . k[s]) over the segment's allowed keys, top-k per row.
 
-  usage: torch_indexer.py [--compute fp32|input] [--bug topleft] CASE_DIR
+  usage: torch_indexer.py [--compute fp32|input] [--bug topleft-cp] CASE_DIR
   --compute fp32 (default): inputs upcast to fp32, TF32 off (an exact-arithmetic peer);
             input: matmuls in the case dtype as a bf16 kernel would (scores rounded to bf16).
 Exits 125 (skip) for op=sdpa or when no CUDA device is present (unless --device cpu).
@@ -21,7 +21,7 @@ from ao_exec import CaseDir, log_timing, skip  # noqa: E402
 def run(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--compute", default="fp32", choices=["fp32", "input"])
-    ap.add_argument("--bug", default="", choices=["", "topleft"])
+    ap.add_argument("--bug", default="none", choices=["none", "topleft-cp"], help="defect to re-create (cpu-bug:<id> id)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--rows-per-block", type=int, default=256)
     ap.add_argument("case_dir")
@@ -55,7 +55,7 @@ def run(argv):
         for i0 in range(0, seg["valid"], a.rows_per_block):
             i1 = min(i0 + a.rows_per_block, seg["valid"])
             r0, r1 = seg["row0"] + i0, seg["row0"] + i1
-            pos = torch.arange(i0, i1, device=dev) + (0 if a.bug == "topleft" else seg["pos0"])
+            pos = torch.arange(i0, i1, device=dev) + (0 if a.bug == "topleft-cp" else seg["pos0"])
             if case.mask == "none":
                 hi = torch.full_like(pos, d["kv_len"])
             else:

@@ -31,9 +31,9 @@ run() {  # expect=<0|1> then cp-run arguments
 glm="heads=32 dim=128 topk=2048 dtype=bf16 crop=1"
 {
   run 0 op=indexer docs=131072 cp=32 $glm rows=32 --backend cuda-indexer --gpus 1
-  run 1 op=indexer docs=131072 cp=32 $glm rows=32 --backend cuda-indexer:mask=topleft --gpus 1
+  run 1 op=indexer docs=131072 cp=32 $glm rows=32 --backend cuda-indexer:bug=topleft-cp --gpus 1
   run 0 op=indexer docs=65536,65536 cp=32 $glm rows=32 --backend cuda-indexer --gpus 1
-  run 1 op=indexer docs=65536,65536 cp=32 $glm rows=32 --backend cuda-indexer:mask=topleft --gpus 1
+  run 1 op=indexer docs=65536,65536 cp=32 $glm rows=32 --backend cuda-indexer:bug=topleft-cp --gpus 1
   run 0 op=sdpa docs=32768,16384 cp=8 hq=8 hkv=2 dim=128 dtype=bf16 rows=64 --backend cuda-sdpa --gpus 1
   run 0 op=sdpa lens=1000,3000 padded_offsets=0,1024,4096 cp=4 hq=4 dim=64 dtype=bf16 --backend cuda-sdpa --gpus 1
   run 1 op=indexer docs=8192 cp=32 heads=8 dim=64 topk=256 --backend cuda-indexer --gpus 2 --timeout 60

@@ -59,7 +59,7 @@ plug="$PWD/.ext-bin/libao_cuda_indexer_plugin.so"
 grep -hE '^op=indexer docs=(8192|32768|8192,4096) ' corpus/seeds/*.case > "$work/idx-seeds.case"
 [[ -n "${AO_CAMPAIGN_QUICK:-}" ]] && head -2 "$work/idx-seeds.case" > "$work/x" && mv "$work/x" "$work/idx-seeds.case"
 gate plugin "$work/idx-seeds.case" "plugin:$plug"
-gate plugin-topleft "$work/idx-seeds.case" "plugin:$plug:mask=topleft"
+gate plugin-topleft "$work/idx-seeds.case" "plugin:$plug:bug=topleft-cp"
 # git bisect run over plugin sources rebuilt at each commit (the CPU example plugin; host compiler).
 t0=$SECONDS
 AO="$AO" bash scripts/bisect.sh --plugin-demo > "$OUT/bisect-plugin-demo.txt" 2>&1

@@ -76,7 +76,7 @@ gate() {  # name, case file, backend...
 
 time_left 60 "cuda-sdpa corpus" && gate cuda-sdpa "$work/sdpa.case" cuda-sdpa
 time_left 60 "cuda-sdpa probe" && gate probe-cuda "$work/probe.case" cuda-sdpa:inputs=host
-time_left 40 "cuda-sdpa long rows" && gate long-cuda "$work/long.case" cuda-sdpa cuda-sdpa:derived-offsets=1
+time_left 40 "cuda-sdpa long rows" && gate long-cuda "$work/long.case" cuda-sdpa cuda-sdpa:bug=derived-offsets
 for spec in "sys:$(dirname "$(readlink -f "${sys_cudnn:-/nonexistent}")")" "torch:$torch_cudnn"; do
   tag=${spec%%:*} dir=${spec#*:}
   [[ -e "$dir/libcudnn.so.9" ]] || { echo "no cuDNN for $tag ($dir)"; continue; }

@@ -70,7 +70,7 @@ seeds() {  # the seed PR's cases at full size (GLM-5.2 indexer dims), keys cropp
 plan_seeds() {
   seeds | while read -r c; do  # the bug knobs need fewer sampled rows to be caught
     echo "expect=pass backend=cuda-indexer $c"
-    echo "expect=fail backend=cuda-indexer:mask=topleft ${c/rows=$rows/rows=64}"
+    echo "expect=fail backend=cuda-indexer:bug=topleft-cp ${c/rows=$rows/rows=64}"
     echo "expect=pass backend=cuda-indexer:mask=bottomright ${c/rows=$rows/rows=64}"
   done
   # bottom-right over the uncropped key extent is wrong: the same cases without crop
@@ -81,11 +81,11 @@ plan_seeds() {
 }
 plan_quick() {
   seeds | grep "docs=8192 " | while read -r c; do
-    echo "expect=pass backend=cuda-indexer $c"; echo "expect=fail backend=cuda-indexer:mask=topleft $c"; done
+    echo "expect=pass backend=cuda-indexer $c"; echo "expect=fail backend=cuda-indexer:bug=topleft-cp $c"; done
   echo "expect=pass backend=cuda-indexer op=indexer docs=131072 cp=32 rank=31 heads=32 dim=128 topk=2048 crop=1 seed=7 rows=64"
-  echo "expect=fail backend=cuda-indexer:mask=topleft op=indexer docs=65536,65536 cp=32 rank=31 heads=32 dim=128 topk=2048 crop=1 seed=7 rows=64"
+  echo "expect=fail backend=cuda-indexer:bug=topleft-cp op=indexer docs=65536,65536 cp=32 rank=31 heads=32 dim=128 topk=2048 crop=1 seed=7 rows=64"
   echo "expect=pass backend=cuda-sdpa op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan"
-  echo "expect=fail backend=cuda-sdpa:tail-read=1 op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan"
+  echo "expect=fail backend=cuda-sdpa:bug=tail-read op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan"
 }
 plan_timing() {  # correct kernels only; --repeat gives medians
   for c in "docs=8192 rank=31" "docs=32768 rank=31" "docs=131072 rank=0" "docs=131072 rank=31" "docs=65536,65536 rank=31" "docs=131008,64 rank=31"; do
@@ -99,11 +99,11 @@ plan_sanitize() {  # memcheck: the widest layouts, each mask mode, padded CP wit
   local g="heads=32 dim=128 topk=2048 crop=1 seed=7 rows=8"
   echo "expect=pass backend=cuda-indexer op=indexer docs=131072 cp=32 rank=31 $g"
   echo "expect=pass backend=cuda-indexer op=indexer docs=131000,37 padded_offsets=0,131008,131072 cp=32 rank=31 $g"
-  echo "expect=fail backend=cuda-indexer:mask=topleft op=indexer docs=65536,65536 cp=32 rank=31 $g"
+  echo "expect=fail backend=cuda-indexer:bug=topleft-cp op=indexer docs=65536,65536 cp=32 rank=31 $g"
   echo "expect=fail backend=cuda-indexer:mask=bottomright op=indexer docs=131000,37 padded_offsets=0,131008,131072 cp=32 rank=0 heads=32 dim=128 topk=2048 seed=7 rows=8"
   echo "expect=pass backend=cuda-sdpa op=sdpa docs=4096,4000 pad=0,96 tail=128 hq=8 hkv=2 dim=128 seed=7 rows=8"
-  echo "expect=fail backend=cuda-sdpa:tail-read=1 op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright"
-  echo "expect=fail backend=cuda-sdpa:derived-offsets=1 op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"
+  echo "expect=fail backend=cuda-sdpa:bug=tail-read op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright"
+  echo "expect=fail backend=cuda-sdpa:bug=derived-offsets op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"
 }
 
 run_plan() {  # name, repeat
@@ -133,7 +133,7 @@ time_left 60 "memcheck large layouts" && {
     --json "$dest/sanitize.json" >"$out/memcheck_layouts.txt" 2>&1
   echo "memcheck layouts exit $?" | tee -a "$out/memcheck_layouts.txt"; tail -4 "$out/memcheck_layouts.txt"; }
 if [[ -d corpus ]]; then
-  for b in cuda-indexer cuda-sdpa cuda-indexer:mask=topleft cuda-indexer:mask=bottomright cuda-sdpa:derived-offsets=1 cuda-sdpa:tail-read=1; do
+  for b in cuda-indexer cuda-sdpa cuda-indexer:bug=topleft-cp cuda-indexer:mask=bottomright cuda-sdpa:bug=derived-offsets cuda-sdpa:bug=tail-read; do
     time_left 30 "gate $b" || continue
     stamp "gate corpus/ --backend $b"
     timeout 120 "$AO" gate corpus/ --backend "$b" >"$out/gate_${b//[:=]/_}.txt" 2>&1

@@ -62,9 +62,9 @@ for name, title in (("quick.json", "Quick plan"), ("seeds.json", "Seed cases at 
 
 j = load("seeds.json")
 if j:
-    tl = [r for r in j["results"] if r["backend"] == "cuda-indexer:mask=topleft"]
+    tl = [r for r in j["results"] if r["backend"] == "cuda-indexer:bug=topleft-cp"]
     if tl:
-        print("### mask=topleft, per CP chunk\n")
+        print("### bug=topleft-cp, per CP chunk\n")
         print("Expected: every chunk fails except rank 0's front chunk (chunk 0 of each document).\n")
         print("| case | chunk verdicts (doc:chunk=verdict, overlap mean) |\n|---|---|")
         for r in tl:

@@ -303,7 +303,7 @@ def build(bin_path, bdir, full):
                                                                        "--timeout", "20", "--crash-is-skip"],
                         {1, 125, 128}, env=env, quick=False))
     A.append(Attack(2, "example plugin ok (control)", ["repro", IDX, "--backend", ok_plugin], {0}))
-    A.append(Attack(2, "example plugin bug=topleft", ["repro", IDX, "--backend", ok_plugin + ":bug=topleft"], {1}))
+    A.append(Attack(2, "example plugin bug=topleft-cp", ["repro", IDX, "--backend", ok_plugin + ":bug=topleft-cp"], {1}))
 
     # (3) bisect-run command-line errors -> 128
     for name, args in [("typo option", ["bisect-run", SMALL, "--backnd", "cpu-ref"]),

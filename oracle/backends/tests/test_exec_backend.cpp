@@ -231,9 +231,9 @@ TEST(ExecNumpy, PassesOnFreshIndexerAndSdpaCases) {
 
 TEST(ExecNumpy, PlantedTopLeftBugIsCaught) {
   REQUIRE_NUMPY();
-  auto r = run_exec(std::string(kIdxCp) + "11", "--bug topleft");
+  auto r = run_exec(std::string(kIdxCp) + "11", "--bug topleft-cp");
   EXPECT_EQ(r.verdict.kind, Verdict::Fail) << format_result(r);
-  auto s = run_exec("op=sdpa docs=128 cp=2 rank=0 hq=2 hkv=2 dim=16 seed=4", "--bug topleft");
+  auto s = run_exec("op=sdpa docs=128 cp=2 rank=0 hq=2 hkv=2 dim=16 seed=4", "--bug topleft-cp");
   EXPECT_EQ(s.verdict.kind, Verdict::Fail) << format_result(s);
 }
 
@@ -335,7 +335,7 @@ TEST(ExecCli, ReproExitCodesThroughExec) {
   REQUIRE_NUMPY();
   const std::string base = std::string(AO_CLI) + " repro " + kIdxCp + "21 --backend \"exec:" + adapter();
   EXPECT_EQ(WEXITSTATUS(std::system((base + "\" >/dev/null").c_str())), 0);
-  EXPECT_EQ(WEXITSTATUS(std::system((base + "--bug topleft\" >/dev/null").c_str())), 1);
+  EXPECT_EQ(WEXITSTATUS(std::system((base + "--bug topleft-cp\" >/dev/null").c_str())), 1);
   EXPECT_EQ(WEXITSTATUS(std::system((base + "--fault exit3\" >/dev/null").c_str())), 1);
   EXPECT_EQ(WEXITSTATUS(std::system((base + "--fault skip\" >/dev/null").c_str())), 125);
   EXPECT_EQ(WEXITSTATUS(std::system(("AO_EXEC_TIMEOUT=-1 " + base + "\" >/dev/null 2>&1").c_str())), 2);
@@ -361,7 +361,7 @@ TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
     return run_case(parse_case(std::string(kIdxCp) + "8"), *be, *ref);
   };
   EXPECT_EQ(client("").verdict.kind, Verdict::Pass);
-  EXPECT_EQ(client("--bug topleft").verdict.kind, Verdict::Fail);
+  EXPECT_EQ(client("--bug topleft-cp").verdict.kind, Verdict::Fail);
   EXPECT_EQ(client("--fault skip").verdict.kind, Verdict::Skipped);
   auto e = client("--fault exit3");
   EXPECT_EQ(e.verdict.kind, Verdict::Error);

@@ -55,10 +55,32 @@ TEST(Plugin, ExamplePassesOnFreshCases) {
   }
 }
 
+// The oracle holds plugin knobs to the one grammar: `bug=` takes the cpu-bug ids only, foreign knobs keep
+// the naming rule, and the old spelling reads as the canonical one (the name says which).
+TEST(Plugin, KnobsFollowTheGrammarAndBugIsADefectId) {
+  for (const char* knobs : {":bug=nope", ":bug=", ":Fail=nan", ":fail", ":fail=nan,fail=skip"}) {
+    try {
+      make_backend(kPlugin + knobs);
+      ADD_FAILURE() << knobs << " accepted";
+    } catch (const CaseError& e) {
+      EXPECT_EQ(e.key, "backend");
+      EXPECT_EQ(e.value, kPlugin + knobs);
+    }
+  }
+  EXPECT_NE(load_error(kPlugin + ":bug=nope").find("knob bug: value 'nope' must be none|topleft-cp|"), std::string::npos);
+  EXPECT_EQ(make_backend(kPlugin + ":bug=topleft")->name(), kPlugin + ":bug=topleft-cp");  // old spelling
+  auto old = run_plugin(kPlugin + ":bug=topleft", std::string(kIdxCp) + "5");               // old spelling
+  EXPECT_EQ(old.verdict.kind, Verdict::Fail) << format_result(old);
+  // A valid id the library does not re-create is its error, never a silent pass.
+  auto other = run_plugin(kPlugin + ":bug=fill-zero", std::string(kIdxCp) + "5");
+  EXPECT_EQ(other.verdict.kind, Verdict::Error) << format_result(other);
+  EXPECT_NE(other.verdict.reason.find("bug=fill-zero"), std::string::npos) << other.verdict.reason;
+}
+
 TEST(Plugin, BugKnobAndEnvVarAreCaught) {
-  auto k = run_plugin(kPlugin + ":bug=topleft", std::string(kIdxCp) + "3");
+  auto k = run_plugin(kPlugin + ":bug=topleft-cp", std::string(kIdxCp) + "3");
   EXPECT_EQ(k.verdict.kind, Verdict::Fail) << format_result(k);
-  ::setenv("AO_EXAMPLE_PLUGIN_BUG", "topleft", 1);
+  ::setenv("AO_EXAMPLE_PLUGIN_BUG", "topleft-cp", 1);
   auto e = run_plugin(kPlugin, std::string("op=sdpa docs=128 cp=2 rank=0 hq=2 hkv=2 dim=16 seed=4"));
   ::unsetenv("AO_EXAMPLE_PLUGIN_BUG");
   EXPECT_EQ(e.verdict.kind, Verdict::Fail) << format_result(e);
@@ -111,7 +133,7 @@ TEST(PluginLoad, AbiMismatchMissingSymbolAndBadFilesAreNamed) {
 TEST(PluginCli, ExitCodes) {
   const std::string base = std::string(AO_CLI) + " repro " + kIdxCp + "5 --backend " + kPlugin;
   EXPECT_EQ(WEXITSTATUS(std::system((base + " >/dev/null").c_str())), 0);
-  EXPECT_EQ(WEXITSTATUS(std::system((base + ":bug=topleft >/dev/null").c_str())), 1);
+  EXPECT_EQ(WEXITSTATUS(std::system((base + ":bug=topleft-cp >/dev/null").c_str())), 1);
   EXPECT_EQ(WEXITSTATUS(std::system((std::string(AO_CLI) + " repro " + kIdxCp + "5 --backend plugin:" +
                                      AO_EXAMPLE_PLUGIN_ABI99 + " >/dev/null 2>&1").c_str())),
             2);

@@ -1,7 +1,8 @@
 // A CPU kernel library behind the plugin ABI (attn_oracle/plugin.h): the DSA indexer and padded-THD
 // SDPA in plain C++ (fp64 accumulation), self-contained like a third-party library (it includes only
 // plugin.h). Tests and the bisect demo build it; knobs and env vars re-create defects:
-//   knobs "bug=topleft" or env AO_EXAMPLE_PLUGIN_BUG=topleft: chunk-local causal mask (pos0 dropped)
+//   knob "bug=topleft-cp" or env AO_EXAMPLE_PLUGIN_BUG=topleft-cp: chunk-local causal mask (pos0 dropped);
+//   the id is the cpu-bug model's (cpu-bug:topleft-cp); another bug= id is refused with an error
 //   knobs "fail=error" / "fail=skip" / "fail=nan": return an error / decline / write NaN into O or scores
 //   env AO_EXAMPLE_PLUGIN_UNAVAILABLE=1: reports it cannot run here
 // Build-time variants for the loader's tests: -DAO_EXAMPLE_ABI=<n>, -DAO_EXAMPLE_OMIT_RUN.
@@ -24,7 +25,19 @@
 #ifndef AO_EXAMPLE_OMIT_RUN
 namespace {
 
-bool has(const char* knobs, const char* what) { return knobs && std::strstr(knobs, what) != nullptr; }
+// True when the comma-separated knob list holds the item `what` ("fail=nan") exactly.
+bool has(const char* knobs, const char* what) {
+  return knobs && (std::string(",") + knobs + ",").find(std::string(",") + what + ",") != std::string::npos;
+}
+
+// The value of knob `name` ("" when not given).
+std::string knob(const char* knobs, const std::string& name) {
+  const std::string list = std::string(",") + (knobs ? knobs : "") + ",";
+  const size_t at = list.find("," + name + "=");
+  if (at == std::string::npos) return {};
+  const size_t from = at + name.size() + 2;
+  return list.substr(from, list.find(',', from) - from);
+}
 
 // Allowed keys [lo, hi) in document coordinates for a row at document position p.
 void allowed(const ao_layout* l, const ao_doc& d, int64_t p, int64_t& lo, int64_t& hi) {
@@ -153,7 +166,13 @@ int ao_plugin_run(const ao_layout* l, const ao_tensors* t, const char* knobs, ch
     return AO_PLUGIN_SKIP;
   }
   const char* env = std::getenv("AO_EXAMPLE_PLUGIN_BUG");
-  const bool topleft = has(knobs, "bug=topleft") || (env && std::strcmp(env, "topleft") == 0);
+  std::string bug = knob(knobs, "bug");
+  if ((bug.empty() || bug == "none") && env) bug = env;
+  if (!bug.empty() && bug != "none" && bug != "topleft-cp") {
+    std::snprintf(msg, n, "this plugin re-creates bug=topleft-cp only, not bug=%s", bug.c_str());
+    return AO_PLUGIN_ERROR;
+  }
+  const bool topleft = bug == "topleft-cp";
   if (l->op == AO_OP_INDEXER)
     indexer(l, t, topleft);
   else

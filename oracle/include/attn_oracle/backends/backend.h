@@ -1,11 +1,12 @@
 // Backend interface: run(layout, inputs, outputs) fills pre-sentinelled output buffers.
 // A backend may compute only layout.check_rows (the CPU references do); GPU kernels compute all.
-// Names on the CLI: `name` or `name:knob=value,knob=value` (knobs are backend-specific).
+// Names on the CLI: `name` or `name:knob=value,knob=value` (the knob grammar: knobs.h).
 #pragma once
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+#include "attn_oracle/backends/knobs.h"
 #include "attn_oracle/inputs/tensors.h"
 
 namespace ao {
@@ -29,15 +30,35 @@ class Backend {
   virtual RunStatus run(const Layout& l, const Inputs& in, Outputs& out) = 0;
 };
 
+// One backend of the registry: what `attn-oracle backends` lists and what make_backend builds.
 struct BackendInfo {
   std::string name, description;
-  std::function<std::unique_ptr<Backend>(const std::string& knobs)> make;
+  std::vector<KnobSpec> knobs;       // parsed and checked by make_backend before `make` runs
+  std::vector<KnobAlias> aliases;    // old knob spellings, read as the canonical ones
+  std::vector<std::string> defects;  // defect ids (cpu-bug models) it always re-creates (cpu-bug:<id>)
+  std::string argument;              // non-empty: takes this free text after "name:" instead of knobs
+  std::function<std::string()> unavailable;  // why the bare name cannot run here; empty: it can
+  std::function<std::unique_ptr<Backend>(const Knobs&)> make;
+
+  std::vector<std::string> implemented_defects() const;  // `defects` and its `bug` knob's values
+  std::string unavailable_reason() const { return unavailable ? unavailable() : std::string(); }
 };
 
-void register_backend(BackendInfo info);
+// The built-in backends, one way for all: each build part holds one static BackendSet with its list
+// (the CPU and external backends: backend_registry.cpp; the GPU backends: gpu_backends/gpu_backend.cpp,
+// when built). Sets are listed by `order`. The registry checks every entry once (knob naming rule,
+// `bug` values that are cpu-bug ids) and throws std::logic_error on a broken one.
+struct BackendSet {
+  BackendSet(int order, std::vector<BackendInfo> (*list)());
+};
+
 const std::vector<BackendInfo>& registered_backends();
 // Throws CaseError(key="backend") for unknown names or bad knobs.
 std::unique_ptr<Backend> make_backend(const std::string& spec);
+
+// Every defect id (the cpu-bug models' ids) with the backend specs that re-create it, in model order:
+// ("topleft-cp", {"cpu-bug:topleft-cp", "cuda-indexer:bug=topleft-cp"}).
+std::vector<std::pair<std::string, std::vector<std::string>>> defect_table();
 
 // Runs a backend with exceptions turned into RunStatus::Error and timing filled in.
 RunStatus run_backend(Backend& b, const Layout& l, const Inputs& in, Outputs& out);

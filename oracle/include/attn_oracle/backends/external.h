@@ -24,6 +24,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 #include "attn_oracle/backends/backend.h"
 
 namespace ao {
@@ -46,7 +47,7 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
 std::unique_ptr<Backend> make_plugin_backend(const std::string& spec);
 
 namespace detail {
-void register_external_backends();
+std::vector<BackendInfo> external_backends();
 }
 
 }  // namespace ao
