@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/compare/compare.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 #include "attn_oracle/internal/subprocess.h"
 #include "attn_oracle/pipeline/trial.h"
 #include "cp_comm.h"

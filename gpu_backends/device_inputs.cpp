@@ -2,7 +2,7 @@
 #include "device_inputs.h"
 
 #include "attn_oracle/case/dtype.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 
 namespace ao::gpu {
 

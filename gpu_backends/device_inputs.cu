@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "attn_oracle/case/dtype.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 
 namespace ao::gpu {
 

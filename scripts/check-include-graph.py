@@ -18,8 +18,8 @@ RANK = {
     "oracle/layout": 2,
     "oracle/inputs": 3,
     "oracle/reference": 4,
-    "oracle/compare": 5,
-    "oracle/verdict": 6,
+    "oracle/verdict": 5,  # Metric and Verdict types: the comparators return them
+    "oracle/compare": 6,
     "oracle/backends": 7,
     "oracle/pipeline": 8,
     "fuzz": 9,

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "attn_oracle/case/case.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 
 namespace ao {
 

@@ -1,7 +1,7 @@
 // libFuzzer target 2: structured differential. Bytes -> the campaign's generator at tiny dims, each
 // decision drawn from the bytes (FdpChoices over FuzzedDataProvider; byte 0 is the format version,
 // so files of another byte meaning are skipped, not misread) -> the production reference (`cpu-ref`
-// path: layout.cpp + reference_*.cpp) vs the independent naive fp64 reference
+// through ao::Trial: layout.cpp + reference_*.cpp) vs the independent naive fp64 reference
 // (oracle/tests/support/naive_reference.*, which re-derives offsets, CP chunks and masks from the Case).
 // Properties (abort on violation), on every row of the rank:
 //  * both derive the same rows, positions and pad rows;
@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -21,9 +23,10 @@
 #include <fuzzer/FuzzedDataProvider.h>
 #endif
 
-#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/backends/backend.h"
+#include "attn_oracle/compare/tolerance.h"
 #include "attn_oracle/fuzz/generator.h"
-#include "attn_oracle/reference/reference.h"
+#include "attn_oracle/pipeline/trial.h"
 #include "naive_reference.h"
 
 namespace {
@@ -50,20 +53,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || data[0] != kFormatVersion) return 0;
   FuzzedDataProvider f(data + 1, size - 1);
   ao::Case c;
-  ao::Layout l;
+  std::optional<ao::Trial> trial;
   try {
     c = case_from(f);
-    l = ao::make_layout(c);
+    trial.emplace(c);
   } catch (const ao::CaseError& e) {  // every choice sequence must give a valid case
     std::fprintf(stderr, "fuzz_differential: the generator made an invalid case: %s\n", e.what());
     std::abort();
   }
-  const ao::Inputs in = ao::make_inputs(l);
-  ao::Outputs out = ao::make_sentinel_outputs(l);
-  if (c.op == ao::Op::Indexer)
-    ao::reference_indexer(l, in, out);
-  else
-    ao::reference_sdpa(l, in, out);
+  // The production reference through the one pipeline object (inputs, sentinels, input fingerprint).
+  static const std::unique_ptr<ao::Backend> cpu_ref = ao::make_backend("cpu-ref");
+  const ao::TrialRun run = trial->run(*cpu_ref);
+  if (!run.ok()) violated(c, "cpu-ref did not run: " + run.status.reason);
+  const ao::Layout& l = trial->layout();
+  const ao::Inputs& in = trial->inputs();
+  const ao::Outputs& out = run.out;
   const naive::NaiveLayout nl = naive::derive(c);
   if (nl.rows.size() != l.check_rows.size()) violated(c, "naive and layout disagree on the rank's rows");
   const double kmax = c.op == ao::Op::Indexer ? ao::max_abs_key(l, in) : 0;

@@ -17,7 +17,7 @@
 #include "attn_oracle/fuzz/campaign.h"
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/fuzz/choice_shrink.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 #include "cli_run.h"
 
 using namespace ao;

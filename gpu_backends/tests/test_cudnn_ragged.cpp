@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "attn_oracle/case/enum_names.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 #include "attn_oracle/inputs/tensors.h"
 #include "cudnn_ragged.h"
 #include "cudnn_sdpa.h"

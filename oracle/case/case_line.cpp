@@ -12,18 +12,6 @@
 
 namespace ao {
 
-std::string clip_for_message(const std::string& v, size_t max_bytes) {
-  if (v.size() <= max_bytes) return v;
-  size_t n = max_bytes;
-  while (n > 0 && (static_cast<unsigned char>(v[n]) & 0xC0) == 0x80) --n;  // not inside a UTF-8 character
-  return fmt::format("{}... ({} bytes)", v.substr(0, n), v.size());
-}
-
-CaseError::CaseError(std::string k, std::string v, const std::string& why)
-    : std::runtime_error(fmt::format("case key '{}' = '{}': {}", clip_for_message(k), clip_for_message(v), why)),
-      key(std::move(k)),
-      value(std::move(v)) {}
-
 std::string strip_utf8_bom(const std::string& line) {
   return line.rfind("\xEF\xBB\xBF", 0) == 0 ? line.substr(3) : line;
 }

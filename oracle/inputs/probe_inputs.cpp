@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 
 namespace ao {
 

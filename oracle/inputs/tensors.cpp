@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "attn_oracle/inputs/probe_inputs.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 
 namespace ao {
 

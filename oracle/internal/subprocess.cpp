@@ -22,7 +22,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/case/case.h"
+#include "attn_oracle/internal/bad_input.h"
 #include "attn_oracle/internal/interrupt.h"
 
 extern char** environ;

@@ -11,7 +11,7 @@
 #include <omp.h>
 
 #include "attn_oracle/case/enum_names.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 
 namespace ao {
 

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attn_oracle/compare/tolerance.h"
+#include "attn_oracle/reference/emulation.h"
 #include "reference_gemm.h"
 #include "reference_plan.h"
 

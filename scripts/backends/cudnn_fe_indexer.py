@@ -3,13 +3,13 @@
 `cudnn.deepseek_sparse_attention`), called on the case's layout the way a training framework's packed
 context-parallel path calls it: `indexer_forward_wrapper` on one THD batch, then `indexer_top_k_wrapper`.
 
-  usage: cudnn_fe_indexer.py [--offsets 1|0] [--seq-lens row|chunk] [--deterministic 0|1]
+  usage: cudnn_fe_indexer.py [--bug none|topleft-cp] [--seq-lens row|chunk] [--deterministic 0|1]
                              [--tie-break 0|1|2] [--w-dtype fp32|bf16] CASE_DIR
 
 The call (per query segment of the case, i.e. one CP chunk of one document, one THD sequence):
   * Q rows: the segment's valid rows (row0 .. row0+valid); K rows: the segment's document in the K
     buffer cropped at the segment's key extent (kv_off .. kv_off+key_len); cu_seqlens_q/k over these.
-  * q_causal_offsets = the segment's pos0 (`--offsets 1`, the seed PR's fix). `--offsets 0` leaves it
+  * q_causal_offsets = the segment's pos0 (the seed PR's fix). `--bug topleft-cp` (old: `--offsets 0`) leaves it
     out: the kernel then masks each sequence top-left from its own q[0] (the seed's bug).
   * indexer_top_k_wrapper(scores, seq_lens, top_k=min(topk, max_seqlen_k), next_n=1): seq_lens per THD
     row is `row`: the row's causal key count clamp(floor((pos0+i+1)/ratio), 0, key_len) at its true
@@ -50,8 +50,11 @@ MAX_TOPK = 2048
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog=NAME)
-    ap.add_argument("--offsets", default="1", choices=["1", "0"],
-                    help="1: q_causal_offsets = each segment's pos0 (the fix); 0: omitted (the seed's bug)")
+    ap.add_argument("--bug", default=None, choices=["none", "topleft-cp"],
+                    help="topleft-cp: q_causal_offsets omitted (the seed's bug, cpu-bug:topleft-cp); none: each "
+                         "segment's pos0 (the fix; default)")
+    ap.add_argument("--offsets", default=None, choices=["1", "0"],
+                    help="the kernel's own name for the same switch (old spelling): 0 = --bug topleft-cp")
     ap.add_argument("--seq-lens", default="row", choices=["row", "chunk"],
                     help="top-k lengths: per-row causal key count, or the segment's key extent")
     ap.add_argument("--deterministic", default="0", choices=["0", "1"])
@@ -61,7 +64,9 @@ def parse_args(argv):
                     help="dtype W is handed to the kernel in (the case's bf16 values, exact either way)")
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
-    a.offsets = a.offsets == "1"
+    if a.bug is not None and a.offsets is not None and (a.bug == "topleft-cp") != (a.offsets == "0"):
+        ap.error(f"--bug {a.bug} contradicts --offsets {a.offsets}")
+    a.offsets = a.bug != "topleft-cp" if a.bug is not None else a.offsets != "0"
     a.deterministic = a.deterministic == "1"
     a.tie_break = int(a.tie_break)
     return a

@@ -274,6 +274,13 @@ class CudnnFeIndexer(unittest.TestCase):
                            "--w-dtype", "bf16", "/x"])
         self.assertEqual((a.offsets, a.seq_lens, a.deterministic, a.tie_break, a.w_dtype, a.case_dir),
                          (False, "chunk", True, 2, "bf16", "/x"))
+        self.assertFalse(fe.parse_args(["--bug", "topleft-cp", "d"]).offsets)  # one defect, one name
+        self.assertTrue(fe.parse_args(["--bug", "none", "d"]).offsets)
+        self.assertFalse(fe.parse_args(["--bug", "topleft-cp", "--offsets", "0", "d"]).offsets)
+        for bad in (["--bug", "topleft"], ["--bug", "none", "--offsets", "0"]):
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    fe.parse_args(bad + ["d"])
         for bad in (["--offsets", "2"], ["--seq-lens", "doc"], ["--tie-break", "3"], ["--deterministic", "yes"]):
             with self.assertRaises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()) as err:
                 fe.parse_args(bad + ["/x"])
@@ -329,7 +336,7 @@ class CudnnFeIndexer(unittest.TestCase):
                     ("op=indexer docs=128 cp=2 rank=1 crop=1 seed=1 heads=8 dim=128 topk=64", 125,
                      "qhead_per_kv_head must be one of (16, 32, 64), got 8"),
                     (f"op=indexer docs=5 padded_offsets=0,64 cp=4 rank=3 {GLM} crop=1 seed=3", 0, "PASS")):
-                r = subprocess.run([AO, "repro", *line.split(), "--backend", client + " --offsets 0"],
+                r = subprocess.run([AO, "repro", *line.split(), "--backend", client + " --bug topleft-cp"],
                                    capture_output=True, text=True)
                 self.assertEqual(r.returncode, code, r.stdout + r.stderr)
                 self.assertIn(text, r.stdout)

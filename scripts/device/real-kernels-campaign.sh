@@ -14,11 +14,11 @@
 #           CALL=2 and runs $STEPS: a campaign longer than one call's 600 s spans several calls.
 # STEPS (default for CALL=2 "fe-seeds fe-fuzz", the first run's; each step is skipped, and listed, when
 # the rest of $BUDGET_S seconds does not fit it):
-#   fe-seeds   the seed table through cudnn_fe_indexer (--offsets 1/0, --seq-lens row/chunk)
-#   fe-fuzz    `fuzz --dims glm --op indexer` against cudnn_fe_indexer --offsets 1 with what is left
+#   fe-seeds   the seed table through cudnn_fe_indexer (--bug none|topleft-cp, --seq-lens row|chunk)
+#   fe-fuzz    `fuzz --dims glm --op indexer` against cudnn_fe_indexer --bug none with what is left
 #   fa4-smoke  one padded-THD case through fa4_varlen in a fresh process (FA4 imports and runs)
 #   fa4-table  the seed-like table (scripts/device/fa4-table.case) through fa4_varlen
-#   fuzz       one fuzz per backend of $FUZZ (fe: cudnn_fe_indexer --offsets 1, op indexer; fa4:
+#   fuzz       one fuzz per backend of $FUZZ (fe: cudnn_fe_indexer --bug none, op indexer; fa4:
 #              fa4_varlen, op sdpa), all at once (one warm host each), --dims glm, --seed $FUZZ_SEED,
 #              for what is left of the budget (or $FUZZ_S seconds)
 # Each backend's fuzz runs with --shrink-runs $FUZZ_SHRINK_RUNS (12) and --max-failures $FUZZ_MAX_FAILURES
@@ -232,12 +232,12 @@ step_fe_seeds() {
   plan "$work/large.case" 131072 65536,65536 131008,64
   adapter=cudnn_fe_indexer
   # In order of what the seed table needs most; what does not fit the budget is listed as not run.
-  gate offsets1-row-small "$work/small.case" warm --offsets 1 --seq-lens row
-  gate offsets0-row-small "$work/small.case" warm --offsets 0 --seq-lens row
-  gate offsets1-row-large "$work/large.case" warm --offsets 1 --seq-lens row
-  gate offsets0-row-large "$work/large.case" warm --offsets 0 --seq-lens row
-  gate offsets1-chunk-8k "$work/8k.case" warm --offsets 1 --seq-lens chunk
-  gate offsets0-chunk-8k "$work/8k.case" warm --offsets 0 --seq-lens chunk
+  gate offsets1-row-small "$work/small.case" warm --bug none --seq-lens row
+  gate offsets0-row-small "$work/small.case" warm --bug topleft-cp --seq-lens row
+  gate offsets1-row-large "$work/large.case" warm --bug none --seq-lens row
+  gate offsets0-row-large "$work/large.case" warm --bug topleft-cp --seq-lens row
+  gate offsets1-chunk-8k "$work/8k.case" warm --bug none --seq-lens chunk
+  gate offsets0-chunk-8k "$work/8k.case" warm --bug topleft-cp --seq-lens chunk
   $PY scripts/device/seed-table.py "$OUT/seed-table.tsv" "${summary[@]}"
   for g in "${notrun[@]}"; do
     [[ "${g#*:}" == - ]] && continue
@@ -251,7 +251,7 @@ step_fe_fuzz() {  # the first run's fuzz: cudnn_fe_indexer alone, with what is l
   if (( fz < 30 )); then log "SKIP fuzz: $(left)s of the budget left"; notrun+=("fe-fuzz:-"); return; fi
   [[ -n "${srv[cudnn_fe_indexer]:-}" ]] || start_server cudnn_fe_indexer || return
   log "fuzz: ${fz}s"
-  timeout -k 10 "$(( $(left) - 15 ))" "$AO" fuzz --backend "exec:$(client cudnn_fe_indexer) --offsets 1" --dims glm --op indexer \
+  timeout -k 10 "$(( $(left) - 15 ))" "$AO" fuzz --backend "exec:$(client cudnn_fe_indexer) --bug none" --dims glm --op indexer \
     --seed "$FUZZ_SEED" --budget "${fz}s" --shrink-runs 40 --max-failures 3 --out "$work/reports/found" > "$OUT/fuzz.txt" 2>&1
   log "fuzz: exit $? ($(grep -h 'fuzz-result' "$OUT/fuzz.txt" | tail -1))"
 }
@@ -273,7 +273,7 @@ step_fuzz() {  # one fuzz per backend of $FUZZ, side by side
   if (( fz < 30 )); then log "SKIP fuzz: $(left)s of the budget left"; notrun+=("fuzz:-"); return; fi
   for b in $FUZZ; do
     case $b in
-      fe)  a=cudnn_fe_indexer knobs=" --offsets 1" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe: no frontend"; continue; } ;;
+      fe)  a=cudnn_fe_indexer knobs=" --bug none" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe: no frontend"; continue; } ;;
       fa4) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4: no FA4"; continue; } ;;
       *) log "fuzz: unknown backend $b (fe|fa4)"; continue ;;
     esac

@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 #include "naive_reference.h"
 
 using namespace ao;

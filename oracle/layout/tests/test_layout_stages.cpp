@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 #include "attn_oracle/layout/layout.h"
 
 using namespace ao;

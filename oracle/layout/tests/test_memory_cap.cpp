@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/layout/layout.h"
-#include "attn_oracle/inputs/rng.h"
+#include "attn_oracle/internal/rng.h"
 #include "cli_run.h"
 
 namespace {

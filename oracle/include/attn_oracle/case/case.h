@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 #include "attn_oracle/case/dtype.h"
+#include "attn_oracle/internal/bad_input.h"  // CaseError
 
 namespace ao {
 
@@ -20,15 +21,6 @@ enum class Precision { F32, F64 };
 enum class PadWrites { Forbid, Allow };
 enum class Probe { None, Edges };  // mask-probe inputs (sdpa): see probe_inputs.h
 
-// A value as error messages echo it: at most max_bytes (cut at a UTF-8 boundary) + "... (N bytes)".
-std::string clip_for_message(const std::string& v, size_t max_bytes = 80);
-
-// A bad case: names the key and the value, so a user can fix the line. CLI exit code 2.
-// The message carries both clipped (clip_for_message); the members hold them whole.
-struct CaseError : std::runtime_error {
-  std::string key, value;
-  CaseError(std::string k, std::string v, const std::string& why);
-};
 
 struct Case {
   Op op = Op::Indexer;

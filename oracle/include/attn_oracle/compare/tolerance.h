@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 #include "attn_oracle/inputs/tensors.h"
+#include "attn_oracle/reference/emulation.h"  // SdpaTruth
 
 namespace ao {
 
@@ -16,28 +17,6 @@ inline constexpr double kLambda = 4;           // probabilistic rounding bound l
 
 double unit_roundoff(DType t);          // 2^-8 bf16, 2^-11 fp16, 2^-24 fp32
 double dtype_ulp(DType t, double x);    // spacing of the dtype's values at |x| (subnormal spacing at 0)
-
-// One checked (row, head) of an SDPA case: the exact and the emulated answers and the magnitudes the
-// floors are derived from. p^ = exact softmax weights over the row's allowed keys.
-struct SdpaRowTruth {
-  int64_t keys = 0;       // allowed keys (0: the row must give O = 0, LSE = -inf)
-  double lse = 0;         // exact LSE (-inf without keys)
-  double score_abs = 0;   // sum_i p^_i * scale * sum_d |q_d k_id|: what fp32 score rounding scales with
-  double v_abs = 0;       // max_e sum_i p^_i |v_ie|: what fp32 P.V accumulation scales with
-  double v_rms = 0;       // max_e sqrt(sum_i p^_i^2 v_ie^2): what rounding P to the dtype scales with
-  double emul_err = 0;    // max_e |O_emul - O_exact|
-  double o_max = 0;       // max_e |O_exact|
-};
-
-struct SdpaTruth {
-  std::vector<int64_t> rows;        // valid checked Q rows, in check order
-  std::vector<SdpaRowTruth> rh;     // [rows, hq]
-  std::vector<double> o_exact;      // [rows, hq, dim_v]
-  std::vector<float> o_emul;        // [rows, hq, dim_v], rounded to the dtype
-};
-
-// Exact fp64 and dtype-emulated SDPA on the checked valid rows (reference_emulation.cpp).
-SdpaTruth sdpa_truth(const Layout& l, const Inputs& in);
 
 // Gates of one (row, head). o_gate bounds max_e |O - O_exact|, lse_gate bounds |LSE - LSE_exact|.
 struct SdpaRowGate {
