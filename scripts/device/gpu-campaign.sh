@@ -14,6 +14,7 @@ dest=${2:-${OUT:-gpu-campaign-out}}
 out=$(mktemp -d)
 mkdir -p "$dest"
 trap 'tar -czf "$dest/campaign-$mode.tgz" -C "$out" . ; cp "$out"/env.txt "$dest"/ 2>/dev/null' EXIT
+trap 'exit 143' TERM INT  # a time limit still packs what ran (the EXIT trap)
 budget=${AO_BUDGET_S:-540}  # steps that would start after this many seconds are skipped (listed in skipped.txt)
 root=$(pwd)
 bin=${AO_BIN_DIR:-.deps/gpu-bin}
