@@ -122,9 +122,6 @@ class CudaIndexer : public DeviceKernelBackend {
   }
 
  private:
-  static double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
   std::string name_;
   IdxMask mask_ = IdxMask::Offsets;
   double scratch_gib_ = 4;

@@ -113,9 +113,6 @@ class CudaSdpa : public DeviceKernelBackend {
   }
 
  private:
-  static double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
   std::string name_;
   bool derived_ = false, tail_ = false;
 };

@@ -2,6 +2,7 @@
 // and per-phase GPU timings of the last run (CUDA events). The GPU backends' registry entries are
 // listed in gpu_backend.cpp; their knobs are parsed by the registry (attn_oracle/backends/knobs.h).
 #pragma once
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ class GpuBackend : public Backend {
   const PhaseTimes& last_times() const { return times_; }
 
  protected:
+  // Host-side milliseconds since t0 (the transfers, timed around synchronous copies).
+  static double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
   PhaseTimes times_;
 };
 
