@@ -81,3 +81,16 @@ def skip(reason):
     """Protocol: exit 125 = skipped, the last stderr line is the reason."""
     print(reason, file=sys.stderr)
     sys.exit(125)
+
+
+def add_site_dir(adapter):
+    """AO_SITE_DIR (the device campaigns' unpacked wheels) first on sys.path, its .pth files run (the CuTe
+    DSL's puts dsl_packages on the path), so that an image's own copy cannot shadow it."""
+    site_dir = os.environ.get("AO_SITE_DIR")
+    if site_dir:
+        if not os.path.isdir(site_dir):
+            raise SystemExit(f"{adapter}: AO_SITE_DIR={site_dir} is not a directory")
+        import site
+        if site_dir not in sys.path:
+            sys.path.insert(0, site_dir)
+        site.addsitedir(site_dir)

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, log_timing, skip  # noqa: E402
+from ao_exec import CaseDir, add_site_dir, log_timing, skip  # noqa: E402
 
 NAME = "cudnn_fe_indexer"
 FRONTEND_VERSION = "1.32.0"
@@ -170,17 +170,6 @@ def assemble(topk_buf, scores_buf, plan, idx, vals):
     return topk_buf, scores_buf
 
 
-def _add_site_dir():
-    site_dir = os.environ.get("AO_SITE_DIR")
-    if site_dir:
-        if not os.path.isdir(site_dir):
-            raise SystemExit(f"{NAME}: AO_SITE_DIR={site_dir} is not a directory")
-        import site
-        if site_dir not in sys.path:  # first, so that an image's own copy cannot shadow it
-            sys.path.insert(0, site_dir)
-        site.addsitedir(site_dir)  # runs its .pth files (the DSL's puts dsl_packages on the path)
-
-
 def _bf16(torch, a_u16):
     """uint16 bf16 bit patterns -> torch.bfloat16 (the case's exact values)."""
     return torch.from_numpy(np.ascontiguousarray(a_u16).view(np.int16)).view(torch.bfloat16)
@@ -209,7 +198,7 @@ def run(argv):
         skip(reason)
     if plan.max_seqlen_k == 0:
         skip(f"num_cols must be positive, got 0 ({NAME}: no segment has a key)")
-    _add_site_dir()
+    add_site_dir(NAME)
     import cuda.bindings.driver as cuda
     from cudnn import deepseek_sparse_attention as dsa
     got = getattr(sys.modules["cudnn"], "__version__", "?")

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, log_timing, skip  # noqa: E402
+from ao_exec import CaseDir, add_site_dir, log_timing, skip  # noqa: E402
 
 NAME = "fa4_varlen"
 FA4_VERSION = "4.0.0b36"
@@ -126,17 +126,6 @@ def assemble(o_buf, lse_buf, plan, out, lse):
     return o_buf, lse_buf
 
 
-def _add_site_dir():
-    site_dir = os.environ.get("AO_SITE_DIR")
-    if site_dir:
-        if not os.path.isdir(site_dir):
-            raise SystemExit(f"{NAME}: AO_SITE_DIR={site_dir} is not a directory")
-        import site
-        if site_dir not in sys.path:  # first, so that an image's own copy cannot shadow it
-            sys.path.insert(0, site_dir)
-        site.addsitedir(site_dir)  # runs its .pth files (the DSL's puts dsl_packages on the path)
-
-
 def _tensor(torch, case, name):
     """The case's input with its exact values, in its dtype (bf16 from its bit patterns)."""
     raw = np.ascontiguousarray(case.raw_input(name))
@@ -168,7 +157,7 @@ def run(argv):
     reason = decline_reason(case.meta, major)
     if reason:
         skip(reason)
-    _add_site_dir()
+    add_site_dir(NAME)
     from flash_attn.cute.interface import flash_attn_varlen_func
     try:
         import importlib.metadata as md
