@@ -15,13 +15,6 @@ namespace {
 std::atomic<int64_t> g_artifact_bytes{0};
 constexpr int64_t kArtifactBudget = int64_t(1) << 30;
 
-Verdict verdict_of(Verdict::Kind kind, const std::string& why) {
-  Verdict v;
-  v.kind = kind;
-  v.reason = sanitize_utf8(why);
-  return v;
-}
-
 }  // namespace
 
 Trial::Trial(const Case& c, const LayoutLimits& lim) : Trial(make_layout(c, lim)) {}
@@ -44,10 +37,10 @@ TrialRun Trial::run(Backend& b) {
 
 std::optional<Verdict> Trial::unjudged(const TrialRun& got) {
   if (got.status.kind == RunStatus::Skipped)
-    return verdict_of(Verdict::Skipped, fmt::format("{} skipped: {}", got.backend, got.status.reason));
+    return skipped_verdict(sanitize_utf8(fmt::format("{} skipped: {}", got.backend, got.status.reason)));
   if (!got.wrote_input.empty())
-    return verdict_of(Verdict::Error, fmt::format("backend {} wrote its input {}", got.backend, got.wrote_input));
-  if (got.status.kind == RunStatus::Error) return verdict_of(Verdict::Error, got.status.reason);
+    return error_verdict(sanitize_utf8(fmt::format("backend {} wrote its input {}", got.backend, got.wrote_input)));
+  if (got.status.kind == RunStatus::Error) return error_verdict(sanitize_utf8(got.status.reason));
   return std::nullopt;
 }
 
@@ -62,11 +55,11 @@ Verdict Trial::judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<
 Verdict Trial::judge_on(const Layout& l, const TrialRun& got, const TrialRun& ref) const {
   if (auto v = unjudged(got)) return *v;
   if (!ref.wrote_input.empty())
-    return verdict_of(Verdict::Error, fmt::format("reference {} wrote its input {}", ref.backend, ref.wrote_input));
+    return error_verdict(sanitize_utf8(fmt::format("reference {} wrote its input {}", ref.backend, ref.wrote_input)));
   if (!ref.ok())
-    return verdict_of(Verdict::Skipped, fmt::format("reference {} did not run: {}", ref.backend, ref.status.reason));
+    return skipped_verdict(sanitize_utf8(fmt::format("reference {} did not run: {}", ref.backend, ref.status.reason)));
   if (auto bad = reference_sanity(l, ref.out); !bad.empty())
-    return verdict_of(Verdict::Error, fmt::format("reference {} failed its own sanity check: {}", ref.backend, bad));
+    return error_verdict(sanitize_utf8(fmt::format("reference {} failed its own sanity check: {}", ref.backend, bad)));
   return compare(l, in_, got.out, ref.out);
 }
 
