@@ -1,7 +1,7 @@
 // Exact CPU references (Eigen, fp32 or fp64 per case precision). They read inputs only from valid
 // slots, compute only layout.check_rows, and write outputs at the bound offsets.
 // Quirks turn the reference into a bug model: each is a small variation of the same path that
-// re-creates one real defect class (see bug_models.cpp). The default Quirks{} is the oracle.
+// re-creates one real defect class (see bug_models() in oracle/backends/cpu_backends.cpp). The default Quirks{} is the oracle.
 #pragma once
 #include "attn_oracle/inputs/tensors.h"
 
