@@ -287,6 +287,8 @@ void validate(const Case& c) {
   if (B == 0) throw CaseError("docs", "", "at least one document is needed");
   if (c.kv_lens.size() != B)
     throw CaseError("kv_lens", list_str(c.kv_lens), fmt::format("needs {} entries like q_lens", B));
+  if (c.op == Op::Sdpa && (c.hq < 1 || c.hkv < 1))  // defaults_for leaves hkv=0 for parse_case to resolve
+    throw CaseError(c.hq < 1 ? "hq" : "hkv", fmt::format("{}", c.hq < 1 ? c.hq : c.hkv), "must be >= 1");
   if (c.op == Op::Sdpa && c.hq % c.hkv != 0)
     throw CaseError("hkv", fmt::format("{}", c.hkv), fmt::format("hq={} is not a multiple of hkv", c.hq));
   if (c.op == Op::Sdpa && c.window > 0 && c.mask == MaskKind::None)

@@ -184,3 +184,22 @@ TEST(LayoutStages, SameLayoutsAndErrorsAsTheOldMakeLayout) {
                                              t.hash, t.valid, t.invalid, t.capped);
   }
 }
+
+// A Case built in code from defaults_for(Op::Sdpa) has hkv=0 until parse_case resolves it: make_layout
+// must refuse it by name (it divided by zero before), like any bad key.
+TEST(LayoutStages, CodeBuiltSdpaCaseWithoutHeadsIsACaseError) {
+  Case c = defaults_for(Op::Sdpa);
+  ASSERT_EQ(c.hkv, 0);
+  try {
+    make_layout(c);
+    FAIL() << "hkv=0 accepted";
+  } catch (const CaseError& e) {
+    EXPECT_EQ(e.key, "hkv");
+  }
+  c.hkv = 2;
+  c.hq = 0;
+  EXPECT_THROW(make_layout(c), CaseError);
+  c.hq = 4;
+  c.dim_v = c.dim;
+  EXPECT_NO_THROW(make_layout(c));
+}
