@@ -9,28 +9,14 @@
 
 #include "attn_oracle/compare/compare.h"
 #include "attn_oracle/reference/reference.h"
+#include "verdict_probe.h"
 
 using namespace ao;
+using ao::test::failed;
+using ao::test::metric;
+using ao::test::reference;
 
 namespace {
-
-Outputs reference(const Layout& l, const Inputs& in) {
-  Outputs o = make_sentinel_outputs(l);
-  if (l.c.op == Op::Indexer) reference_indexer(l, in, o);
-  else reference_sdpa(l, in, o);
-  return o;
-}
-
-double metric(const Verdict& v, const char* name) {
-  const Metric* m = v.find(name);
-  EXPECT_NE(m, nullptr) << name;
-  return m ? m->value : NAN;
-}
-bool failed(const Verdict& v, const char* name) {
-  const Metric* m = v.find(name);
-  EXPECT_NE(m, nullptr) << name;
-  return m && m->failed;
-}
 
 // Hand-built indexer inputs with known scores: one head, w = 1, q = e0, so score(t, s) = ReLU(k[s][0]).
 // Every key is allowed for every row (mask=none). Top-4 of the values below: 10 (s1), 9 (s3), 8 (s5)

@@ -13,26 +13,14 @@
 #include "attn_oracle/backends/external.h"
 #include "attn_oracle/internal/npy.h"
 #include "attn_oracle/reference/reference.h"
+#include "verdict_probe.h"
 
 using namespace ao;
+using ao::test::failed;
+using ao::test::metric;
+using ao::test::reference;
 
 namespace {
-
-Outputs reference(const Layout& l, const Inputs& in) {
-  Outputs o = make_sentinel_outputs(l);
-  if (l.c.op == Op::Indexer) reference_indexer(l, in, o);
-  else reference_sdpa(l, in, o);
-  return o;
-}
-bool failed(const Verdict& v, const char* name) {
-  const Metric* m = v.find(name);
-  EXPECT_NE(m, nullptr) << name;
-  return m && m->failed;
-}
-double metric(const Verdict& v, const char* name) {
-  const Metric* m = v.find(name);
-  return m ? m->value : NAN;
-}
 
 // Which K/V rows and Q rows are valid, from the layout alone.
 std::vector<char> kv_valid(const Layout& l) {
