@@ -15,16 +15,13 @@ Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 import contextlib
 import io
 import os
-import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build-cpu", "attn-oracle"))
+sys.path.insert(0, HERE)
+from ao_test_cases import AO, CaseDirTest  # noqa: E402
 ADAPTER = os.path.join(HERE, "cudnn_fe_indexer.py")
 GLM = "heads=32 dim=128 topk=2048"
 
@@ -32,19 +29,10 @@ try:
     import numpy as np
     sys.path.insert(0, HERE)
     import cudnn_fe_indexer as fe
-    from ao_exec import CaseDir
 except ImportError as e:  # noqa: F841 - reported by the runner below
     np = None
     IMPORT_ERROR = str(e)
 
-
-def write_case(line, dest):
-    """The CLI writes the case directory; an exec: command copies it out and skips (exit 125)."""
-    copy = f"exec:sh -c 'cp -R \"$1\" {shlex.quote(dest)}; exit 125' copy"
-    r = subprocess.run([AO, "repro", *line.split(), "--backend", copy], capture_output=True, text=True)
-    if not os.path.exists(os.path.join(dest, "meta.json")):
-        raise AssertionError(f"no case dir for {line}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
-    return CaseDir(dest)
 
 
 def fake_kernel(plan, case, kk, offsets):
@@ -94,21 +82,8 @@ def exact_topk_sets(case):
 
 
 @unittest.skipIf(np is None, "numpy is not importable")
-class CudnnFeIndexer(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.access(AO, os.X_OK):
-            raise unittest.SkipTest(f"attn-oracle CLI not found at {AO} (set AO_CLI)")
-        cls.tmp = tempfile.mkdtemp(prefix="ao-fe-test-")
-        cls.n = 0
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def case(self, line):
-        type(self).n += 1
-        return write_case(line, os.path.join(self.tmp, f"c{self.n}"))
+class CudnnFeIndexer(CaseDirTest):
+    prefix = "ao-fe-test-"
 
     def run_fake(self, case, offsets=True, seq_lens="row"):
         plan = fe.ThdPlan(case.meta, offsets=offsets, seq_lens=seq_lens)

@@ -15,35 +15,23 @@ slots must keep the sentinel.
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import os
-import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build-cpu", "attn-oracle"))
+sys.path.insert(0, HERE)
+from ao_test_cases import AO, CaseDirTest  # noqa: E402
 ADAPTER = os.path.join(HERE, "fa4_varlen.py")
 
 try:
     import numpy as np
     sys.path.insert(0, HERE)
     import fa4_varlen as fa
-    from ao_exec import CaseDir
 except ImportError as e:  # noqa: F841 - reported by the runner below
     np = None
     IMPORT_ERROR = str(e)
 
-
-def write_case(line, dest):
-    """The CLI writes the case directory; an exec: command copies it out and skips (exit 125)."""
-    copy = f"exec:sh -c 'cp -R \"$1\" {shlex.quote(dest)}; exit 125' copy"
-    r = subprocess.run([AO, "repro", *line.split(), "--backend", copy], capture_output=True, text=True)
-    if not os.path.exists(os.path.join(dest, "meta.json")):
-        raise AssertionError(f"no case dir for {line}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
-    return CaseDir(dest)
 
 
 def fake_fa4(plan, case):
@@ -106,21 +94,8 @@ def reference(case):
 
 
 @unittest.skipIf(np is None, "numpy is not importable")
-class Fa4Varlen(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.access(AO, os.X_OK):
-            raise unittest.SkipTest(f"attn-oracle CLI not found at {AO} (set AO_CLI)")
-        cls.tmp = tempfile.mkdtemp(prefix="ao-fa4-test-")
-        cls.n = 0
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def case(self, line):
-        type(self).n += 1
-        return write_case(line, os.path.join(self.tmp, f"c{self.n}"))
+class Fa4Varlen(CaseDirTest):
+    prefix = "ao-fa4-test-"
 
     def run_fake(self, case):
         plan = fa.VarlenPlan(case.meta)
