@@ -128,19 +128,21 @@ void gqa_stats_first_head(const Layout& l, const Inputs&, Outputs& out) {
 }  // namespace
 
 std::vector<BugModel> transform_bug_models() {
+  using K = DefectClass;
   return {
       {"grid-floor", "grid = floor(rows/64): each segment's last partial 64-row tile is never computed", true, true,
-       Quirks{}, grid_floor},
+       Quirks{}, grid_floor, "", "", K::Generic, {"unwritten_rows"}},
       {"pad-rows-written", "whole output capacity zero-filled: pad slots (TE identifier-token rows) overwritten",
-       true, true, Quirks{}, pad_rows_written},
+       true, true, Quirks{}, pad_rows_written, "", "", K::PadLanes, {"clobbered_pad_slots"}},
       {"store-overrun", "last partial 64-row tile stored without a row mask: pad rows after a sequence overwritten",
-       true, true, Quirks{}, store_overrun},
+       true, true, Quirks{}, store_overrun, "", "", K::PadLanes, {"clobbered_pad_slots"}},
       {"dup-merge", "per-tile top-k merge keeps a tile-boundary key twice and drops the k-th", true, false, Quirks{},
-       dup_merge},
+       dup_merge, "", "", K::TopkBuffers, {"duplicates", "tie_aware_recall_min"}},
       {"fill-end", "short rows padded with the KV row count (one past the buffer) instead of -1", true, false,
-       Quirks{}, fill_end},
+       Quirks{}, fill_end, "", "", K::EmptyRows, {"out_of_range", "wrong_fill_rows"}},
       {"gqa-stats-first-head", "s_q = 1: LSE written only for the first head of each GQA group (cudnn-frontend #1083)",
-       false, true, Quirks{}, gqa_stats_first_head},
+       false, true, Quirks{}, gqa_stats_first_head, "", "cudnn-frontend #1083", K::BoundaryMetadata,
+       {"unwritten_rows"}},
   };
 }
 

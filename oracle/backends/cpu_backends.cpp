@@ -13,32 +13,66 @@ namespace detail {
 std::vector<BackendInfo> cpu_backends();
 }
 
+const char* defect_class_name(DefectClass k) {
+  switch (k) {
+    case DefectClass::BoundaryMetadata: return "boundary-metadata";
+    case DefectClass::EmptyRows: return "empty-rows";
+    case DefectClass::WindowAlignment: return "window-alignment";
+    case DefectClass::PadLanes: return "pad-lanes";
+    case DefectClass::TopkBuffers: return "topk-buffers";
+    case DefectClass::SplitKv: return "split-kv";
+    default: return "generic";
+  }
+}
+
+// Where a model comes from and what catches it (BugModel's catalog fields).
+struct Provenance {
+  std::string catalog, source;
+  DefectClass klass = DefectClass::Generic;
+  std::vector<std::string> catches;
+};
+
 const std::vector<BugModel>& bug_models() {
   static const std::vector<BugModel> m = [] {
+    using K = DefectClass;
     std::vector<BugModel> v;
-    auto add = [&](std::string name, std::string what, bool idx, bool sdpa, auto set) {
+    auto add = [&](std::string name, std::string what, bool idx, bool sdpa, auto set, Provenance p) {
       Quirks q;
       set(q);
-      v.push_back({std::move(name), std::move(what), idx, sdpa, q, {}});
+      v.push_back({std::move(name), std::move(what), idx, sdpa, q, {}, p.catalog, p.source, p.klass, p.catches});
     };
     add("topleft-cp", "chunk-local top-left causal mask on CP / bottom-right query chunks (q_causal_offsets dropped; seed PR #14)",
-        true, true, [](Quirks& q) { q.topleft_cp = true; });
+        true, true, [](Quirks& q) { q.topleft_cp = true; },
+        {"", "seed PR #14 (Megatron packed-CP indexer)", K::BoundaryMetadata,
+         {"tie_aware_recall_min", "out_of_causal", "tol_violations", "rel_l2_err", "lse_max_err"}});
     add("derived-offsets", "sequences addressed by prefix(lens), bound ragged offsets ignored (cudnn-frontend #737)",
-        true, true, [](Quirks& q) { q.derived_offsets = true; });
+        true, true, [](Quirks& q) { q.derived_offsets = true; },
+        {"", "cudnn-frontend #737", K::BoundaryMetadata,
+         {"tie_aware_recall_min", "out_of_range", "cross_doc", "clobbered_pad_slots", "unwritten_rows",
+          "tol_violations", "rel_l2_err", "lse_max_err", "nonfinite_valid"}});
     add("shared-qkv-offsets", "K/V read through the Q offsets", true, true,
-        [](Quirks& q) { q.shared_qkv_offsets = true; });
+        [](Quirks& q) { q.shared_qkv_offsets = true; },
+        {"", "", K::BoundaryMetadata,
+         {"tie_aware_recall_min", "out_of_range", "cross_doc", "tol_violations", "rel_l2_err", "lse_max_err",
+          "nonfinite_valid"}});
     add("tail-read", "64-row key tiles read past a sequence's end; masked P times pad-row V (cudnn-frontend #624)",
-        false, true, [](Quirks& q) { q.tail_read_tile = 64; });
-    add("off-by-one-causal", "causal mask keeps key p+1", true, true, [](Quirks& q) { q.off_by_one = true; });
+        false, true, [](Quirks& q) { q.tail_read_tile = 64; },
+        {"", "cudnn-frontend #624 (also FA #1745, #1395)", K::PadLanes, {"nonfinite_valid", "tol_violations"}});
+    add("off-by-one-causal", "causal mask keeps key p+1", true, true, [](Quirks& q) { q.off_by_one = true; },
+        {"", "", K::Generic, {"out_of_causal", "tie_aware_recall_min", "tol_violations", "rel_l2_err", "lse_max_err"}});
     add("cross-doc", "causal mask over the whole pack, document boundaries ignored", true, true,
-        [](Quirks& q) { q.cross_doc = true; });
+        [](Quirks& q) { q.cross_doc = true; },
+        {"", "", K::Generic, {"cross_doc", "tie_aware_recall_min", "tol_violations", "rel_l2_err", "lse_max_err"}});
     add("gqa-modulo", "query head h reads kv head h % hkv instead of h / (hq/hkv)", false, true,
-        [](Quirks& q) { q.gqa_modulo = true; });
-    add("lse-log2", "LSE written in base 2", false, true, [](Quirks& q) { q.lse_log2 = true; });
+        [](Quirks& q) { q.gqa_modulo = true; },
+        {"", "", K::Generic, {"tol_violations", "rel_l2_err", "lse_max_err"}});
+    add("lse-log2", "LSE written in base 2", false, true, [](Quirks& q) { q.lse_log2 = true; },
+        {"", "", K::Generic, {"lse_max_err"}});
     add("stats-packed", "LSE written at packed prefix rows, stats offsets ignored", false, true,
-        [](Quirks& q) { q.stats_packed = true; });
+        [](Quirks& q) { q.stats_packed = true; },
+        {"", "", K::BoundaryMetadata, {"clobbered_pad_slots", "unwritten_rows", "lse_max_err"}});
     add("fill-zero", "rows with fewer than k allowed keys filled with 0 instead of -1", true, false,
-        [](Quirks& q) { q.fill_zero = true; });
+        [](Quirks& q) { q.fill_zero = true; }, {"", "", K::EmptyRows, {"wrong_fill_rows", "duplicates"}});
     for (auto& t : transform_bug_models()) v.push_back(std::move(t));
     return v;
   }();

@@ -12,11 +12,22 @@ namespace ao {
 // Rewrites a backend's outputs after the reference computed them (bug_transforms.cpp).
 using OutputTransform = std::function<void(const Layout&, const Inputs&, Outputs&)>;
 
+// The defect classes of ../shared/context/defect-catalog.md (five frequent ones, two smaller ones)
+// plus `generic` for the models invented here that re-create no single public report.
+enum class DefectClass { BoundaryMetadata, EmptyRows, WindowAlignment, PadLanes, TopkBuffers, SplitKv, Generic };
+const char* defect_class_name(DefectClass k);
+
 struct BugModel {
   std::string name, what;
   bool indexer, sdpa;  // ops the defect is defined for
   Quirks quirks;
   OutputTransform transform;  // empty = none
+  // Where the defect was seen: the catalog id ("[20]", "" for a model invented here) and the public
+  // report(s) ("FlashAttention #895"; "" for generic models), the class, and the gated metrics that
+  // must catch it (each claim is tested against corpus/catalog/<name>.case).
+  std::string catalog = {}, source = {};
+  DefectClass klass = DefectClass::Generic;
+  std::vector<std::string> catches = {};
 };
 
 // Every bug model: the Quirks ones (cpu_backends.cpp), then the output-transform ones.
