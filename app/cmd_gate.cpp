@@ -4,6 +4,7 @@
 // and, with --require-run, fail the gate; 125 if nothing ran at all. Reports via --report-dir (checked
 // and locked before any case runs). A `# catches: B` claim whose case passes on B fails the gate.
 // SIGINT/SIGTERM: stops after the case in flight, writes an interrupted report, exits 128 + signal.
+// Each failing case is explained (explain.h: the bug models that reproduce it) unless --no-explain.
 #include <iostream>
 #include <map>
 
@@ -21,7 +22,7 @@ namespace {
 struct GateArgs {
   std::vector<std::string> paths, backends;
   std::string vs = "cpu-ref", report_dir;
-  bool report_dir_given = false, require_run = false, quiet = false;
+  bool report_dir_given = false, require_run = false, quiet = false, no_explain = false;
 };
 
 // `# catches: <backend>` claims, each checked to name a backend that exists; key: the claim text.
@@ -72,7 +73,7 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
     const std::string name = be->name();
     for (const auto& e : entries) {
       if (interrupted()) break;  // stop between cases: the one in flight has finished
-      results.push_back(run_case(e.c, *be, *vs, lim, report != nullptr));  // artifacts: report.html
+      results.push_back(run_case(e.c, *be, *vs, lim, report != nullptr, !a.no_explain));  // artifacts: report.html
       auto& r = results.back();
       where.push_back(fmt::format("{}:{}", e.file, e.line));
       if (!e.claim.empty() && claims.at(e.claim) == name && r.verdict.kind != Verdict::Skipped) {
@@ -90,7 +91,7 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
         std::cout << fmt::format("{:<7} {}  [{}]  {:.2f}s  {}{}\n", v, where.back(), spec,
                                  r.backend_seconds + r.ref_seconds, r.case_line,
                                  r.verdict.reason.empty() ? "" : "  (" + r.verdict.reason + ")")
-                  << std::flush;
+                  << (r.explanation ? "        explain: " + r.explanation->headline() + "\n" : "") << std::flush;
     }
   }
   const int sig = interrupted();
@@ -136,6 +137,8 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   auto* rd = sub->add_option("--report-dir", a->report_dir, "write report.json / report.md / report.xml here");
   sub->add_flag("--require-run", a->require_run, "skipped cases fail the gate");
   sub->add_flag("--quiet,-q", a->quiet, "print only cases that did not pass");
+  sub->add_flag("--no-explain", a->no_explain,
+                "do not explain failing cases (explain runs every bug model on each; for big gates)");
   return AppCommand{sub, [a, rd, &lim] {
                       a->report_dir_given = rd->count() > 0;
                       return run_gate(*a, lim);

@@ -22,7 +22,7 @@ std::string join_case_args(const std::vector<std::string>& args) {
 namespace {
 
 int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string> backends, const std::string& vs,
-              const std::string* report_dir, const LayoutLimits& lim) {
+              const std::string* report_dir, bool explain, const LayoutLimits& lim) {
   const bool demo = case_args.empty() && backends.empty();
   const Case c = parse_case(case_args.empty() ? kDefaultCase : join_case_args(case_args));
   if (demo) {
@@ -39,7 +39,7 @@ int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string
   for (const auto& b : backends) {
     if (interrupted()) break;  // several backends: stop after the one in flight
     auto be = make_backend(b);
-    results.push_back(run_case(c, *be, *ref, lim, report != nullptr));
+    results.push_back(run_case(c, *be, *ref, lim, report != nullptr, explain));
     std::cout << format_result(results.back()) << "\n" << std::flush;
   }
   if (report) report->write(results, {interrupted()});
@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
   repro->add_option("--vs", vs, "reference backend")->capture_default_str();
   auto* report_dir_opt =
       repro->add_option("--report-dir", report_dir, "write report.json / report.md / report.xml / report.html here");
+  bool no_explain = false;
+  repro->add_flag("--no-explain", no_explain, "do not explain failing cases (explain runs every bug model on them)");
 
   std::vector<std::string> show_args;
   auto* show = app.add_subcommand("show", "print a case's layout: segments, causal offsets, key ranges, pad slots");
@@ -109,7 +111,8 @@ int main(int argc, char** argv) {
   }
   lim.max_bytes = int64_t(max_mem_gib * double(1 << 30));
   try {
-    if (*repro) return cmd_repro(case_args, backends, vs, report_dir_opt->count() ? &report_dir : nullptr, lim);
+    if (*repro)
+      return cmd_repro(case_args, backends, vs, report_dir_opt->count() ? &report_dir : nullptr, !no_explain, lim);
     if (*show) {
       std::cout << describe_layout(make_layout(parse_case(join_case_args(show_args)), lim, LayoutMode::Describe));
       return 0;

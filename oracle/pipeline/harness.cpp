@@ -6,7 +6,8 @@
 
 namespace ao {
 
-CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts) {
+CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts,
+                    bool explain) {
   Trial t(c, lim);
   CaseResult res;
   // Names, versions and reasons may come from foreign code: valid UTF-8 before any writer sees them.
@@ -23,6 +24,8 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
   TrialRun ref = t.run(vs);
   res.ref_seconds = ref.status.seconds;
   res.verdict = t.judge(got, ref);
+  if (explain && res.verdict.kind == Verdict::Fail)  // before keep_artifacts moves the outputs
+    res.explanation = std::make_shared<const Explanation>(explain_trial(t, got, ref));
   if (keep_artifacts && res.verdict.kind == Verdict::Fail) res.artifacts = t.keep_artifacts(got, ref);
   return res;
 }
@@ -41,6 +44,7 @@ std::string format_result(const CaseResult& r) {
                        w.value);
   }
   s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s\n", r.backend_seconds, r.ref_seconds);
+  if (r.explanation) s += "explain: " + format_explanation(*r.explanation, 3);
   return s;
 }
 

@@ -54,6 +54,7 @@ svg .lg{font-size:11px;fill:#1f2937}
 svg .pt{font-size:12px;font-weight:600;fill:#111827}
 svg .ax{font-size:11px;fill:#374151;font-style:italic}
 table.reach{margin-top:6px}
+tr.best td{background:#dcfce7;font-weight:600}
 )";
 
 std::string badge(Verdict::Kind k) {
@@ -84,6 +85,24 @@ std::string worst_table(const Verdict& v) {
   return s + "</table>";
 }
 
+// Which known defect reproduces the failure (explain.h): the headline and the top of the ranking.
+std::string explanation_block(const Explanation& e) {
+  std::string s = fmt::format("<p class=\"meta explain\"><b>explain:</b> {}</p>", xml_escape(e.headline()));
+  if (e.outcome == Explanation::NothingToExplain) return s;
+  s += fmt::format("<p class=\"note\">{}</p>", xml_escape(e.match_rule));
+  s += "<table class=\"explain\"><tr><th>bug model</th><th>wrong rows reproduced</th><th>rows broken</th>"
+       "<th>clobbered pad slots reproduced</th><th>pad slots broken</th></tr>";
+  for (size_t i = 0; i < e.ranked.size() && i < 5; ++i) {
+    const auto& m = e.ranked[i];
+    if (i > 0 && m.reproduced + m.pad_reproduced == 0) break;
+    s += fmt::format("<tr{}><td>{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>"
+                     "<td class=\"num\">{}</td></tr>",
+                     i < e.n_best ? " class=\"best\"" : "", xml_escape(m.label()), m.reproduced, e.wrong_rows, m.broken,
+                     m.pad_reproduced, e.wrong_pad_slots, m.pad_broken);
+  }
+  return s + "</table>";
+}
+
 std::string case_section(const CaseResult& r, size_t i, bool pictures) {
   const bool err = r.verdict.kind == Verdict::Error;
   std::string s = fmt::format("<section class=\"case{}\" id=\"case-{}\">", err ? " error" : "", i + 1);
@@ -97,6 +116,7 @@ std::string case_section(const CaseResult& r, size_t i, bool pictures) {
   s += fmt::format("<p class=\"meta\"><b>verdict: {}</b>{}</p>", verdict_name(r.verdict.kind),
                    r.verdict.reason.empty() ? "" : " — " + xml_escape(r.verdict.reason));
   if (!r.verdict.metrics.empty()) s += "<div class=\"cols\">" + metrics_table(r.verdict) + worst_table(r.verdict) + "</div>";
+  if (r.explanation) s += explanation_block(*r.explanation);
   if (!r.artifacts) {
     if (!err)
       s += "<p class=\"note\">No pictures: the outputs of this case were not kept (run_case without keep_artifacts, "

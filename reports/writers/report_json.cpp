@@ -49,6 +49,26 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
     for (const auto& x : r.verdict.worst_rows)
       w.push_back({{"row", x.row}, {"doc", x.doc}, {"chunk", x.chunk}, {"pos", x.pos}, {"value", number(x.value)}});
     c["seconds"] = {{"backend", r.backend_seconds}, {"reference", r.ref_seconds}};
+    if (r.explanation) {  // added in schema 3: failing cases only, unless explaining was turned off
+      const Explanation& e = *r.explanation;
+      auto& x = c["explanation"];
+      x["outcome"] = e.outcome == Explanation::Explained  ? "explained"
+                     : e.outcome == Explanation::NotExplained ? "not_explained"
+                                                              : "nothing_to_explain";
+      x["headline"] = e.headline();
+      x["best"] = e.best();
+      x["match"] = e.match_rule;
+      x["rows"] = e.rows;
+      x["wrong_rows"] = e.wrong_rows;
+      x["pad_slots"] = e.pad_slots;
+      x["wrong_pad_slots"] = e.wrong_pad_slots;
+      auto& ranked = x["ranked"] = nlohmann::json::array();
+      for (size_t i = 0; i < e.ranked.size() && i < 5; ++i) {
+        const auto& m = e.ranked[i];
+        ranked.push_back({{"model", m.model}, {"catalog", m.catalog}, {"reproduced", m.reproduced},
+                          {"broken", m.broken}, {"pad_reproduced", m.pad_reproduced}, {"pad_broken", m.pad_broken}});
+      }
+    }
     cases.push_back(std::move(c));
   }
   const VerdictTally n = tally(results);

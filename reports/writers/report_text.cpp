@@ -59,6 +59,7 @@ std::string report_markdown(const std::vector<CaseResult>& results, const Report
     if (r.verdict.kind != Verdict::Fail) continue;
     s += fmt::format("\n### FAIL `{}` on `{}`\n\n```\n{}```\n", md_escape(r.backend), md_escape(r.case_line),
                      metric_lines(r.verdict));
+    if (r.explanation) s += fmt::format("\n**explain**: {}\n", md_escape(r.explanation->headline()));
   }
   return s;
 }

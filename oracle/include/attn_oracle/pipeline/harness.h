@@ -8,6 +8,7 @@
 #include <vector>
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/pipeline/explain.h"
 #include "attn_oracle/pipeline/trial.h"
 
 namespace ao {
@@ -17,17 +18,19 @@ struct CaseResult {
   Verdict verdict;
   double backend_seconds = 0, ref_seconds = 0;
   std::shared_ptr<const CaseArtifacts> artifacts;  // null unless run_case(..., keep_artifacts) failed
+  std::shared_ptr<const Explanation> explanation;  // null unless run_case(..., explain) failed (explain.h)
 };
 
 // Throws CaseError for an invalid case (the caller maps it to exit code 2).
 // keep_artifacts: on a Fail verdict, keep layout + outputs in CaseResult::artifacts (for report.html).
+// explain: on a Fail verdict, run every bug model on the case and keep the explanation (explain.h).
 CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim = {},
-                    bool keep_artifacts = false);
+                    bool keep_artifacts = false, bool explain = false);
 
 // git-bisect-compatible: 0 all passed, 1 any failed/errored, 125 nothing ran (all skipped).
 int exit_code(const std::vector<CaseResult>& results);
 
-// Text for a terminal: verdict line, metric table, worst rows.
+// Text for a terminal: verdict line, metric table, worst rows, the explanation when there is one.
 std::string format_result(const CaseResult& r);
 
 }  // namespace ao

@@ -8,7 +8,8 @@ namespace ao {
 
 // 2: the indexer's clobbered_pad_rows metric is named clobbered_pad_slots, as the SDPA one (one name per
 // concept); nothing else changed from 1.
-inline constexpr int kReportSchemaVersion = 2;
+// 3: a failing case that was explained has an "explanation" object (explain.h); nothing else changed.
+inline constexpr int kReportSchemaVersion = 3;
 
 // How the run that produced the results ended: complete, or stopped by a signal (SIGINT/SIGTERM) after
 // the cases listed (report.json: "status": "complete" | "interrupted", "signal": "SIGINT").
