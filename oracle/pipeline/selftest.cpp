@@ -102,11 +102,74 @@ bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b) {
   return false;
 }
 
+namespace {
+
+// The diagnosis matrix's column f (selftest.h): explain every Detected model of the family against
+// the runs the kill matrix made (bitwise; models equal to cpu-ref enter with no outputs).
+void diagnose_family(const Layout& l, const Outputs& ref, const std::string& family, size_t f,
+                     const std::vector<TrialRun>& kept, const std::vector<bool>& ran, SelftestResult& res) {
+  const ExplainRegion region(l, ExplainMatch::Bitwise);
+  const auto& models = bug_models();
+  std::vector<ModelOutputs> cands;
+  std::map<std::string, const Outputs*> outs;
+  for (size_t b = 0; b < models.size(); ++b) {
+    if (!ran[b]) continue;
+    const bool has = !kept[b].out.topk.empty() || !kept[b].out.o.empty();
+    const Outputs* o = has ? &kept[b].out : nullptr;
+    cands.push_back({models[b].name, models[b].catalog, o,
+                     o ? region.differs(*o, ref) : std::vector<char>(region.size(), 0)});
+    outs[models[b].name] = o;
+  }
+  for (size_t b = 0; b < models.size(); ++b) {
+    if (res.cells[b][f].kind != CellKind::Detected) continue;
+    size_t c = 0;
+    while (cands[c].model != models[b].name) ++c;
+    const Explanation e = explain_outputs(region, kept[b].out, ref, cands, cands[c].diff);
+    auto& d = res.diagnosis[b][f] = diagnose(l, e, models[b].name, outs);
+    if (d.kind == DiagnosisKind::Wrong)
+      res.problems.push_back(fmt::format("explain misdiagnoses {} on {}: {}", res.models[b], family, e.headline()));
+  }
+}
+
+}  // namespace
+
+const char* diagnosis_name(DiagnosisKind k) {
+  switch (k) {
+    case DiagnosisKind::Named: return "named";
+    case DiagnosisKind::Equivalent: return "equiv";
+    case DiagnosisKind::Wrong: return "WRONG";
+    default: return "-";
+  }
+}
+
+DiagnosisCell diagnose(const Layout& l, const Explanation& e, const std::string& injected,
+                       const std::map<std::string, const Outputs*>& outs) {
+  DiagnosisCell d{DiagnosisKind::Wrong, e.n_best ? "" : e.headline()};
+  for (const auto& b : e.best()) d.best += (d.best.empty() ? "" : " = ") + b;
+  if (e.outcome != Explanation::Explained) return d;
+  auto find = [&](const std::string& m) -> const Outputs* {
+    auto it = outs.find(m);
+    return it == outs.end() ? nullptr : it->second;
+  };
+  const Outputs* inj = find(injected);
+  for (size_t i = 0; i < e.n_best; ++i)
+    if (e.ranked[i].model == injected) {
+      d.kind = DiagnosisKind::Named;
+      return d;
+    }
+  for (size_t i = 0; i < e.n_best; ++i) {
+    const Outputs* o = find(e.ranked[i].model);
+    if (inj && o && !outputs_differ(l, *o, *inj)) d.kind = DiagnosisKind::Equivalent;
+  }
+  return d;
+}
+
 SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t seed_offset) {
   SelftestResult res;
   res.families = families;
   for (const auto& m : bug_models()) res.models.push_back("cpu-bug:" + m.name);
   res.cells.assign(res.models.size(), std::vector<SelftestCell>(families.size()));
+  res.diagnosis.assign(res.models.size(), std::vector<DiagnosisCell>(families.size()));
   std::set<std::string> gated;
   auto ref_backend = make_backend("cpu-ref");
 
@@ -132,10 +195,13 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
     for (const auto& m : rv.metrics)
       if (!m.rule.empty()) gated.insert(fmt::format("{}:{}", to_string(c.op), m.name));
 
+    // The diagnosis reuses these runs: the outputs of every model that differs from cpu-ref here.
+    std::vector<TrialRun> kept(res.models.size());
+    std::vector<bool> ran(res.models.size(), false);
     for (size_t b = 0; b < res.models.size(); ++b) {
       auto& cell = res.cells[b][f];
       auto be = make_backend(res.models[b]);
-      const TrialRun got = t.run(*be);
+      TrialRun got = t.run(*be);
       if (got.status.kind == RunStatus::Skipped) {
         cell = {CellKind::Skip, got.status.reason};
         continue;
@@ -146,7 +212,9 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
         continue;
       }
       const bool observable = outputs_differ(l, got.out, ref.out);
+      ran[b] = true;
       const Verdict v = t.judge(got, ref);
+      if (observable) kept[b] = std::move(got);
       const bool failed = v.kind != Verdict::Pass;
       if (observable && failed) {
         cell = {CellKind::Detected, v.reason};
@@ -163,6 +231,7 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
         cell = {CellKind::NotObservable, ""};
       }
     }
+    diagnose_family(l, ref.out, families[f].name, f, kept, ran, res);
   }
   for (size_t b = 0; b < res.models.size(); ++b) {
     bool any = false;
@@ -189,6 +258,23 @@ std::string format_selftest(const SelftestResult& r, bool verbose) {
     for (const auto& cell : r.cells[b]) s += fmt::format(" {:>9}", cell_name(cell.kind));
     s += "\n";
   }
+  s += "\ndiagnosis matrix: explain on each detected cell names the injected model (named), an output-equivalent "
+       "one (equiv), or another (WRONG); - = not a detected cell\n\n";
+  s += fmt::format("{:<{}}", "", w0);
+  for (size_t f = 0; f < r.families.size(); ++f) s += fmt::format(" {:>9}", fmt::format("F{:02}", f + 1));
+  s += "\n";
+  int64_t named = 0, equiv = 0, wrong = 0;
+  for (size_t b = 0; b < r.models.size() && b < r.diagnosis.size(); ++b) {
+    s += fmt::format("{:<{}}", r.models[b], w0);
+    for (const auto& d : r.diagnosis[b]) {
+      s += fmt::format(" {:>9}", diagnosis_name(d.kind));
+      named += d.kind == DiagnosisKind::Named;
+      equiv += d.kind == DiagnosisKind::Equivalent;
+      wrong += d.kind == DiagnosisKind::Wrong;
+    }
+    s += "\n";
+  }
+  s += fmt::format("diagnosis: {} named, {} output-equivalent, {} wrong\n", named, equiv, wrong);
   s += "\nfamilies:\n";
   for (size_t f = 0; f < r.families.size(); ++f)
     s += fmt::format("  F{:02} {:<12} {}\n", f + 1, r.families[f].name, r.families[f].case_line);
@@ -206,11 +292,15 @@ std::string format_selftest(const SelftestResult& r, bool verbose) {
         const auto& cell = r.cells[b][f];
         if (cell.kind == CellKind::NotObservable || cell.kind == CellKind::Skip) continue;
         s += fmt::format("  {:<28} F{:02} {:<9} {}\n", r.models[b], f + 1, cell_name(cell.kind), cell.detail);
+        if (b < r.diagnosis.size() && r.diagnosis[b][f].kind != DiagnosisKind::None)
+          s += fmt::format("  {:<28}     explain   {} ({})\n", "", r.diagnosis[b][f].best,
+                           diagnosis_name(r.diagnosis[b][f].kind));
       }
   }
   s += "\n";
   if (r.ok()) {
-    s += "selftest: PASS (every observable bug detected, cpu-ref passes everywhere, every gated metric killed)\n";
+    s += "selftest: PASS (every observable bug detected and diagnosed, cpu-ref passes everywhere, every gated metric "
+         "killed)\n";
   } else {
     s += "selftest: FAIL\n";
     for (const auto& p : r.problems) s += fmt::format("  - {}\n", p);

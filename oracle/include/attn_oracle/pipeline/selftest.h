@@ -4,8 +4,9 @@
 // on the region the comparator judges (checked valid rows, plus output pad slots when pad writes are
 // forbidden). An observable bug that the comparator passes is MISSED. The self-test fails when any
 // cell is MISSED, a bug model is observable on none of its families, cpu-ref fails any family, a
-// non-observable bug is failed anyway (the region and the comparator disagree), or a gated metric is
-// failed by no bug model at all (a check that cannot fail).
+// non-observable bug is failed anyway (the region and the comparator disagree), a gated metric is
+// failed by no bug model at all (a check that cannot fail), or a detected model is misdiagnosed by
+// explain (the diagnosis matrix below).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/pipeline/explain.h"
 
 namespace ao {
 
@@ -31,11 +33,26 @@ struct SelftestCell {
   std::string detail;  // failing metrics, or the skip / error reason
 };
 
+// The diagnosis matrix: for every Detected cell, explain (explain.h, bitwise) on the injected model's
+// outputs, with every model's outputs from the kill matrix's own runs as candidates, must name the
+// injected model (Named) or one whose outputs equal its outputs on the judged region (Equivalent);
+// anything else (Wrong) is a self-test problem.
+enum class DiagnosisKind { None, Named, Equivalent, Wrong };
+const char* diagnosis_name(DiagnosisKind k);
+struct DiagnosisCell {
+  DiagnosisKind kind = DiagnosisKind::None;  // None: not a Detected cell
+  std::string best;                          // the explanation's best models ("a = b"), or its headline
+};
+// outs: every candidate model's outputs by model id (null or absent: equal to cpu-ref's).
+DiagnosisCell diagnose(const Layout& l, const Explanation& e, const std::string& injected,
+                       const std::map<std::string, const Outputs*>& outs);
+
 struct SelftestResult {
   std::vector<LayoutFamily> families;
   std::vector<std::string> models;                    // bug model names (cpu-bug:<name>)
   std::vector<Verdict::Kind> ref;                      // cpu-ref vs cpu-ref per family
   std::vector<std::vector<SelftestCell>> cells;        // [model][family]
+  std::vector<std::vector<DiagnosisCell>> diagnosis;  // [model][family]
   std::map<std::string, std::vector<std::string>> killed_by;  // gated metric -> models failing it
   std::vector<std::string> problems;                   // why the self-test fails; empty = pass
   bool ok() const { return problems.empty(); }

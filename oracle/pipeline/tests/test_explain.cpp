@@ -1,0 +1,196 @@
+// explain (explain.h): names the injected bug model on recorded seeds, says "nothing to explain" for
+// a backend equal to the reference, "no known defect" for a foreign backend whose outputs match no model;
+// the selftest's diagnosis matrix names every detected model and its check can fail.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/pipeline/explain.h"
+#include "attn_oracle/pipeline/selftest.h"
+
+using namespace ao;
+
+namespace {
+
+Explanation explain_line(const std::string& line, const std::string& backend) {
+  Trial t(parse_case(line));
+  auto be = make_backend(backend);
+  auto ref_be = make_backend("cpu-ref");
+  const TrialRun got = t.run(*be);
+  EXPECT_TRUE(got.ok()) << got.status.reason;
+  const TrialRun ref = t.run(*ref_be);
+  return explain_trial(t, got, ref);
+}
+
+bool names(const Explanation& e, const std::string& model) {
+  for (size_t i = 0; i < e.n_best; ++i)
+    if (e.ranked[i].model == model) return true;
+  return false;
+}
+
+}  // namespace
+
+// Each model on a case where it is observable, three recorded seeds each: explain names it (bitwise:
+// it reproduces every wrong row and breaks none).
+TEST(Explain, NamesTheInjectedModelOnRecordedSeeds) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"derived-offsets", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"},
+      {"derived-offsets", "op=indexer lens=30,20,40 padded_offsets=0,40,80,130 topk=8"},
+      {"topleft-cp", "op=indexer docs=512,256 cp=4 rank=2 topk=32"},
+      {"topleft-cp", "op=sdpa docs=256 cp=4 rank=1"},
+      {"grid-floor", "op=sdpa docs=100,37 hq=4 hkv=2"},
+      {"grid-floor", "op=indexer docs=100,37,200 topk=16"},
+      {"off-by-one-causal", "op=indexer docs=300 topk=32"},
+      {"tail-read", "op=sdpa docs=100,37 pad=11 tail=64 poison=nan"},
+      {"gqa-modulo", "op=sdpa docs=70,50 hq=8 hkv=2"},
+      {"pad-rows-written", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13"},
+  };
+  for (const auto& [model, line] : rows)
+    for (int seed : {3, 11, 29}) {
+      const std::string l = line + " seed=" + std::to_string(seed);
+      SCOPED_TRACE(model + " on " + l);
+      const Explanation e = explain_line(l, "cpu-bug:" + model);
+      ASSERT_EQ(e.outcome, Explanation::Explained) << format_explanation(e);
+      EXPECT_TRUE(names(e, model)) << format_explanation(e);
+      EXPECT_GT(e.wrong_rows + e.wrong_pad_slots, 0);
+      EXPECT_EQ(e.ranked[0].reproduced, e.wrong_rows);
+      EXPECT_EQ(e.ranked[0].broken, 0);
+      EXPECT_NE(e.headline().find("best explanation: "), std::string::npos);
+      EXPECT_NE(e.headline().find(model), std::string::npos);
+    }
+}
+
+// The headline spells the counts: "reproduces n/n wrong rows bitwise (0 rows it breaks that B gets right)".
+TEST(Explain, HeadlineCountsWrongRowsAndBrokenRows) {
+  const Explanation e = explain_line("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 seed=1", "cpu-bug:derived-offsets");
+  const std::string h = e.headline();
+  EXPECT_NE(h.find(fmt::format("reproduces {0}/{0} wrong rows", e.wrong_rows)), std::string::npos) << h;
+  EXPECT_NE(h.find("bitwise (0 rows it breaks that cpu-bug:derived-offsets gets right)"), std::string::npos) << h;
+  const std::string text = format_explanation(e);
+  EXPECT_NE(text.find("ranked"), std::string::npos) << text;
+}
+
+TEST(Explain, NothingToExplainWhenTheBackendEqualsTheReference) {
+  const Explanation e = explain_line("op=indexer docs=512,256 cp=4 rank=2 topk=32", "cpu-ref");
+  EXPECT_EQ(e.outcome, Explanation::NothingToExplain);
+  EXPECT_EQ(e.wrong_rows, 0);
+  EXPECT_EQ(e.n_best, 0u);
+  EXPECT_NE(e.headline().find("nothing to explain"), std::string::npos);
+}
+
+// Models that decline the op are skipped, not scored.
+TEST(Explain, ModelsThatDeclineTheOpAreSkipped) {
+  const Explanation e = explain_line("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13", "cpu-bug:derived-offsets");
+  size_t sdpa_models = 0;
+  for (const auto& m : bug_models()) sdpa_models += m.sdpa;
+  EXPECT_EQ(e.ranked.size(), sdpa_models);
+  EXPECT_EQ(e.skipped.size(), bug_models().size() - sdpa_models);
+  for (const auto& m : e.ranked) EXPECT_NE(m.model, "fill-zero");
+}
+
+// A foreign kernel (the example plugin) with one NaN planted in O: no model writes that, so explain
+// says so honestly (exit 1 at the CLI); its honest outputs match cpu-ref within the kernel tolerance.
+TEST(Explain, PluginWhoseOutputsMatchNoModelIsNotExplained) {
+  const std::string spec = std::string("plugin:") + AO_EXAMPLE_PLUGIN + ":fail=nan";
+  const Explanation e = explain_line("op=sdpa docs=70,50 hq=4 hkv=2 seed=5", spec);
+  EXPECT_EQ(e.outcome, Explanation::NotExplained) << format_explanation(e);
+  EXPECT_EQ(e.wrong_rows, 1) << format_explanation(e);
+  EXPECT_NE(e.headline().find("no known defect reproduces this"), std::string::npos) << e.headline();
+  EXPECT_NE(e.match_rule.find("kernel tolerance"), std::string::npos);
+}
+
+// The same plugin re-creating the seed's defect is named, within the kernel tolerance.
+TEST(Explain, PluginRecreatingTopleftCpIsNamed) {
+  const std::string spec = std::string("plugin:") + AO_EXAMPLE_PLUGIN + ":bug=topleft-cp";
+  const Explanation e = explain_line("op=indexer docs=512,256 cp=4 rank=2 topk=32 seed=7", spec);
+  ASSERT_EQ(e.outcome, Explanation::Explained) << format_explanation(e);
+  EXPECT_TRUE(names(e, "topleft-cp")) << format_explanation(e);
+}
+
+// Kernel tolerance: O within 4*u_d*(|x| + 1/16), LSE within 2^-10*(1 + |LSE|), NaN = NaN, inf exact.
+TEST(Explain, KernelToleranceIsTheDocumentedOne) {
+  const Layout l = make_layout(parse_case("op=sdpa docs=4 hq=1 dim=2 dim_v=2 dtype=bf16"));
+  const ExplainRegion bit(l, ExplainMatch::Bitwise), ker(l, ExplainMatch::Kernel);
+  ASSERT_EQ(bit.size(), 4u);
+  Outputs a = make_sentinel_outputs(l);
+  for (auto& x : a.o) x = 0.5f;
+  for (auto& x : a.lse) x = 2.0f;
+  Outputs b = a;
+  const double u = 1.0 / 256;
+  b.o[0] = float(0.5 + 0.99 * 4 * u * (0.5 + 1.0 / 16));  // inside the O tolerance
+  EXPECT_FALSE(bit.equal(0, a, b));
+  EXPECT_TRUE(ker.equal(0, a, b));
+  b.o[0] = float(0.5 + 1.1 * 4 * u * (0.5 + 1.0 / 16));  // outside
+  EXPECT_FALSE(ker.equal(0, a, b));
+  b = a;
+  b.lse[0] = float(2.0 + 0.99 * 3.0 / 1024);
+  EXPECT_TRUE(ker.equal(0, a, b));
+  b.lse[0] = float(2.0 + 1.1 * 3.0 / 1024);
+  EXPECT_FALSE(ker.equal(0, a, b));
+  b = a;
+  a.o[0] = std::numeric_limits<float>::quiet_NaN();
+  b.o[0] = -std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(bit.equal(0, a, b));  // NaN equals NaN, whatever its sign or payload
+  b.o[0] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(ker.equal(0, a, b));
+  EXPECT_EQ(resolve_explain_match(ExplainMatch::Auto, "cpu-bug:grid-floor"), ExplainMatch::Bitwise);
+  EXPECT_EQ(resolve_explain_match(ExplainMatch::Auto, "cuda-sdpa"), ExplainMatch::Kernel);
+}
+
+// Indexer rows compare as index sets with their -1 fills: order does not matter, the fill count does.
+TEST(Explain, IndexerRowsCompareAsSetsWithFills) {
+  const Layout l = make_layout(parse_case("op=indexer docs=8 topk=4"));
+  const ExplainRegion r(l, ExplainMatch::Bitwise);
+  Outputs a = make_sentinel_outputs(l), b = a;
+  const size_t row = size_t(l.check_rows[5]) * 4;
+  for (int e = 0; e < 4; ++e) a.topk[row + size_t(e)] = e < 3 ? e : -1;
+  b.topk = a.topk;
+  std::swap(b.topk[row], b.topk[row + 2]);
+  EXPECT_TRUE(r.equal(5, a, b));
+  b.topk[row + 3] = 5;
+  EXPECT_FALSE(r.equal(5, a, b));
+}
+
+// The selftest's diagnosis matrix: every detected cell of the built-in families is diagnosed.
+TEST(Explain, SelftestDiagnosisMatrixNamesEveryDetectedModel) {
+  const auto r = run_selftest(selftest_families());
+  EXPECT_TRUE(r.ok()) << format_selftest(r, true);
+  ASSERT_EQ(r.diagnosis.size(), r.models.size());
+  int detected = 0;
+  for (size_t b = 0; b < r.models.size(); ++b)
+    for (size_t f = 0; f < r.families.size(); ++f) {
+      const bool det = r.cells[b][f].kind == CellKind::Detected;
+      detected += det;
+      const auto k = r.diagnosis[b][f].kind;
+      if (det)
+        EXPECT_TRUE(k == DiagnosisKind::Named || k == DiagnosisKind::Equivalent) << r.models[b] << " F" << f + 1;
+      else
+        EXPECT_EQ(k, DiagnosisKind::None);
+    }
+  EXPECT_GT(detected, 0);
+  EXPECT_NE(format_selftest(r, false).find("diagnosis matrix"), std::string::npos);
+}
+
+// The diagnosis check can fail: an explanation whose candidates lack the injected model names another,
+// non-equivalent one, and diagnose() calls that WRONG.
+TEST(Explain, DiagnosisCheckFailsWhenTheInjectedModelIsNotNamed) {
+  Trial t(parse_case("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 seed=2"));
+  auto ref_be = make_backend("cpu-ref");
+  auto inj_be = make_backend("cpu-bug:derived-offsets");
+  auto other_be = make_backend("cpu-bug:pad-rows-written");
+  const TrialRun ref = t.run(*ref_be), inj = t.run(*inj_be), other = t.run(*other_be);
+  const ExplainRegion region(t.layout(), ExplainMatch::Bitwise);
+  // derived-offsets writes into pad slots with its data, pad-rows-written writes zeros there: a broken
+  // candidate list (the injected model left out) names the other on its pad slots, or none at all.
+  const Explanation e = explain_outputs(region, inj.out, ref.out, {{"pad-rows-written", "", &other.out, {}}});
+  const std::map<std::string, const Outputs*> outs = {{"derived-offsets", &inj.out}, {"pad-rows-written", &other.out}};
+  const DiagnosisCell d = diagnose(t.layout(), e, "derived-offsets", outs);
+  EXPECT_EQ(d.kind, DiagnosisKind::Wrong) << format_explanation(e);
+  // With the injected model among the candidates it is named.
+  const Explanation ok = explain_outputs(region, inj.out, ref.out,
+                                         {{"pad-rows-written", "", &other.out, {}}, {"derived-offsets", "", &inj.out, {}}});
+  EXPECT_EQ(diagnose(t.layout(), ok, "derived-offsets", outs).kind, DiagnosisKind::Named) << format_explanation(ok);
+}
