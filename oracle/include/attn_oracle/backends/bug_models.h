@@ -34,4 +34,11 @@ struct BugModel {
 const std::vector<BugModel>& bug_models();
 std::vector<BugModel> transform_bug_models();
 
+// A catalog entry (../shared/context/defect-catalog.md) that no bug model re-creates yet, with the
+// extension of the case model (or of the oracle) it would need (unmodelled_catalog.cpp).
+struct UnmodelledEntry {
+  std::string catalog, source, needs;
+};
+const std::vector<UnmodelledEntry>& unmodelled_catalog_entries();
+
 }  // namespace ao

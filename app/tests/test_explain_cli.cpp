@@ -1,0 +1,143 @@
+// `attn-oracle explain` (exit codes: 0 explained / nothing to explain, 1 not explained, 2 bad input
+// naming the option), explanations in `repro`/`gate` output and reports (with --no-explain to turn them
+// off), and `attn-oracle catalog` (every bug model, the README's table generated from it).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/reports/report.h"
+#include "cli_run.h"
+
+using namespace ao;
+using namespace ao::test;
+namespace fs = std::filesystem;
+
+namespace {
+const char* kTe = "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+TEST(ExplainCli, ExitCodes) {
+  Cmd r = run_cli(fmt::format("explain {} --backend cpu-bug:derived-offsets", kTe));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("best explanation: derived-offsets — reproduces "), std::string::npos) << r.out;
+  r = run_cli(fmt::format("explain {} --backend cpu-ref", kTe));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("nothing to explain: cpu-ref passes this case"), std::string::npos) << r.out;
+  r = run_cli(fmt::format("explain op=sdpa docs=70,50 hq=4 hkv=2 seed=5 --backend plugin:{}:fail=nan", AO_EXAMPLE_PLUGIN));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("no known defect reproduces this"), std::string::npos) << r.out;
+  r = run_cli(fmt::format("explain {} --backend cpu-bug:fill-zero", kTe));  // an indexer-only model: skipped
+  EXPECT_EQ(r.code, 125) << r.out;
+}
+
+TEST(ExplainCli, BadInputExitsTwoNamingTheOption) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {fmt::format("explain {}", kTe), "--backend"},
+      {fmt::format("explain {} --backend cpu-bug:no-such-model", kTe), "'backend'"},
+      {fmt::format("explain {} --backend cpu-ref --match fuzzy", kTe), "--match"},
+      {fmt::format("explain {} --backend cpu-ref --top 0", kTe), "--top"},
+      {"explain op=sdpa topk=3 --backend cpu-ref", "'topk'"},
+      {"explain --backend cpu-ref", "case"},
+  };
+  for (const auto& [args, what] : bad) {
+    SCOPED_TRACE(args);
+    const Cmd r = run_cli(args);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
+  }
+}
+
+// repro prints the explanation of a failing case and writes it into report.json (schema 3), report.md and
+// report.html; --no-explain leaves it out.
+TEST(ExplainCli, ReproAndReportsCarryTheExplanation) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ao_explain_repro_{}", ::getpid());
+  fs::remove_all(dir);
+  Cmd r = run_cli(fmt::format("repro {} --backend cpu-bug:derived-offsets --backend cpu-ref --report-dir {}", kTe,
+                              dir.string()));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("explain: best explanation: derived-offsets"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(dir / "report.json"));
+  EXPECT_EQ(j.at("schema_version").get<int>(), kReportSchemaVersion);
+  EXPECT_GE(kReportSchemaVersion, 3);
+  const auto& c0 = j.at("cases").at(0);
+  EXPECT_EQ(c0.at("explanation").at("outcome"), "explained");
+  EXPECT_EQ(c0.at("explanation").at("best").at(0), "derived-offsets");
+  EXPECT_EQ(c0.at("explanation").at("ranked").at(0).at("broken"), 0);
+  EXPECT_FALSE(j.at("cases").at(1).contains("explanation"));  // cpu-ref passed: nothing explained
+  EXPECT_NE(slurp(dir / "report.md").find("**explain**: best explanation: derived-offsets"), std::string::npos);
+  EXPECT_NE(slurp(dir / "report.html").find("<b>explain:</b> best explanation: derived-offsets"), std::string::npos);
+  r = run_cli(fmt::format("repro {} --backend cpu-bug:derived-offsets --no-explain --report-dir {}", kTe, dir.string()));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.out.find("explain:"), std::string::npos) << r.out;
+  EXPECT_FALSE(nlohmann::json::parse(slurp(dir / "report.json")).at("cases").at(0).contains("explanation"));
+  fs::remove_all(dir);
+}
+
+TEST(ExplainCli, GateExplainsFailingCases) {
+  const fs::path f = fs::temp_directory_path() / fmt::format("ao_explain_gate_{}.case", ::getpid());
+  std::ofstream(f) << kTe << "\nop=sdpa docs=64\n";
+  Cmd r = run_cli(fmt::format("gate {} --backend cpu-bug:derived-offsets", f.string()));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("explain: best explanation: derived-offsets"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("explain: nothing"), std::string::npos) << r.out;  // the passing case is not explained
+  r = run_cli(fmt::format("gate {} --backend cpu-bug:derived-offsets --no-explain", f.string()));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.out.find("explain:"), std::string::npos) << r.out;
+  fs::remove(f);
+}
+
+// catalog: one row per bug model (from bug_models(), so models added later appear), with its catalog id,
+// class, source, catching metrics and the backends re-creating it; then the unmodelled entries.
+TEST(CatalogCli, EveryModelAndEveryUnmodelledEntryIsListed) {
+  const Cmd md = run_cli("catalog --markdown");
+  ASSERT_EQ(md.code, 0) << md.out;
+  for (const auto& m : bug_models()) {
+    const std::string row = fmt::format("| `{}` | {} | {} | ", m.name, m.catalog.empty() ? "-" : m.catalog,
+                                        defect_class_name(m.klass));
+    EXPECT_NE(md.out.find(row), std::string::npos) << row;
+    EXPECT_NE(md.out.find("`cpu-bug:" + m.name + "`"), std::string::npos) << m.name;
+    for (const auto& metric : m.catches) EXPECT_NE(md.out.find("`" + metric + "`"), std::string::npos) << metric;
+  }
+  for (const auto& u : unmodelled_catalog_entries()) {
+    EXPECT_NE(md.out.find(fmt::format("| {} | ", u.catalog)), std::string::npos) << u.catalog;
+    for (const auto& m : bug_models()) EXPECT_NE(m.catalog, u.catalog) << u.catalog << " is modelled by " << m.name;
+  }
+  const Cmd text = run_cli("catalog");
+  ASSERT_EQ(text.code, 0) << text.out;
+  for (const auto& m : bug_models()) EXPECT_NE(text.out.find(m.name), std::string::npos) << m.name;
+  EXPECT_NE(text.out.find("not modelled"), std::string::npos);
+}
+
+// The README's defect catalog is generated: between its markers it must equal `attn-oracle catalog
+// --markdown` of the CPU build (a GPU build adds its backends' bug knobs to the last column).
+TEST(CatalogCli, ReadmeCatalogMatchesCatalogMarkdown) {
+  if (run_cli("backends").out.find("cuda-") != std::string::npos)
+    GTEST_SKIP() << "GPU build: the README's catalog is the CPU build's (no GPU bug knobs)";
+  const std::string readme = slurp(fs::path(AO_SOURCE_DIR) / "README.md");
+  const std::string begin = "<!-- defect-catalog: generated by `attn-oracle catalog --markdown` -->\n";
+  const std::string end = "<!-- defect-catalog: end -->\n";
+  const size_t b = readme.find(begin), e = readme.find(end);
+  ASSERT_NE(b, std::string::npos) << "README.md lacks the marker " << begin;
+  ASSERT_NE(e, std::string::npos) << "README.md lacks the marker " << end;
+  ASSERT_LT(b, e);
+  const Cmd md = run_cli("catalog --markdown");
+  ASSERT_EQ(md.code, 0) << md.out;
+  EXPECT_EQ(readme.substr(b + begin.size(), e - b - begin.size()), md.out)
+      << "README.md's defect catalog drifted from bug_models(): replace it with the output of "
+         "`attn-oracle catalog --markdown`";
+}
