@@ -45,7 +45,8 @@ std::string catalog_markdown() {
                      join(m.catches, ", ", "`"), join(backends_of(m.name), ", ", "`"));
   s += "\n| catalog | public source | not modelled: needs |\n| --- | --- | --- |\n";
   for (const auto& u : unmodelled_catalog_entries())
-    s += fmt::format("| {} | {} | {} |\n", u.catalog, md_cell(u.source), md_cell(u.needs));
+    s += fmt::format("| {} | {} | {}{} |\n", u.catalog, md_cell(u.source), u.partly ? "partly modelled; " : "",
+                     md_cell(u.needs));
   return s;
 }
 
@@ -60,7 +61,7 @@ std::string catalog_text() {
   }
   s += "\nnot modelled (catalog entries without a bug model, and what each needs):\n";
   for (const auto& u : unmodelled_catalog_entries())
-    s += fmt::format("  {:<6} {}: {}\n", u.catalog, u.source, u.needs);
+    s += fmt::format("  {:<6} {}: {}{}\n", u.catalog, u.source, u.partly ? "partly modelled; " : "", u.needs);
   return s;
 }
 

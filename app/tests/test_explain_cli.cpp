@@ -115,6 +115,7 @@ TEST(CatalogCli, EveryModelAndEveryUnmodelledEntryIsListed) {
   }
   for (const auto& u : unmodelled_catalog_entries()) {
     EXPECT_NE(md.out.find(fmt::format("| {} | ", u.catalog)), std::string::npos) << u.catalog;
+    if (u.partly) continue;  // a modelled entry leaves the list, or says what part its model lacks
     for (const auto& m : bug_models()) EXPECT_NE(m.catalog, u.catalog) << u.catalog << " is modelled by " << m.name;
   }
   const Cmd text = run_cli("catalog");

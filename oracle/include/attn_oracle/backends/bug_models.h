@@ -35,9 +35,11 @@ const std::vector<BugModel>& bug_models();
 std::vector<BugModel> transform_bug_models();
 
 // A catalog entry (../shared/context/defect-catalog.md) that no bug model re-creates yet, with the
-// extension of the case model (or of the oracle) it would need (unmodelled_catalog.cpp).
+// extension of the case model (or of the oracle) it would need (unmodelled_catalog.cpp). partly: a model
+// re-creates part of the entry (it carries the same catalog id); `needs` is what it lacks.
 struct UnmodelledEntry {
   std::string catalog, source, needs;
+  bool partly = false;
 };
 const std::vector<UnmodelledEntry>& unmodelled_catalog_entries();
 
