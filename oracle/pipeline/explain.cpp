@@ -106,12 +106,12 @@ std::string Explanation::headline() const {
   if (outcome == NothingToExplain)
     return fmt::format("nothing to explain: {}'s outputs equal the reference's on every checked row and pad slot",
                        backend);
-  if (ranked.empty() || n_best == 0)
+  if (ranked.empty() || ranked[0].reproduced + ranked[0].pad_reproduced == 0)
     return fmt::format("no known defect reproduces this (no model reproduces any of the {} wrong rows{})", wrong_rows,
                        wrong_pad_slots ? fmt::format(" and {} clobbered pad slots", wrong_pad_slots) : "");
   const ModelScore& b = ranked[0];
-  std::string names;
-  for (size_t i = 0; i < n_best; ++i) names += (i ? " = " : "") + ranked[i].label();
+  std::string names = b.label();
+  for (size_t i = 1; i < n_best; ++i) names += " = " + ranked[i].label();
   if (n_best > 1) names += " (output-equivalent here)";
   std::string what = fmt::format("{}/{} wrong rows", b.reproduced, wrong_rows);
   if (wrong_pad_slots || b.pad_broken)
@@ -140,7 +140,7 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
       own = m.out ? region.differs(*m.out, ref) : std::vector<char>(region.size(), 0);
       d = &own;
     }
-    for (size_t u = 0; u < region.size(); ++u) {
+    for (size_t u = 0; m.out && u < region.size(); ++u) {
       if (!(*d)[u]) continue;  // the model equals the reference here: reproduces nothing, breaks nothing
       const bool pad = region.is_pad(u);
       if (!got_diff[u])

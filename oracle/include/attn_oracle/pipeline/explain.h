@@ -30,7 +30,8 @@ std::string explain_match_rule(ExplainMatch m);  // one line, for reports (Bitwi
 
 inline constexpr double kExplainThreshold = 0.9;
 
-// The units of a layout's judged region (see the top of this file) and the equality on them.
+// The units of a layout's judged region (see the top of this file) and the equality on them. Holds a
+// reference to the layout: it must outlive the region.
 class ExplainRegion {
  public:
   ExplainRegion(const Layout& l, ExplainMatch m);  // m: Bitwise or Kernel
