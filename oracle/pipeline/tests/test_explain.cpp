@@ -194,3 +194,21 @@ TEST(Explain, DiagnosisCheckFailsWhenTheInjectedModelIsNotNamed) {
                                          {{"pad-rows-written", "", &other.out, {}}, {"derived-offsets", "", &inj.out, {}}});
   EXPECT_EQ(diagnose(t.layout(), ok, "derived-offsets", outs).kind, DiagnosisKind::Named) << format_explanation(ok);
 }
+
+// Models whose outputs equal the best one's on the case are all named, in bug_models() order.
+TEST(Explain, OutputEquivalentModelsAreAllNamed) {
+  Trial t(parse_case("op=indexer docs=512,256 cp=4 rank=2 topk=32 seed=4"));
+  auto ref_be = make_backend("cpu-ref");
+  auto bug_be = make_backend("cpu-bug:topleft-cp");
+  const TrialRun ref = t.run(*ref_be), bug = t.run(*bug_be);
+  const ExplainRegion region(t.layout(), ExplainMatch::Bitwise);
+  const Explanation e = explain_outputs(
+      region, bug.out, ref.out,
+      {{"first", "[98]", &bug.out, {}}, {"cpu-equal", "", &ref.out, {}}, {"second", "[99]", &bug.out, {}}});
+  ASSERT_EQ(e.outcome, Explanation::Explained);
+  EXPECT_EQ(e.best(), (std::vector<std::string>{"[98] first", "[99] second"}));
+  EXPECT_NE(e.headline().find("best explanation: [98] first = [99] second (output-equivalent here) — reproduces"),
+            std::string::npos)
+      << e.headline();
+  EXPECT_EQ(e.ranked.back().model, "cpu-equal");  // reproduces nothing, breaks nothing
+}
