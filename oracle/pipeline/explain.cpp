@@ -64,7 +64,7 @@ bool ExplainRegion::elem_equal(float x, float y, bool lse) const {
   return lse ? d <= lse_rtol_ * (1 + mag) : d <= o_rtol_ * mag + o_atol_;
 }
 
-bool ExplainRegion::equal(size_t ui, const Outputs& a, const Outputs& b) const {
+bool ExplainRegion::equal(size_t ui, const Outputs& a, const Outputs& b, Part part) const {
   const Unit& u = units_[ui];
   if (l_.c.op == Op::Indexer) {
     const size_t K = size_t(l_.c.topk);
@@ -86,7 +86,8 @@ bool ExplainRegion::equal(size_t ui, const Outputs& a, const Outputs& b) const {
   };
   switch (u.kind) {
     case Row:
-      return span_equal(a.o, b.o, size_t(u.a) * W, W, false) && span_equal(a.lse, b.lse, size_t(u.b) * Hq, Hq, true);
+      return (part == Lse || span_equal(a.o, b.o, size_t(u.a) * W, W, false)) &&
+             (part == O || span_equal(a.lse, b.lse, size_t(u.b) * Hq, Hq, true));
     case PadO: return span_equal(a.o, b.o, size_t(u.a) * W, W, false);
     default: return span_equal(a.lse, b.lse, size_t(u.a) * Hq, Hq, true);
   }
@@ -130,9 +131,18 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
   Explanation e;
   e.match_rule = explain_match_rule(region.match());
   if (got_diff.empty()) got_diff = region.differs(got, ref);
+  const bool sdpa = region.layout().c.op == Op::Sdpa;
+  std::vector<char> o_wrong(region.size(), 0), lse_wrong(region.size(), 0);  // SDPA rows: which part B got wrong
   for (size_t u = 0; u < region.size(); ++u) {
     (region.is_pad(u) ? e.pad_slots : e.rows) += 1;
-    if (got_diff[u]) (region.is_pad(u) ? e.wrong_pad_slots : e.wrong_rows) += 1;
+    if (!got_diff[u]) continue;
+    (region.is_pad(u) ? e.wrong_pad_slots : e.wrong_rows) += 1;
+    if (sdpa && !region.is_pad(u)) {
+      o_wrong[u] = !region.equal(u, got, ref, ExplainRegion::O);
+      lse_wrong[u] = !region.equal(u, got, ref, ExplainRegion::Lse);
+      e.wrong_o_rows += o_wrong[u];
+      e.wrong_lse_rows += lse_wrong[u];
+    }
   }
   for (const auto& m : models) {
     ModelScore s{m.model, m.catalog};
@@ -145,10 +155,16 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
     for (size_t u = 0; m.out && u < region.size(); ++u) {
       if (!(*d)[u]) continue;  // the model equals the reference here: reproduces nothing, breaks nothing
       const bool pad = region.is_pad(u);
-      if (!got_diff[u])
+      if (!got_diff[u]) {
         ++(pad ? s.pad_broken : s.broken);
-      else if (region.equal(u, *m.out, got))
+      } else if (region.equal(u, *m.out, got)) {
         ++(pad ? s.pad_reproduced : s.reproduced);
+        s.o_reproduced += o_wrong[u];
+        s.lse_reproduced += lse_wrong[u];
+      } else if (sdpa && !pad) {
+        s.o_reproduced += o_wrong[u] && region.equal(u, *m.out, got, ExplainRegion::O);
+        s.lse_reproduced += lse_wrong[u] && region.equal(u, *m.out, got, ExplainRegion::Lse);
+      }
     }
     e.ranked.push_back(std::move(s));
   }
@@ -211,15 +227,21 @@ std::string format_explanation(const Explanation& e, size_t top) {
   std::string s = e.headline() + "\n";
   if (e.outcome == Explanation::NothingToExplain) return s;
   s += fmt::format("  match: {}\n", e.match_rule);
-  s += fmt::format("  {} checked rows ({} wrong), {} pad slot rows ({} clobbered); {} models scored, {} skipped\n",
-                   e.rows, e.wrong_rows, e.pad_slots, e.wrong_pad_slots, e.ranked.size(), e.skipped.size());
+  const bool sdpa = e.wrong_o_rows + e.wrong_lse_rows > 0;
+  s += fmt::format("  {} checked rows ({} wrong{}), {} pad slot rows ({} clobbered); {} models scored, {} skipped\n",
+                   e.rows, e.wrong_rows,
+                   sdpa ? fmt::format(": O in {}, LSE in {}", e.wrong_o_rows, e.wrong_lse_rows) : "", e.pad_slots,
+                   e.wrong_pad_slots, e.ranked.size(), e.skipped.size());
   size_t shown = 0;
   for (const auto& m : e.ranked) {
     if (shown == top) break;
     if (m.reproduced + m.pad_reproduced == 0 && shown > 0) break;  // the rest reproduce nothing
     if (shown == 0) s += "  ranked (reproduced/wrong rows, rows broken, reproduced/clobbered pad slots, pad broken):\n";
-    s += fmt::format("  {:>3}. {:<40} rows {}/{}  broken {}  pad {}/{}  pad broken {}\n", ++shown, m.label(), m.reproduced,
-                     e.wrong_rows, m.broken, m.pad_reproduced, e.wrong_pad_slots, m.pad_broken);
+    s += fmt::format("  {:>3}. {:<40} rows {}/{}  broken {}  pad {}/{}  pad broken {}{}\n", ++shown, m.label(), m.reproduced,
+                     e.wrong_rows, m.broken, m.pad_reproduced, e.wrong_pad_slots, m.pad_broken,
+                     sdpa ? fmt::format("  (O {}/{}, LSE {}/{})", m.o_reproduced, e.wrong_o_rows, m.lse_reproduced,
+                                        e.wrong_lse_rows)
+                          : "");
   }
   return s;
 }

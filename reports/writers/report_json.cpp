@@ -62,11 +62,14 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
       x["wrong_rows"] = e.wrong_rows;
       x["pad_slots"] = e.pad_slots;
       x["wrong_pad_slots"] = e.wrong_pad_slots;
+      x["wrong_o_rows"] = e.wrong_o_rows;  // SDPA: of the wrong rows, those whose O / LSE differs
+      x["wrong_lse_rows"] = e.wrong_lse_rows;
       auto& ranked = x["ranked"] = nlohmann::json::array();
       for (size_t i = 0; i < e.ranked.size() && i < 5; ++i) {
         const auto& m = e.ranked[i];
         ranked.push_back({{"model", m.model}, {"catalog", m.catalog}, {"reproduced", m.reproduced},
-                          {"broken", m.broken}, {"pad_reproduced", m.pad_reproduced}, {"pad_broken", m.pad_broken}});
+                          {"broken", m.broken}, {"pad_reproduced", m.pad_reproduced}, {"pad_broken", m.pad_broken},
+                          {"o_reproduced", m.o_reproduced}, {"lse_reproduced", m.lse_reproduced}});
       }
     }
     cases.push_back(std::move(c));

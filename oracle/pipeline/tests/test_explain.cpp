@@ -212,3 +212,32 @@ TEST(Explain, OutputEquivalentModelsAreAllNamed) {
       << e.headline();
   EXPECT_EQ(e.ranked.back().model, "cpu-equal");  // reproduces nothing, breaks nothing
 }
+
+// SDPA rows are scored per output too: lse-log2 reproduces the LSE of every wrong row of a backend
+// whose rows are also wrong in O (here: gqa-modulo's O), but no whole row; gqa-modulo reproduces the O.
+TEST(Explain, SdpaRowsAreScoredPerOutput) {
+  Trial t(parse_case("op=sdpa docs=70,50 hq=8 hkv=2 seed=9"));
+  auto ref_be = make_backend("cpu-ref");
+  auto log2_be = make_backend("cpu-bug:lse-log2");
+  auto gqa_be = make_backend("cpu-bug:gqa-modulo");
+  const TrialRun ref = t.run(*ref_be), lg = t.run(*log2_be), gq = t.run(*gqa_be);
+  Outputs mixed = gq.out;  // gqa-modulo's O with lse-log2's LSE
+  mixed.lse = lg.out.lse;
+  const ExplainRegion region(t.layout(), ExplainMatch::Bitwise);
+  const Explanation e =
+      explain_outputs(region, mixed, ref.out, {{"lse-log2", "", &lg.out, {}}, {"gqa-modulo", "", &gq.out, {}}});
+  ASSERT_GT(e.wrong_rows, 0);
+  EXPECT_EQ(e.wrong_lse_rows, e.wrong_rows);
+  EXPECT_GT(e.wrong_o_rows, 0);
+  for (const auto& m : e.ranked) {
+    EXPECT_EQ(m.reproduced, 0) << m.model;  // neither reproduces a whole row
+    if (m.model == "lse-log2") {
+      EXPECT_EQ(m.lse_reproduced, e.wrong_lse_rows);
+    }
+    if (m.model == "gqa-modulo") {
+      EXPECT_EQ(m.o_reproduced, e.wrong_o_rows);
+    }
+  }
+  EXPECT_EQ(e.outcome, Explanation::NotExplained);
+  EXPECT_NE(format_explanation(e).find("(O "), std::string::npos) << format_explanation(e);
+}

@@ -11,6 +11,7 @@
 //    number of -1 fills; order and scores ignored). SDPA elements bitwise (NaN equals NaN), or under
 //    the kernel tolerance for real GPU kernels (explain_match_rule() spells both out).
 // Score = reproduced - broken over rows and pad slots; ranked best first (ties: bug_models() order).
+// SDPA rows are also scored per output (O, LSE), so a model that gets one of them right shows.
 // Explained when the best score is at least kExplainThreshold of the wrong units; every model whose
 // four counts equal the best's is named with it (output-equivalent on this case).
 #pragma once
@@ -37,7 +38,9 @@ class ExplainRegion {
   ExplainRegion(const Layout& l, ExplainMatch m);  // m: Bitwise or Kernel
   size_t size() const { return units_.size(); }
   bool is_pad(size_t u) const { return units_[u].kind != Row; }
-  bool equal(size_t u, const Outputs& a, const Outputs& b) const;
+  // part: the whole unit, or (SDPA checked rows) only its O or only its LSE.
+  enum Part { All, O, Lse };
+  bool equal(size_t u, const Outputs& a, const Outputs& b, Part part = All) const;
   // Per unit: 1 where x differs from ref.
   std::vector<char> differs(const Outputs& x, const Outputs& ref) const;
   const Layout& layout() const { return l_; }
@@ -60,6 +63,7 @@ struct ModelScore {
   std::string model, catalog;  // bug model id, catalog id ("[20]" or "")
   int64_t reproduced = 0, broken = 0;          // checked rows
   int64_t pad_reproduced = 0, pad_broken = 0;  // output pad slot rows
+  int64_t o_reproduced = 0, lse_reproduced = 0;  // SDPA: wrong O / LSE parts of checked rows it reproduces
   int64_t score() const { return reproduced + pad_reproduced - broken - pad_broken; }
   std::string label() const { return catalog.empty() ? model : catalog + " " + model; }
 };
@@ -69,6 +73,7 @@ struct Explanation {
   std::string backend, match_rule;
   int64_t rows = 0, wrong_rows = 0;            // checked rows compared; those where B != reference
   int64_t pad_slots = 0, wrong_pad_slots = 0;  // output pad slot rows; those B wrote (clobbered)
+  int64_t wrong_o_rows = 0, wrong_lse_rows = 0;  // SDPA: checked rows whose O / whose LSE differs
   std::vector<ModelScore> ranked;              // every model that ran, best first
   size_t n_best = 0;                           // ranked[0, n_best): tied at the top (0: none scores > 0)
   std::vector<std::string> skipped;            // "model: why" (declines the op, errored)
