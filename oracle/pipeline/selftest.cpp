@@ -104,18 +104,21 @@ bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b) {
 
 namespace {
 
+// How a model's run on a family went, for the diagnosis: not run (skipped, errored), equal to cpu-ref's
+// outputs on the judged region, or different (then its run is kept).
+enum class ModelRun : char { None, Equal, Differs };
+
 // The diagnosis matrix's column f (selftest.h): explain every Detected model of the family against
 // the runs the kill matrix made (bitwise; models equal to cpu-ref enter with no outputs).
 void diagnose_family(const Layout& l, const Outputs& ref, const std::string& family, size_t f,
-                     const std::vector<TrialRun>& kept, const std::vector<bool>& ran, SelftestResult& res) {
+                     const std::vector<TrialRun>& kept, const std::vector<ModelRun>& ran, SelftestResult& res) {
   const ExplainRegion region(l, ExplainMatch::Bitwise);
   const auto& models = bug_models();
   std::vector<ModelOutputs> cands;
   std::map<std::string, const Outputs*> outs;
   for (size_t b = 0; b < models.size(); ++b) {
-    if (!ran[b]) continue;
-    const bool has = !kept[b].out.topk.empty() || !kept[b].out.o.empty();
-    const Outputs* o = has ? &kept[b].out : nullptr;
+    if (ran[b] == ModelRun::None) continue;
+    const Outputs* o = ran[b] == ModelRun::Differs ? &kept[b].out : nullptr;
     cands.push_back({models[b].name, models[b].catalog, o,
                      o ? region.differs(*o, ref) : std::vector<char>(region.size(), 0)});
     outs[models[b].name] = o;
@@ -197,7 +200,7 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
 
     // The diagnosis reuses these runs: the outputs of every model that differs from cpu-ref here.
     std::vector<TrialRun> kept(res.models.size());
-    std::vector<bool> ran(res.models.size(), false);
+    std::vector<ModelRun> ran(res.models.size(), ModelRun::None);
     for (size_t b = 0; b < res.models.size(); ++b) {
       auto& cell = res.cells[b][f];
       auto be = make_backend(res.models[b]);
@@ -212,8 +215,8 @@ SelftestResult run_selftest(const std::vector<LayoutFamily>& families, uint64_t 
         continue;
       }
       const bool observable = outputs_differ(l, got.out, ref.out);
-      ran[b] = true;
       const Verdict v = t.judge(got, ref);
+      ran[b] = observable ? ModelRun::Differs : ModelRun::Equal;
       if (observable) kept[b] = std::move(got);
       const bool failed = v.kind != Verdict::Pass;
       if (observable && failed) {
