@@ -43,6 +43,9 @@ const std::vector<LayoutFamily>& selftest_families() {
       // derived gates (tolerance.cpp) must still see it. rows= keeps them cheap.
       {"long-bf16", "op=sdpa q_lens=40,40 kv_lens=4100,4300 mask=bottomright hq=4 hkv=2 rows=24 seed=39"},
       {"long-fp16", "op=sdpa docs=8512 cp=32 rank=31 hq=4 hkv=2 dtype=fp16 rows=24 seed=40"},
+      // issue 15 (win)
+      {"cp-window", "op=sdpa docs=256 cp=4 rank=1 window=16 seed=41"},
+      {"decode-none", "op=sdpa q_lens=1,1,1 kv_lens=40,17,300 mask=none tail=256 seed=42"},
   };
   return f;
 }

@@ -42,24 +42,47 @@ struct KeyRange {
   int64_t base, lo, hi;
 };
 
+// The max_seqlen_kv a kernel is given: the longest document's key count.
+inline int64_t max_seqlen_kv(const Layout& l) {
+  int64_t m = 0;
+  for (const auto& d : l.docs) m = std::max(m, d.kv_len);
+  return m;
+}
+inline int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
 // The key ranges a row reads, as the (possibly buggy) kernel addresses them; keys outside the
 // KV buffer are dropped (a real kernel would read out of bounds; the CPU model must not).
 inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Quirks& qk) {
   const auto& seg = l.seg_of(r);
   const auto& d = l.docs[size_t(seg.doc)];
-  const int64_t p = qk.topleft_cp ? (r - seg.row0) : l.pos_of(r);
+  int64_t p = qk.topleft_cp ? (r - seg.row0) : l.pos_of(r);
+  if (qk.topleft_for_bottomright && l.c.mask == MaskKind::BottomRight) p = seg.tok0 + (r - seg.row0);
   int64_t lo, hi;
   l.allowed_range(seg.doc, p, lo, hi);
   if (qk.off_by_one && l.c.mask != MaskKind::None && hi < d.kv_len) hi += 1;
+  if (qk.cp_drops_window && l.is_cp() && l.c.window > 0) lo = 0;
+  if (qk.decode_tile > 0 && l.c.mask == MaskKind::None && d.q_len == 1)
+    hi = (d.kv_len + qk.decode_tile - 1) / qk.decode_tile * qk.decode_tile;
   auto base_of = [&](const DocLayout& x) {
     if (qk.derived_offsets) return x.packed_kv_off;
     if (qk.shared_qkv_offsets) return x.q_off;
+    if (qk.batch_stride_max_seqlen) return int64_t(&x - l.docs.data()) * max_seqlen_kv(l);
     return x.kv_off;
   };
   std::vector<KeyRange> out;
   if (qk.cross_doc)
     for (int b = 0; b < seg.doc; ++b) out.push_back({base_of(l.docs[size_t(b)]), 0, l.docs[size_t(b)].kv_len});
-  out.push_back({base_of(d), lo, hi});
+  if (qk.cp_local_keys && l.is_cp()) {
+    // One range per segment of this document on this rank: the keys its own tokens would produce
+    // (key s from token s * ratio), as a kernel that never all-gathered K/V sees them.
+    for (const auto& g : l.segments) {
+      if (g.doc != seg.doc) continue;
+      const int64_t a = std::max(lo, ceil_div(g.pos0, l.c.ratio));
+      out.push_back({base_of(d), a, std::max(a, std::min(hi, ceil_div(g.pos0 + g.rows, l.c.ratio)))});
+    }
+  } else {
+    out.push_back({base_of(d), lo, hi});
+  }
   for (auto& k : out) {
     k.hi = std::min(k.hi, l.kv_rows - k.base);
     k.lo = std::min(k.lo, k.hi);
