@@ -48,6 +48,8 @@ Quirks quirks(void (*set)(Quirks&)) {
 std::vector<BugModel> catalog_window_models() {
   using K = DefectClass;
   const std::vector<std::string> sdpa_values = {"tol_violations", "rel_l2_err", "lse_max_err"};
+  // Models that leave rows with no key where the reference has some: LSE -inf also counts as non-finite.
+  const std::vector<std::string> sdpa_empty = {"tol_violations", "rel_l2_err", "lse_max_err", "nonfinite_valid"};
   return {
       {"cp-drops-window", "cp > 1: the sliding window is dropped, every row attends its full causal past", false,
        true, quirks([](Quirks& q) { q.cp_drops_window = true; }), {}, "[14]", "accelerate PR #4177",
@@ -62,6 +64,23 @@ std::vector<BugModel> catalog_window_models() {
        true, true, Quirks{}, output_prefix, "[16]", "NeMo Automodel PR #3640", K::BoundaryMetadata,
        {"unwritten_rows", "clobbered_pad_slots", "cross_doc", "out_of_causal", "wrong_fill_rows", "tie_aware_recall_min",
         "tol_violations", "rel_l2_err", "lse_max_err"}},
+      {"window-left-only",
+       "a two-sided band (window_right > 0) forwarded with its left bound only: every query attends its whole future",
+       false, true, quirks([](Quirks& q) { q.window_left_only = true; }), {}, "[18]", "jax PR #39576",
+       K::WindowAlignment, sdpa_values},
+      {"sentinel-widen",
+       "any window (left, right) with left + right < 0 widened to full attention: (-1, 0) becomes non-causal", false,
+       true, quirks([](Quirks& q) { q.sentinel_widen = true; }), {}, "[19]", "FlashAttention PR #2490 (before)",
+       K::WindowAlignment, sdpa_values},
+      {"sentinel-empty-band",
+       "the unbounded sentinel -1 used as a number: (-1, 0) is the empty band [p+1, p] (O = 0, LSE = -inf)", false,
+       true, quirks([](Quirks& q) { q.sentinel_empty_band = true; }), {}, "[19]",
+       "TransformerEngine #3528 (PR #3532)", K::WindowAlignment, sdpa_empty},
+      {"clamp-right-before-shift",
+       "bottom-right, q_len > kv_len: window_right > max_seqlen_kv clamped to it before the shift (q_len - kv_len "
+       "keys dropped on the right)",
+       false, true, quirks([](Quirks& q) { q.clamp_right_before_shift = true; }), {}, "[20]",
+       "FlashAttention #895", K::WindowAlignment, sdpa_empty},
       {"topleft-for-bottomright",
        "mask=bottomright built as top-left when q_len != kv_len (shift 0, CP chunk offsets kept)", true, true,
        quirks([](Quirks& q) { q.topleft_for_bottomright = true; }), {}, "[21]",
@@ -74,7 +93,7 @@ std::vector<BugModel> catalog_window_models() {
       {"batch-stride-max-seqlen",
        "document b's keys addressed at b * max_seqlen_kv (a batch stride from the capacity), not its offset", false,
        true, quirks([](Quirks& q) { q.batch_stride_max_seqlen = true; }), {}, "[38]", "pytorch #139462",
-       K::BoundaryMetadata, {"tol_violations", "rel_l2_err", "lse_max_err", "nonfinite_valid"}},
+       K::BoundaryMetadata, sdpa_empty},
   };
 }
 

@@ -24,6 +24,7 @@ const Kill kKills[] = {
     // [14] a sliding-window layer under CP becomes full causal.
     {"cp-drops-window", "op=sdpa docs=256 cp=4 rank=1 window=16", "tol_violations"},
     {"cp-drops-window", "op=sdpa docs=256 cp=4 rank=1 window=16", "lse_max_err"},
+    {"cp-drops-window", "op=sdpa docs=256 cp=4 rank=2 window=8 window_right=4 window_convention=fa", "tol_violations"},
     // [15] a rank attends only the keys of its own two zigzag chunks.
     {"cp-local-keys", "op=indexer docs=1024 cp=4 rank=1 topk=32", "tie_aware_recall_min"},
     {"cp-local-keys", "op=sdpa docs=256 cp=4 rank=1", "tol_violations"},
@@ -34,6 +35,21 @@ const Kill kKills[] = {
     {"output-prefix", "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13", "tol_violations"},
     {"output-prefix", "op=indexer docs=100,37,200 pad=5,0,11 tail=40 topk=48", "unwritten_rows"},
     {"output-prefix", "op=indexer docs=70,200 pad=58,56 cp=4 rank=3 topk=16", "cross_doc"},
+    // [18] a two-sided band forwarded with its left bound only: every query attends its whole future.
+    {"window-left-only", "op=sdpa docs=200 window=16 window_right=8", "tol_violations"},
+    {"window-left-only", "op=sdpa docs=100,37 window=-1 window_right=4 window_convention=fa", "lse_max_err"},
+    // [19] before FA PR #2490: (-1, 0), the causal encoding, widened to full (non-causal) attention.
+    {"sentinel-widen", "op=sdpa docs=200 window=-1 window_right=0 window_convention=fa", "tol_violations"},
+    {"sentinel-widen", "op=sdpa docs=100,37 window=-1 window_right=0", "lse_max_err"},
+    // [19] TE #3528: (-1, 0) as numbers is the empty band [p+1, p]: O = 0, LSE = -inf.
+    {"sentinel-empty-band", "op=sdpa docs=200 window=-1 window_right=0 window_convention=fa", "lse_max_err"},
+    {"sentinel-empty-band", "op=sdpa docs=100,37 window=16 window_right=-1", "tol_violations"},
+    // [20] FA #895: bottom-right, q_len > kv_len, window_right > max_seqlen_kv (the example):
+    // the right bound clamped to max_seqlen_kv, then shifted by kv_len - q_len.
+    {"clamp-right-before-shift", "op=sdpa q_lens=100 kv_lens=40 mask=bottomright window_right=50", "tol_violations"},
+    {"clamp-right-before-shift",
+     "op=sdpa q_lens=200,30 kv_lens=40,64 mask=bottomright window=24 window_right=200 max_seqlen_kv=128",
+     "lse_max_err"},
     // [21] cutlass #2336: q = 3, k = 128 built top-left instead of bottom-right.
     {"topleft-for-bottomright", "op=sdpa q_lens=3 kv_lens=128 mask=bottomright", "tol_violations"},
     {"topleft-for-bottomright", "op=sdpa q_lens=20,7 kv_lens=50,30 mask=bottomright", "lse_max_err"},
@@ -45,6 +61,8 @@ const Kill kKills[] = {
     // [38] batch base b * max_seqlen_kv: documents shorter than the longest one before the last.
     {"batch-stride-max-seqlen", "op=sdpa docs=37,100", "tol_violations"},
     {"batch-stride-max-seqlen", "op=sdpa docs=100,37,90", "lse_max_err"},
+    // pytorch #139462's case: capacity 256 declared, 128 keys each, B = 2: document 1 reads nothing.
+    {"batch-stride-max-seqlen", "op=sdpa docs=128,128 max_seqlen_kv=256", "lse_max_err"},
 };
 
 // Cases outside each model's trigger: the model must change nothing there.
@@ -56,11 +74,22 @@ struct Outside {
 const Outside kOutside[] = {
     {"cp-drops-window", "op=sdpa docs=256 window=16"},        // no CP
     {"cp-drops-window", "op=sdpa docs=256 cp=4 rank=1"},      // CP, no window
+    {"cp-drops-window", "op=sdpa docs=256 cp=4 rank=1 window=-1 window_right=0"},  // CP, the causal band
     {"cp-local-keys", "op=sdpa docs=100,37 window=8"},        // no CP
     {"cp-local-keys", "op=indexer docs=300 topk=32"},
     {"output-prefix", "op=sdpa docs=100,37 hq=8 hkv=2"},      // packed: the real tokens are a prefix
     {"output-prefix", "op=sdpa docs=100,37 tail=30"},          // capacity past the end is not interior
     {"output-prefix", "op=indexer docs=1024 cp=4 rank=1 topk=32"},  // CP chunks without pad rows
+    {"window-left-only", "op=sdpa docs=200 window=16"},                   // one-sided
+    {"window-left-only", "op=sdpa docs=200 window=16 window_right=-1"},   // already unbounded on the right
+    {"sentinel-widen", "op=sdpa docs=200 window=16 window_right=4 window_convention=fa"},  // no sentinel
+    {"sentinel-widen", "op=sdpa docs=200 window=-1 window_right=-1"},    // full attention already
+    {"sentinel-widen", "op=sdpa docs=200 window=-1 window_right=3"},     // sum >= 0
+    {"sentinel-empty-band", "op=sdpa docs=200 window=16 window_right=4 window_convention=fa"},
+    {"sentinel-empty-band", "op=sdpa docs=100,37"},                       // no window at all
+    {"clamp-right-before-shift", "op=sdpa q_lens=40 kv_lens=100 mask=bottomright window_right=200"},  // q < kv
+    {"clamp-right-before-shift", "op=sdpa q_lens=100 kv_lens=40 mask=topleft window_right=50"},       // no shift
+    {"clamp-right-before-shift", "op=sdpa q_lens=100 kv_lens=40 mask=bottomright window_right=30"},   // right < max
     {"topleft-for-bottomright", "op=sdpa docs=50,30 mask=bottomright"},  // q_len == kv_len
     {"topleft-for-bottomright", "op=sdpa q_lens=20,7 kv_lens=50,30 mask=topleft"},
     {"topleft-for-bottomright", "op=indexer docs=1024 cp=4 rank=3 topk=32"},  // bottom-right, q == kv, CP
@@ -115,7 +144,8 @@ TEST(CatalogWin, EachModelIsBitwiseCpuRefOutsideItsTrigger) {
 }
 
 TEST(CatalogWin, EveryModelHasProvenanceAKillRowAndASpecificityCase) {
-  for (const char* name : {"cp-drops-window", "cp-local-keys", "output-prefix", "topleft-for-bottomright",
+  for (const char* name : {"cp-drops-window", "cp-local-keys", "output-prefix", "window-left-only", "sentinel-widen",
+                           "sentinel-empty-band", "clamp-right-before-shift", "topleft-for-bottomright",
                            "decode-tile-unmasked", "batch-stride-max-seqlen"}) {
     SCOPED_TRACE(name);
     const BugModel* m = model(name);
