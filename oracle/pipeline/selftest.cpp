@@ -43,6 +43,13 @@ const std::vector<LayoutFamily>& selftest_families() {
       // derived gates (tolerance.cpp) must still see it. rows= keeps them cheap.
       {"long-bf16", "op=sdpa q_lens=40,40 kv_lens=4100,4300 mask=bottomright hq=4 hkv=2 rows=24 seed=39"},
       {"long-fp16", "op=sdpa docs=8512 cp=32 rank=31 hq=4 hkv=2 dtype=fp16 rows=24 seed=40"},
+      // issue 15 (win)
+      {"cp-window", "op=sdpa docs=256 cp=4 rank=1 window=16 seed=41"},
+      {"decode-none", "op=sdpa q_lens=1,1,1 kv_lens=40,17,300 mask=none tail=256 seed=42"},
+      {"two-sided", "op=sdpa docs=200 window=16 window_right=8 seed=43"},
+      {"fa-causal", "op=sdpa docs=100,37 window=-1 window_right=0 window_convention=fa seed=44"},
+      {"br-clamp", "op=sdpa q_lens=200,30 kv_lens=40,64 mask=bottomright window_right=200 max_seqlen_kv=128 seed=45"},
+      {"max-seqlen", "op=sdpa docs=128,128 max_seqlen_kv=256 seed=46"},
   };
   return f;
 }

@@ -42,24 +42,69 @@ struct KeyRange {
   int64_t base, lo, hi;
 };
 
+inline int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// The SDPA band [lo, hi) of a row at position p of a document of kv keys for the window bounds
+// (left, right) in the case's convention (layout.h: -1 = unbounded). as_number: a kernel that uses the
+// sentinel -1 as a number (left -1: s >= p + 1 (fa) / s > p + 1 (cudnn); right -1: s <= p - 1).
+inline void sdpa_band(const Layout& l, int64_t kv, int64_t p, int64_t left, int64_t right, bool as_number,
+                      int64_t& lo, int64_t& hi) {
+  const bool fa = l.c.window_convention == WindowConvention::Fa;
+  hi = right < 0 && !as_number ? kv : std::clamp<int64_t>(p + 1 + right, 0, kv);
+  lo = 0;
+  if ((left < 0 && !as_number) || (left == 0 && !fa)) return;
+  lo = std::clamp<int64_t>(fa ? p - left : p - left + 1, 0, hi);
+}
+
+// Window bug models: the bounds (window, window_right) as the kernel reads them; the band is
+// recomputed only where a model changes them.
+inline void window_quirks(const Layout& l, int64_t kv, int64_t p, const Quirks& qk, int64_t& lo, int64_t& hi) {
+  const Case& c = l.c;
+  if (c.op != Op::Sdpa || c.mask == MaskKind::None) return;
+  int64_t left = c.window, right = c.window_right;
+  if (qk.cp_drops_window && l.is_cp()) left = -1, right = 0;          // the band's mask dropped, is_causal set
+  if (qk.window_left_only && right > 0) right = -1;                   // only the left bound forwarded
+  if (qk.sentinel_widen && left + right < 0) left = right = -1;       // any negative sum read as "full"
+  if (qk.clamp_right_before_shift && right > l.max_seqlen_kv) right = l.max_seqlen_kv;  // p already shifted
+  const bool as_number = qk.sentinel_empty_band && (left == -1 || right == -1);
+  if (left == c.window && right == c.window_right && !as_number) return;
+  sdpa_band(l, kv, p, left, right, as_number, lo, hi);
+}
+
 // The key ranges a row reads, as the (possibly buggy) kernel addresses them; keys outside the
 // KV buffer are dropped (a real kernel would read out of bounds; the CPU model must not).
 inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Quirks& qk) {
   const auto& seg = l.seg_of(r);
   const auto& d = l.docs[size_t(seg.doc)];
-  const int64_t p = qk.topleft_cp ? (r - seg.row0) : l.pos_of(r);
+  int64_t p = qk.topleft_cp ? (r - seg.row0) : l.pos_of(r);
+  if (qk.topleft_for_bottomright && l.c.mask == MaskKind::BottomRight && l.c.start_pos < 0)
+    p = seg.tok0 + (r - seg.row0);  // the shift dropped, the CP chunk's token offset kept
   int64_t lo, hi;
   l.allowed_range(seg.doc, p, lo, hi);
   if (qk.off_by_one && l.c.mask != MaskKind::None && hi < d.kv_len) hi += 1;
+  window_quirks(l, d.kv_len, p, qk, lo, hi);
+  if (qk.decode_tile > 0 && l.c.mask == MaskKind::None && d.q_len == 1)
+    hi = (d.kv_len + qk.decode_tile - 1) / qk.decode_tile * qk.decode_tile;
   auto base_of = [&](const DocLayout& x) {
     if (qk.derived_offsets) return x.packed_kv_off;
     if (qk.shared_qkv_offsets) return x.q_off;
+    if (qk.batch_stride_max_seqlen) return int64_t(&x - l.docs.data()) * l.max_seqlen_kv;
     return x.kv_off;
   };
   std::vector<KeyRange> out;
   if (qk.cross_doc)
     for (int b = 0; b < seg.doc; ++b) out.push_back({base_of(l.docs[size_t(b)]), 0, l.docs[size_t(b)].kv_len});
-  out.push_back({base_of(d), lo, hi});
+  if (qk.cp_local_keys && l.is_cp()) {
+    // One range per segment of this document on this rank: the keys its own tokens would produce
+    // (key s from token s * ratio), as a kernel that never all-gathered K/V sees them.
+    for (const auto& g : l.segments) {
+      if (g.doc != seg.doc) continue;
+      const int64_t a = std::max(lo, ceil_div(g.pos0, l.c.ratio));
+      out.push_back({base_of(d), a, std::max(a, std::min(hi, ceil_div(g.pos0 + g.rows, l.c.ratio)))});
+    }
+  } else {
+    out.push_back({base_of(d), lo, hi});
+  }
   for (auto& k : out) {
     k.hi = std::min(k.hi, l.kv_rows - k.base);
     k.lo = std::min(k.lo, k.hi);

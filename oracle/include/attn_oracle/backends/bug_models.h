@@ -33,6 +33,8 @@ struct BugModel {
 // Every bug model: the Quirks ones (cpu_backends.cpp), then the output-transform ones.
 const std::vector<BugModel>& bug_models();
 std::vector<BugModel> transform_bug_models();
+// issue 15 (win): the window, alignment, CP and offset models of the catalog (catalog_window_models.cpp).
+std::vector<BugModel> catalog_window_models();
 
 // A catalog entry (../shared/context/defect-catalog.md) that no bug model re-creates yet, with the
 // extension of the case model (or of the oracle) it would need (unmodelled_catalog.cpp). partly: a model

@@ -18,6 +18,16 @@ struct Quirks {
   bool lse_log2 = false;            // LSE written in log2
   bool stats_packed = false;        // LSE written at packed prefix rows, ignoring stats offsets
   bool fill_zero = false;           // short rows filled with 0 instead of -1
+  // issue 15 (win)
+  bool cp_drops_window = false;          // cp > 1: the sliding window is dropped (plain causal)
+  bool cp_local_keys = false;            // cp > 1: only the keys at this rank's own chunks' positions
+  bool topleft_for_bottomright = false;  // mask=bottomright built as top-left (shift 0, CP chunk offsets kept)
+  int decode_tile = 0;                   // >0: mask=none, q_len=1: keys up to the end of the last tile this wide
+  bool batch_stride_max_seqlen = false;  // document b's keys at b * max_seqlen_kv instead of its offset
+  bool window_left_only = false;         // a two-sided band loses its right bound (window_right > 0 -> -1)
+  bool sentinel_widen = false;           // window + window_right < 0 widened to full attention
+  bool sentinel_empty_band = false;      // the unbounded sentinel -1 used as a number ((-1, 0): empty band)
+  bool clamp_right_before_shift = false; // window_right > max_seqlen_kv clamped to it before the bottom-right shift
 };
 
 void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
