@@ -63,6 +63,9 @@ TEST(FuzzShrink, TriesTheDefaultOfEveryToDefaultKey) {
       "poison=inf precision=fp64 scale=0.5 levels=4 pad_writes=allow tail=8",
       "op=sdpa docs=16,16 pad=2 o_offsets=0,18 stats_offsets=0,20 capacity=40",
       "op=indexer docs=64 ratio=2 mask=topleft seed=5 levels=8 poison=large",
+      "op=sdpa docs=64,32 mask=bottomright window=-1 window_right=4 window_convention=fa max_seqlen_q=80 "
+      "max_seqlen_kv=90 num_splits=3 empty_rows=posinf values=extreme",
+      "op=indexer docs=64 start_pos=9 ties=strict values=plateau max_seqlen_kv=100",
   };
   std::set<std::string> tried;
   for (const auto& line : lines) {
