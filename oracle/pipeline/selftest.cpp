@@ -43,6 +43,9 @@ const std::vector<LayoutFamily>& selftest_families() {
       // derived gates (tolerance.cpp) must still see it. rows= keeps them cheap.
       {"long-bf16", "op=sdpa q_lens=40,40 kv_lens=4100,4300 mask=bottomright hq=4 hkv=2 rows=24 seed=39"},
       {"long-fp16", "op=sdpa docs=8512 cp=32 rank=31 hq=4 hkv=2 dtype=fp16 rows=24 seed=40"},
+      // issue 15 (split)
+      {"empty-rows", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright hq=4 hkv=2 seed=41"},  // q > kv
+      {"neg-logits", "op=sdpa docs=40,24 scale=1e6 dtype=fp32 seed=42"},  // rows whose logits are all < -5e4
   };
   return f;
 }

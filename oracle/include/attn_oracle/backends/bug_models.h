@@ -33,5 +33,7 @@ struct BugModel {
 // Every bug model: the Quirks ones (cpu_backends.cpp), then the output-transform ones.
 const std::vector<BugModel>& bug_models();
 std::vector<BugModel> transform_bug_models();
+// The catalog's split-KV, empty-row and LSE entries (catalog_split_models.cpp).
+std::vector<BugModel> catalog_split_models();
 
 }  // namespace ao

@@ -18,7 +18,16 @@ struct Quirks {
   bool lse_log2 = false;            // LSE written in log2
   bool stats_packed = false;        // LSE written at packed prefix rows, ignoring stats offsets
   bool fill_zero = false;           // short rows filled with 0 instead of -1
+  // issue 15 (split)
+  int num_splits = 0;               // > 0: split-KV path (partial (O, LSE) per key split, merged); see kCaseSplits
+  bool merge_unguarded = false;     // split-KV merge without the -inf guard: two empty partial states give NaN
+  bool finite_neg_inf = false;      // the running max starts at the finite -5e4 instead of -inf
 };
+
+// Quirks::num_splits: the split-KV path with the case's num_splits.
+inline constexpr int kCaseSplits = -1;
+// Quirks::finite_neg_inf: flashinfer's finite "-inf" (flashinfer #4267).
+inline constexpr double kFiniteNegInf = -5e4;
 
 void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
 void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
