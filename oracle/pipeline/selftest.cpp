@@ -46,6 +46,8 @@ const std::vector<LayoutFamily>& selftest_families() {
       // issue 15 (split)
       {"empty-rows", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright hq=4 hkv=2 seed=41"},  // q > kv
       {"neg-logits", "op=sdpa docs=40,24 scale=1e6 dtype=fp32 seed=42"},  // rows whose logits are all < -5e4
+      {"split-empty", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright hq=4 hkv=2 num_splits=2 seed=43"},
+      {"split-decode", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 num_splits=3 seed=44"},
   };
   return f;
 }

@@ -51,6 +51,11 @@ inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Qu
   int64_t lo, hi;
   l.allowed_range(seg.doc, p, lo, hi);
   if (qk.off_by_one && l.c.mask != MaskKind::None && hi < d.kv_len) hi += 1;
+  // issue 15 (split): split-max-seqlen [29]: with num_splits > 1 the kernel takes the document's key
+  // count from max_seqlen_kv: the bottom-right shift and the key bound use it instead of kv_len.
+  if (qk.split_max_seqlen && l.c.num_splits > 1 && l.max_seqlen_kv > d.kv_len)
+    l.allowed_range(seg.doc, l.c.mask == MaskKind::BottomRight ? p + l.max_seqlen_kv - d.kv_len : p, lo, hi,
+                    l.max_seqlen_kv);
   auto base_of = [&](const DocLayout& x) {
     if (qk.derived_offsets) return x.packed_kv_off;
     if (qk.shared_qkv_offsets) return x.q_off;

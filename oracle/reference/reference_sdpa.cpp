@@ -31,11 +31,8 @@ struct Splits {
 };
 Splits key_splits(const Layout& l, const Quirks& qk) {
   Splits sp;
-  const int case_splits = 1;  // the case's num_splits (case key from issue 15)
-  sp.n = qk.num_splits > 0 ? qk.num_splits : qk.num_splits == kCaseSplits || qk.merge_unguarded ? case_splits : 1;
-  int64_t max_kv = 0;
-  for (const auto& d : l.docs) max_kv = std::max(max_kv, d.kv_len);
-  sp.len = std::max<int64_t>(1, (max_kv + sp.n - 1) / sp.n);
+  sp.n = qk.num_splits > 0 ? qk.num_splits : qk.num_splits == kCaseSplits || qk.merge_unguarded ? l.c.num_splits : 1;
+  sp.len = sp.n == l.c.num_splits ? l.split_len : std::max<int64_t>(1, (l.max_seqlen_kv + sp.n - 1) / sp.n);
   return sp;
 }
 
@@ -225,9 +222,9 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
             const T lse = merge_partials(part_lse, part_w, !qk.merge_unguarded);
             no_key[size_t(i)] = mx == ninf || std::isnan(lse);
             if (no_key[size_t(i)]) {  // no allowed key (0, -inf), or the unguarded merge's NaN
-              const float fill = std::isnan(lse) ? std::numeric_limits<float>::quiet_NaN() : 0.f;
-              for (int e = 0; e < Dv; ++e) o[e] = fill;
-              out.lse[size_t(lrow * Hq + h)] = float(lse);
+              const bool nan = std::isnan(lse);
+              for (int e = 0; e < Dv; ++e) o[e] = nan ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+              out.lse[size_t(lrow * Hq + h)] = nan ? std::numeric_limits<float>::quiet_NaN() : empty_lse;
               std::fill(srow, srow + ldS, T(0));
               continue;
             }

@@ -127,6 +127,17 @@ const Kill kKills[] = {
     {"finite-neg-inf", "op=sdpa docs=40,24 scale=1e6 dtype=fp32", "lse_max_err"},
     {"lse-plus-inf", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright", "lse_max_err"},
     {"lse-unwritten", "op=sdpa docs=70,50 hq=8 hkv=2", "unwritten_rows"},
+    {"finite-neg-inf", "op=sdpa docs=40,24 values=extreme", "lse_max_err"},
+    {"merge-empty-nan", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright num_splits=2", "nonfinite_valid"},
+    {"merge-empty-nan", "op=sdpa docs=200 window=8 num_splits=4", "nonfinite_valid"},  // splits 0, 1 out of the window
+    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=37,100 mask=bottomright num_splits=3", "tol_violations"},
+    {"split-max-seqlen", "op=sdpa docs=60,45 max_seqlen_kv=80 mask=none pad=30 poison=nan num_splits=2",
+     "nonfinite_valid"},  // keys past the real end: the pad slots
+    {"split-combine-stride0", "op=sdpa docs=40,30 num_splits=2", "unwritten_rows"},
+    {"split-combine-stride0", "op=sdpa docs=40,30 num_splits=2", "tol_violations"},
+    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 num_splits=2",
+     "lse_max_err"},
+    {"early-exit-lse-offset", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright num_splits=2", "unwritten_rows"},
 };
 
 struct Specific {
@@ -138,6 +149,17 @@ const Specific kSpecific[] = {
     {"finite-neg-inf", "op=sdpa docs=40,24"},                                      // logits of normal size
     {"lse-plus-inf", "op=sdpa q_lens=20,7 kv_lens=50,30 mask=bottomright"},        // no row without keys
     {"lse-unwritten", "op=sdpa docs=130 hq=8 hkv=2"},                              // one document: dense stats
+    {"merge-empty-nan", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright"},   // one split
+    {"merge-empty-nan", "op=sdpa docs=100,37 num_splits=3"},                      // causal: split 0 never empty
+    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=37,100 mask=bottomright"}, // one split
+    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=60,60 mask=bottomright num_splits=3"},  // kv_len = max
+    {"split-combine-stride0", "op=sdpa docs=40,30"},                               // one split
+    {"split-combine-stride0", "op=sdpa docs=70 pad=9 num_splits=4"},               // one document
+    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2"},  // one split
+    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=4 hkv=4 num_splits=2"},  // MHA
+    {"folded-lse-layout", "op=sdpa q_lens=2,1 kv_lens=40,17 mask=bottomright hq=8 hkv=2 num_splits=2"},  // not decode
+    {"early-exit-lse-offset", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright"},  // one split
+    {"early-exit-lse-offset", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright num_splits=2"},  // doc 0 only
 };
 
 }  // namespace
@@ -179,5 +201,26 @@ TEST(CatalogSplit, EveryModelOfThisFileHasAKillRowAndASpecificityRow) {
     EXPECT_TRUE(kill) << m.name;
     EXPECT_TRUE(specific) << m.name;
     EXPECT_FALSE(m.catalog.empty() || m.source.empty() || m.catches.empty()) << m.name;
+  }
+}
+
+TEST(CatalogSplit, LsePlusInfIsTheEmptyRowsConventionSwitch) {
+  // empty_rows=posinf: cpu-ref writes +inf for a row with no allowed key and the comparator expects it,
+  // so lse-plus-inf is that convention (bitwise cpu-ref, a pass); the default (-inf) catches it.
+  auto ref = make_backend("cpu-ref");
+  for (uint64_t seed : kSeeds) {
+    const std::string base = fmt::format("op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright seed={}", seed);
+    SCOPED_TRACE(base);
+    Trial t(parse_case(base + " empty_rows=posinf"));
+    const TrialRun want = t.run(*ref);
+    ASSERT_TRUE(want.ok());
+    int posinf = 0;
+    for (float x : want.out.lse) posinf += std::isinf(x) && x > 0;
+    EXPECT_GT(posinf, 0);
+    auto be = make_backend("cpu-bug:lse-plus-inf");
+    const TrialRun got = t.run(*be);
+    EXPECT_FALSE(outputs_differ(t.layout(), got.out, want.out));
+    EXPECT_EQ(t.judge(got, want).kind, Verdict::Pass);
+    EXPECT_EQ(run(base, "cpu-bug:lse-plus-inf").verdict.kind, Verdict::Fail);
   }
 }

@@ -22,6 +22,7 @@ struct Quirks {
   int num_splits = 0;               // > 0: split-KV path (partial (O, LSE) per key split, merged); see kCaseSplits
   bool merge_unguarded = false;     // split-KV merge without the -inf guard: two empty partial states give NaN
   bool finite_neg_inf = false;      // the running max starts at the finite -5e4 instead of -inf
+  bool split_max_seqlen = false;    // num_splits > 1: key bound and bottom-right shift from max_seqlen_kv, not kv_len
 };
 
 // Quirks::num_splits: the split-KV path with the case's num_splits.
