@@ -254,8 +254,8 @@ std::vector<int64_t> sample_rows(const Layout& l, int64_t seg_rows, int64_t targ
 
 }  // namespace
 
-void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
-  const int64_t kv = docs[size_t(doc)].kv_len;
+void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi, int64_t kv_len) const {
+  const int64_t kv = kv_len >= 0 ? kv_len : docs[size_t(doc)].kv_len;
   lo = 0;
   if (c.mask == MaskKind::None) {
     hi = kv;

@@ -50,6 +50,11 @@ const std::vector<LayoutFamily>& selftest_families() {
       {"fa-causal", "op=sdpa docs=100,37 window=-1 window_right=0 window_convention=fa seed=44"},
       {"br-clamp", "op=sdpa q_lens=200,30 kv_lens=40,64 mask=bottomright window_right=200 max_seqlen_kv=128 seed=45"},
       {"max-seqlen", "op=sdpa docs=128,128 max_seqlen_kv=256 seed=46"},
+      // issue 15 (split)
+      {"empty-rows", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright hq=4 hkv=2 seed=41"},  // q > kv
+      {"neg-logits", "op=sdpa docs=40,24 scale=1e6 dtype=fp32 seed=42"},  // rows whose logits are all < -5e4
+      {"split-empty", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright hq=4 hkv=2 num_splits=2 seed=43"},
+      {"split-decode", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 num_splits=3 seed=44"},
   };
   return f;
 }

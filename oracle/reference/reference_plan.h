@@ -85,6 +85,11 @@ inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Qu
   window_quirks(l, d.kv_len, p, qk, lo, hi);
   if (qk.decode_tile > 0 && l.c.mask == MaskKind::None && d.q_len == 1)
     hi = (d.kv_len + qk.decode_tile - 1) / qk.decode_tile * qk.decode_tile;
+  // issue 15 (split): split-max-seqlen [29]: with num_splits > 1 the kernel takes the document's key
+  // count from max_seqlen_kv: the bottom-right shift and the key bound use it instead of kv_len.
+  if (qk.split_max_seqlen && l.c.num_splits > 1 && l.max_seqlen_kv > d.kv_len)
+    l.allowed_range(seg.doc, l.c.mask == MaskKind::BottomRight ? p + l.max_seqlen_kv - d.kv_len : p, lo, hi,
+                    l.max_seqlen_kv);
   auto base_of = [&](const DocLayout& x) {
     if (qk.derived_offsets) return x.packed_kv_off;
     if (qk.shared_qkv_offsets) return x.q_off;

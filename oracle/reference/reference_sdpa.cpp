@@ -5,6 +5,9 @@
 // through their head stride. A row whose allowed scores are all finite takes the vectorised softmax;
 // one with NaN/Inf among them takes the scalar path, whose NaN semantics are the contract the
 // poisoning metrics rely on (NaN is skipped by the max, then poisons the sum and the row).
+// Split-KV (Quirks::num_splits): a finite row's allowed keys are cut at the document's key splits
+// [j*S, (j+1)*S), S = ceil(max_seqlen_kv / num_splits); each split gives a partial state (O_j, LSE_j)
+// and the states are merged left to right as a combine kernel does (merge_partials).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -20,6 +23,40 @@ namespace {
 
 constexpr size_t kRowBlock = 128;
 
+// Key splits of a split-KV kernel: the count (1 = no split) and the keys per split.
+struct Splits {
+  int n = 1;
+  int64_t len = 1;
+  int of(int64_t s) const { return int(std::clamp<int64_t>(s / len, 0, n - 1)); }
+};
+Splits key_splits(const Layout& l, const Quirks& qk) {
+  Splits sp;
+  sp.n = qk.num_splits > 0 ? qk.num_splits : qk.num_splits == kCaseSplits || qk.merge_unguarded ? l.c.num_splits : 1;
+  sp.len = sp.n == l.c.num_splits ? l.split_len : std::max<int64_t>(1, (l.max_seqlen_kv + sp.n - 1) / sp.n);
+  return sp;
+}
+
+// Merges partial states, given by their LSEs, left to right (a combine kernel's state merge): returns
+// the merged LSE and sets w[j], the weight of O_j in the merged O. With the guard, two empty states
+// ((0, -inf), (0, -inf)) merge to an empty one; without it (flashinfer #4051) -inf - -inf = NaN, and
+// the NaN stays in every later merge.
+template <class T>
+T merge_partials(const std::vector<T>& lse, std::vector<T>& w, bool guard) {
+  const T ninf = -std::numeric_limits<T>::infinity();
+  w.assign(lse.size(), T(0));
+  T acc = lse[0];
+  w[0] = T(1);
+  for (size_t j = 1; j < lse.size(); ++j) {
+    const T m = std::fmax(acc, lse[j]);
+    if (guard && m == ninf) continue;  // both empty: the merged state stays (0, -inf)
+    const T a = std::exp(acc - m), b = std::exp(lse[j] - m), sum = a + b;
+    for (size_t k = 0; k < j; ++k) w[k] *= a / sum;
+    w[j] = b / sum;
+    acc = m + std::log(sum);
+  }
+  return acc;
+}
+
 template <class T>
 void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
   using Row = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
@@ -29,6 +66,11 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
   const T ninf = -std::numeric_limits<T>::infinity();
   const float empty_lse = (c.empty_rows == EmptyRows::PosInf ? 1.f : -1.f) * std::numeric_limits<float>::infinity();
   const auto blocks = detail::row_blocks(l, kRowBlock);
+  const Splits splits = key_splits(l, qk);
+  // The split path computes every row from partial states; merge_unguarded alone re-creates only the
+  // rows that its NaN reaches (elsewhere a correct merge differs from the exact path by rounding).
+  const bool split_path = qk.num_splits != 0 && splits.n > 1;
+  const bool unguarded_rows = qk.merge_unguarded && !split_path && splits.n > 1;
   int64_t max_keys = 0;
   for (const auto& d : l.docs) max_keys = std::max(max_keys, d.kv_len);
   detail::BlasSingleThread blas_in_caller;
@@ -38,6 +80,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
 #pragma omp parallel num_threads(detail::reference_threads())
   {
     std::vector<T> Qh, S, Kh, Vh, O;  // per-thread scratch, reused across blocks
+    std::vector<T> part_max, part_sum, part_lse, part_w;  // split-KV partial states of one row
 #pragma omp for schedule(dynamic, 1)
     for (size_t bi = 0; bi < blocks.size(); ++bi) {
       const auto& blk = blocks[bi];
@@ -127,7 +170,68 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
           const int64_t lrow = detail::stats_write_row(l, rows[size_t(i)], qk);
           const int64_t orow = detail::o_write_row(l, rows[size_t(i)], qk);
           float* o = out.o.data() + (orow * Hq + h) * Dv;
+          // A column's document key s (for its split): the span's lo plus the column's offset in it.
+          auto for_each_col = [&](auto&& f) {
+            for (size_t j = 0; j < spans.size(); ++j) {
+              const auto& sp = spans[j];
+              const int64_t a = std::max(sp.lo, ranges[size_t(i)][j].lo), b = std::min(sp.hi, ranges[size_t(i)][j].hi);
+              for (int64_t s = a; s < b; ++s) f(sp.at + s - sp.lo, splits.of(s));
+            }
+          };
+          if (split_path || unguarded_rows) {
+            part_max.assign(size_t(splits.n), ninf);
+            part_sum.assign(size_t(splits.n), T(0));
+            for_each_col([&](int64_t c, int j) { part_max[size_t(j)] = std::fmax(part_max[size_t(j)], srow[c]); });
+          }
+          if (unguarded_rows) {  // the merge's outcome depends only on which partial states are empty
+            part_lse.assign(size_t(splits.n), T(0));
+            for (int j = 0; j < splits.n; ++j)
+              if (part_max[size_t(j)] == ninf) part_lse[size_t(j)] = ninf;
+            if (std::isnan(merge_partials(part_lse, part_w, false))) {
+              for (int e = 0; e < Dv; ++e) o[e] = std::numeric_limits<float>::quiet_NaN();
+              out.lse[size_t(lrow * Hq + h)] = std::numeric_limits<float>::quiet_NaN();
+              no_key[size_t(i)] = true;  // keeps the NaN row out of the P @ V store
+              std::fill(srow, srow + ldS, T(0));
+              continue;
+            }
+          }
+          if (qk.finite_neg_inf && finite && !cols.empty() && mx < T(kFiniteNegInf) - T(104)) {
+            // flashinfer #4267: the running max starts at -5e4 and never moves, every exp(x + 5e4) underflows
+            // to 0 in fp32 (x < -5e4 - 104), the row's sum stays 0: O = 0, LSE = -5e4.
+            for (int e = 0; e < Dv; ++e) o[e] = 0.f;
+            out.lse[size_t(lrow * Hq + h)] = float(kFiniteNegInf);
+            no_key[size_t(i)] = true;  // keeps the row out of the P @ V store
+            std::fill(srow, srow + ldS, T(0));
+            continue;
+          }
           T sum = 0;
+          if (finite && split_path) {  // partial softmax per split, merged: P = w_j * exp(x - m_j) / sum_j
+            int64_t at = 0;
+            for (const auto& [a, b] : cols) {
+              std::fill(srow + at, srow + a, T(0));
+              at = b;
+            }
+            std::fill(srow + at, srow + nkeys, T(0));
+            for_each_col([&](int64_t c, int j) {
+              srow[c] = std::exp(srow[c] - part_max[size_t(j)]);
+              part_sum[size_t(j)] += srow[c];
+            });
+            part_lse.resize(size_t(splits.n));
+            for (int j = 0; j < splits.n; ++j)
+              part_lse[size_t(j)] = part_sum[size_t(j)] > 0 ? part_max[size_t(j)] + std::log(part_sum[size_t(j)]) : ninf;
+            const T lse = merge_partials(part_lse, part_w, !qk.merge_unguarded);
+            no_key[size_t(i)] = mx == ninf || std::isnan(lse);
+            if (no_key[size_t(i)]) {  // no allowed key (0, -inf), or the unguarded merge's NaN
+              const bool nan = std::isnan(lse);
+              for (int e = 0; e < Dv; ++e) o[e] = nan ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+              out.lse[size_t(lrow * Hq + h)] = nan ? std::numeric_limits<float>::quiet_NaN() : empty_lse;
+              std::fill(srow, srow + ldS, T(0));
+              continue;
+            }
+            for_each_col([&](int64_t c, int j) { srow[c] *= part_w[size_t(j)] / part_sum[size_t(j)]; });
+            out.lse[size_t(lrow * Hq + h)] = float(qk.lse_log2 ? lse / T(M_LN2) : lse);
+            continue;
+          }
           if (finite) {  // the allowed columns, in place; everything else gets probability 0
             int64_t at = 0;
             for (const auto& [a, b] : cols) {

@@ -44,5 +44,7 @@ struct UnmodelledEntry {
   bool partly = false;
 };
 const std::vector<UnmodelledEntry>& unmodelled_catalog_entries();
+// The catalog's split-KV, empty-row and LSE entries (catalog_split_models.cpp).
+std::vector<BugModel> catalog_split_models();
 
 }  // namespace ao

@@ -95,7 +95,8 @@ struct Layout {
     return row_segment[size_t(r)] >= 0 && r - seg_of(r).row0 < seg_of(r).valid;
   }
   // Number of allowed keys (doc coordinates [lo, hi)) for a row at position p of document b.
-  void allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const;
+  // kv_len >= 0 replaces the document's key count (a kernel that reads it from elsewhere).
+  void allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi, int64_t kv_len = -1) const;
 };
 
 Layout make_layout(const Case& c, const LayoutLimits& lim = {}, LayoutMode mode = LayoutMode::Full);

@@ -28,7 +28,17 @@ struct Quirks {
   bool sentinel_widen = false;           // window + window_right < 0 widened to full attention
   bool sentinel_empty_band = false;      // the unbounded sentinel -1 used as a number ((-1, 0): empty band)
   bool clamp_right_before_shift = false; // window_right > max_seqlen_kv clamped to it before the bottom-right shift
+  // issue 15 (split)
+  int num_splits = 0;               // > 0: split-KV path (partial (O, LSE) per key split, merged); see kCaseSplits
+  bool merge_unguarded = false;     // split-KV merge without the -inf guard: two empty partial states give NaN
+  bool finite_neg_inf = false;      // the running max starts at the finite -5e4 instead of -inf
+  bool split_max_seqlen = false;    // num_splits > 1: key bound and bottom-right shift from max_seqlen_kv, not kv_len
 };
+
+// Quirks::num_splits: the split-KV path with the case's num_splits.
+inline constexpr int kCaseSplits = -1;
+// Quirks::finite_neg_inf: flashinfer's finite "-inf" (flashinfer #4267).
+inline constexpr double kFiniteNegInf = -5e4;
 
 void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
 void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});

@@ -1,0 +1,226 @@
+// Issue 15 (split): the split-KV path of the SDPA reference agrees with the exact path, and each
+// split-KV / empty-row / LSE bug model of the catalog fails its metric on its trigger (3 recorded
+// seeds) and is bitwise cpu-ref outside it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/selftest.h"
+#include "attn_oracle/pipeline/trial.h"
+
+using namespace ao;
+
+namespace {
+
+constexpr uint64_t kSeeds[] = {3, 101, 977};
+
+Outputs run_reference(const Trial& t, const Quirks& q) {
+  Outputs o = make_sentinel_outputs(t.layout());
+  reference_sdpa(t.layout(), t.inputs(), o, q);
+  return o;
+}
+
+CaseResult run(const std::string& line, const std::string& backend) {
+  auto be = make_backend(backend);
+  auto ref = make_backend("cpu-ref");
+  return run_case(parse_case(line), *be, *ref);
+}
+
+// Layouts for the split path: several documents (later splits empty for the short ones), a window
+// (leading splits empty), bottom-right q < kv and q > kv (rows with no key: every split empty), GQA,
+// NaN-poisoned pads, CP, mask=none, fp64 precision.
+const char* const kSplitCases[] = {
+    "op=sdpa docs=100,37,90 hq=4 hkv=4",
+    "op=sdpa docs=200 window=16 dtype=fp32",
+    "op=sdpa docs=150,60 window=40",
+    "op=sdpa q_lens=20,7 kv_lens=50,30 mask=bottomright",
+    "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright hq=4 hkv=2",
+    "op=sdpa docs=70,50 hq=8 hkv=2",
+    "op=sdpa docs=100,37 pad=11 tail=64 poison=nan",
+    "op=sdpa docs=256 cp=4 rank=1",
+    "op=sdpa docs=50,80 mask=none dtype=fp16",
+    "op=sdpa docs=90,33 precision=fp64",
+};
+
+}  // namespace
+
+TEST(SplitKv, MergedPartialStatesAgreeWithTheExactReference) {
+  int differs = 0, runs = 0;
+  for (const char* base : kSplitCases)
+    for (uint64_t seed : kSeeds)
+      for (int n : {int(2 + seed % 5), 64}) {
+        const std::string line = fmt::format("{} seed={}", base, seed);
+        SCOPED_TRACE(fmt::format("num_splits {}: {}", n, line));
+        Trial t(parse_case(line));
+        const Outputs exact = run_reference(t, Quirks{});
+        Quirks q;
+        q.num_splits = n;
+        const Outputs split = run_reference(t, q);
+        const Verdict v = compare(t.layout(), t.inputs(), split, exact);
+        EXPECT_EQ(v.kind, Verdict::Pass) << v.reason;
+        differs += outputs_differ(t.layout(), split, exact);
+        ++runs;
+      }
+  // The split path is a different computation (its rounding differs), not the exact path again.
+  EXPECT_GT(differs, runs / 2);
+}
+
+TEST(SplitKv, OneSplitIsTheExactPath) {
+  for (uint64_t seed : kSeeds) {
+    Trial t(parse_case(fmt::format("op=sdpa docs=100,37 window=20 hq=4 hkv=2 seed={}", seed)));
+    Quirks q;
+    q.num_splits = 1;
+    EXPECT_FALSE(outputs_differ(t.layout(), run_reference(t, q), run_reference(t, Quirks{})));
+  }
+}
+
+TEST(SplitKv, GuardKeepsEmptyStatesEmptyAndItsAbsenceGivesNaN) {
+  // q > kv bottom-right: doc 0's first 20 rows see no key (every split empty); a window of 8 on a
+  // 200-key document leaves splits 0 and 1 of 4 (50 keys each) empty for rows past 100.
+  for (const char* base : {"op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright", "op=sdpa docs=200 window=8"})
+    for (uint64_t seed : kSeeds) {
+      const std::string line = fmt::format("{} seed={}", base, seed);
+      SCOPED_TRACE(line);
+      Trial t(parse_case(line));
+      const Layout& l = t.layout();
+      Quirks q;
+      q.num_splits = 4;
+      const Outputs guarded = run_reference(t, q);
+      q.merge_unguarded = true;
+      const Outputs unguarded = run_reference(t, q);
+      int64_t split_len = 0;
+      for (const auto& d : l.docs) split_len = std::max(split_len, (d.kv_len + 3) / 4);
+      int nan_rows = 0;
+      for (int64_t r : l.check_rows) {
+        if (!l.valid_row(r)) continue;
+        const auto& s = l.seg_of(r);
+        int64_t lo = 0, hi = 0;
+        l.allowed_range(s.doc, l.pos_of(r), lo, hi);
+        const bool two_empty = hi <= lo || lo >= 2 * split_len;  // splits 0 and 1 hold no allowed key
+        const size_t srow = size_t(s.stats_row0 + (r - s.row0)), orow = size_t(s.o_row0 + (r - s.row0));
+        EXPECT_FALSE(std::isnan(guarded.lse[srow * size_t(l.c.hq)])) << "row " << r;
+        EXPECT_EQ(std::isnan(unguarded.lse[srow * size_t(l.c.hq)]), two_empty) << "row " << r;
+        EXPECT_EQ(std::isnan(unguarded.o[orow * size_t(l.c.hq * l.c.dim_v)]), two_empty) << "row " << r;
+        if (hi <= lo) {
+          EXPECT_EQ(guarded.lse[srow * size_t(l.c.hq)], -INFINITY) << "row " << r;
+        }
+        nan_rows += two_empty;
+      }
+      EXPECT_GT(nan_rows, 0);
+      EXPECT_EQ(compare(l, t.inputs(), guarded, guarded).kind, Verdict::Pass);
+    }
+}
+
+namespace {
+
+struct Kill {
+  const char* model;
+  const char* case_line;  // on the model's trigger, without seed
+  const char* metric;     // a gated metric the model must fail there
+};
+
+const Kill kKills[] = {
+    {"finite-neg-inf", "op=sdpa docs=40,24 scale=1e6 dtype=fp32", "lse_max_err"},
+    {"lse-plus-inf", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright", "lse_max_err"},
+    {"lse-unwritten", "op=sdpa docs=70,50 hq=8 hkv=2", "unwritten_rows"},
+    {"finite-neg-inf", "op=sdpa docs=40,24 values=extreme", "lse_max_err"},
+    {"merge-empty-nan", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright num_splits=2", "nonfinite_valid"},
+    {"merge-empty-nan", "op=sdpa docs=200 window=8 num_splits=4", "nonfinite_valid"},  // splits 0, 1 out of the window
+    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=37,100 mask=bottomright num_splits=3", "tol_violations"},
+    {"split-max-seqlen", "op=sdpa docs=60,45 max_seqlen_kv=80 mask=none pad=30 poison=nan num_splits=2",
+     "nonfinite_valid"},  // keys past the real end: the pad slots
+    {"split-combine-stride0", "op=sdpa docs=40,30 num_splits=2", "unwritten_rows"},
+    {"split-combine-stride0", "op=sdpa docs=40,30 num_splits=2", "tol_violations"},
+    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 num_splits=2",
+     "lse_max_err"},
+    {"early-exit-lse-offset", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright num_splits=2", "unwritten_rows"},
+};
+
+struct Specific {
+  const char* model;
+  const char* case_line;  // outside the model's trigger, without seed
+};
+
+const Specific kSpecific[] = {
+    {"finite-neg-inf", "op=sdpa docs=40,24"},                                      // logits of normal size
+    {"lse-plus-inf", "op=sdpa q_lens=20,7 kv_lens=50,30 mask=bottomright"},        // no row without keys
+    {"lse-unwritten", "op=sdpa docs=130 hq=8 hkv=2"},                              // one document: dense stats
+    {"merge-empty-nan", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright"},   // one split
+    {"merge-empty-nan", "op=sdpa docs=100,37 num_splits=3"},                      // causal: split 0 never empty
+    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=37,100 mask=bottomright"}, // one split
+    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=60,60 mask=bottomright num_splits=3"},  // kv_len = max
+    {"split-combine-stride0", "op=sdpa docs=40,30"},                               // one split
+    {"split-combine-stride0", "op=sdpa docs=70 pad=9 num_splits=4"},               // one document
+    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2"},  // one split
+    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=4 hkv=4 num_splits=2"},  // MHA
+    {"folded-lse-layout", "op=sdpa q_lens=2,1 kv_lens=40,17 mask=bottomright hq=8 hkv=2 num_splits=2"},  // not decode
+    {"early-exit-lse-offset", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright"},  // one split
+    {"early-exit-lse-offset", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright num_splits=2"},  // doc 0 only
+};
+
+}  // namespace
+
+TEST(CatalogSplit, EachModelFailsItsMetricOnItsTriggerAndCpuRefPasses) {
+  for (const auto& k : kKills)
+    for (uint64_t seed : kSeeds) {
+      const std::string line = fmt::format("{} seed={}", k.case_line, seed);
+      SCOPED_TRACE(fmt::format("{} under cpu-bug:{}: {}", k.metric, k.model, line));
+      const auto bad = run(line, fmt::format("cpu-bug:{}", k.model));
+      ASSERT_EQ(bad.verdict.kind, Verdict::Fail) << bad.verdict.reason;
+      const Metric* m = bad.verdict.find(k.metric);
+      ASSERT_NE(m, nullptr);
+      EXPECT_TRUE(m->failed) << format_result(bad);
+      const auto good = run(line, "cpu-ref");
+      EXPECT_EQ(good.verdict.kind, Verdict::Pass) << format_result(good);
+    }
+}
+
+TEST(CatalogSplit, EachModelIsBitwiseCpuRefOutsideItsTrigger) {
+  auto ref = make_backend("cpu-ref");
+  for (const auto& s : kSpecific)
+    for (uint64_t seed : kSeeds) {
+      const std::string line = fmt::format("{} seed={}", s.case_line, seed);
+      SCOPED_TRACE(fmt::format("cpu-bug:{}: {}", s.model, line));
+      Trial t(parse_case(line));
+      auto be = make_backend(fmt::format("cpu-bug:{}", s.model));
+      const TrialRun got = t.run(*be), want = t.run(*ref);
+      ASSERT_TRUE(got.ok() && want.ok());
+      EXPECT_FALSE(outputs_differ(t.layout(), got.out, want.out));
+    }
+}
+
+TEST(CatalogSplit, EveryModelOfThisFileHasAKillRowAndASpecificityRow) {
+  for (const auto& m : catalog_split_models()) {
+    bool kill = false, specific = false;
+    for (const auto& k : kKills) kill |= m.name == k.model;
+    for (const auto& s : kSpecific) specific |= m.name == s.model;
+    EXPECT_TRUE(kill) << m.name;
+    EXPECT_TRUE(specific) << m.name;
+    EXPECT_FALSE(m.catalog.empty() || m.source.empty() || m.catches.empty()) << m.name;
+  }
+}
+
+TEST(CatalogSplit, LsePlusInfIsTheEmptyRowsConventionSwitch) {
+  // empty_rows=posinf: cpu-ref writes +inf for a row with no allowed key and the comparator expects it,
+  // so lse-plus-inf is that convention (bitwise cpu-ref, a pass); the default (-inf) catches it.
+  auto ref = make_backend("cpu-ref");
+  for (uint64_t seed : kSeeds) {
+    const std::string base = fmt::format("op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright seed={}", seed);
+    SCOPED_TRACE(base);
+    Trial t(parse_case(base + " empty_rows=posinf"));
+    const TrialRun want = t.run(*ref);
+    ASSERT_TRUE(want.ok());
+    int posinf = 0;
+    for (float x : want.out.lse) posinf += std::isinf(x) && x > 0;
+    EXPECT_GT(posinf, 0);
+    auto be = make_backend("cpu-bug:lse-plus-inf");
+    const TrialRun got = t.run(*be);
+    EXPECT_FALSE(outputs_differ(t.layout(), got.out, want.out));
+    EXPECT_EQ(t.judge(got, want).kind, Verdict::Pass);
+    EXPECT_EQ(run(base, "cpu-bug:lse-plus-inf").verdict.kind, Verdict::Fail);
+  }
+}
