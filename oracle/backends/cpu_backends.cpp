@@ -74,6 +74,7 @@ const std::vector<BugModel>& bug_models() {
     add("fill-zero", "rows with fewer than k allowed keys filled with 0 instead of -1", true, false,
         [](Quirks& q) { q.fill_zero = true; }, {"", "", K::EmptyRows, {"wrong_fill_rows", "duplicates"}});
     for (auto& t : transform_bug_models()) v.push_back(std::move(t));
+    for (auto& t : catalog_indexer_models()) v.push_back(std::move(t));
     return v;
   }();
   return m;

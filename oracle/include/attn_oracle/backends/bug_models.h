@@ -33,5 +33,6 @@ struct BugModel {
 // Every bug model: the Quirks ones (cpu_backends.cpp), then the output-transform ones.
 const std::vector<BugModel>& bug_models();
 std::vector<BugModel> transform_bug_models();
+std::vector<BugModel> catalog_indexer_models();  // issue 15 (idx): catalog section A
 
 }  // namespace ao

@@ -18,6 +18,13 @@ struct Quirks {
   bool lse_log2 = false;            // LSE written in log2
   bool stats_packed = false;        // LSE written at packed prefix rows, ignoring stats offsets
   bool fill_zero = false;           // short rows filled with 0 instead of -1
+  // issue 15 (idx): indexer catalog models (catalog_indexer_models.cpp)
+  bool row_start_ignored = false;   // [1] keys ranked from buffer row 0 up to the row's end
+  int64_t long_row_keys = 0;        // [2] > 0: rows with more allowed keys rank buffer rows [0, n)
+  int64_t start_align = 0;          // [3] > 0: the row's key start aligned down to this many buffer rows
+  bool compressed_tail_zero = false;  // [8] ratio > 1, q_len = 1: the last allowed key's K row read as 0
+  int swizzle_bytes = 0;            // [11] > 0: K rows shorter than this read through its XOR swizzle
+  int64_t radix_bin_cap = 0;        // > 0: the k-th score's radix bin keeps this many keys, in index order
 };
 
 void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
