@@ -124,3 +124,17 @@ TEST(CatalogIdx, EveryModelCarriesItsProvenance) {
     EXPECT_TRUE(specific) << k.model << " has no specificity case";
   }
 }
+
+TEST(CatalogIdx, OutputsDifferJudgesACheckedIndexerRowAsASet) {
+  // The comparator judges a row's set, so an order-only difference (a model that mis-scores a row with
+  // fewer than k keys: swizzle-small-dim, compressed-tail-uninit) is not observable; a changed index is.
+  const Layout l = make_layout(parse_case("op=indexer docs=40 topk=8 seed=3"));
+  Outputs a = make_sentinel_outputs(l);
+  for (size_t e = 0; e < a.topk.size(); ++e) a.topk[e] = int32_t(e % 8);
+  Outputs b = a;
+  const int64_t r = l.check_rows.back();
+  std::swap(b.topk[size_t(r) * 8], b.topk[size_t(r) * 8 + 5]);
+  EXPECT_FALSE(outputs_differ(l, a, b));
+  b.topk[size_t(r) * 8] = 30;
+  EXPECT_TRUE(outputs_differ(l, a, b));
+}
