@@ -101,6 +101,11 @@ std::vector<BugModel> catalog_indexer_models() {
        "(dim x element bytes) is shorter than 128 bytes (bf16 dim 32)",
        true, false, quirk([](Quirks& q) { q.swizzle_bytes = 128; }), {}, "[11]",
        "DeepGEMM #433 (also #379, #434, #392)", K::Generic, {"tie_aware_recall_min"}},
+      {"chunk-keys-only",
+       "[9] chunked/suffix prefill: allowed end min(floor((p+1)/ratio), floor(q_len/ratio)) instead of "
+       "floor((p+1)/ratio): only the current chunk's keys (queries not starting at position 0)",
+       true, false, quirk([](Quirks& q) { q.chunk_keys_only = true; }), {}, "[9]", "pypto-lib #592",
+       K::BoundaryMetadata, {"tie_aware_recall_min", "wrong_fill_rows"}},
       {"radix-bin-overflow",
        "radix top-k: the k-th score's bin (top 8 bits of its fp16 key) keeps at most 2048 keys, in index "
        "order; later keys of that bin are dropped",

@@ -59,6 +59,7 @@ inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Qu
   // issue 15 (idx): the row's key start received wrong. Expressed on the document's base (lo < 0 reaches
   // earlier buffer rows) so that every row of a block keeps one base.
   const int64_t b0 = base_of(d);
+  if (qk.chunk_keys_only) hi = std::min(hi, d.q_len / l.c.ratio);  // [9] only the current chunk's keys
   if (qk.row_start_ignored) lo = -b0;               // [1] from buffer row 0
   if (qk.long_row_keys > 0 && hi - lo > qk.long_row_keys) {  // [2] buffer rows [0, n)
     hi -= lo + b0;

@@ -35,6 +35,9 @@ const Kill kKills[] = {
      "100,100,100 ratio=4 topk=30",
      "tie_aware_recall_min"},
     {"swizzle-small-dim", "op=indexer docs=300 topk=32", "tie_aware_recall_min"},
+    // Bottom-right suffix queries (q_len < kv_len): the first query sits at position kv_len - q_len.
+    {"chunk-keys-only", "op=indexer q_lens=16,16 kv_lens=300,200 topk=32", "tie_aware_recall_min"},
+    {"chunk-keys-only", "op=indexer q_lens=16,16 kv_lens=300,200 topk=32", "wrong_fill_rows"},
     // Dense long rows: ~10% of 30000 keys share the k-th score's fp16 bin.
     {"radix-bin-overflow", "op=indexer q_lens=8 kv_lens=30000 topk=8192", "tie_aware_recall_min"},
     // One head: every key whose dot is <= 0 scores exactly 0 (a ReLU plateau at the k-th value).
@@ -61,6 +64,8 @@ const Outside kOutside[] = {
     {"swizzle-small-dim", "op=indexer docs=300 dim=64 topk=32", "bf16 dim 64: 128-byte rows"},
     {"swizzle-small-dim", "op=indexer docs=300 dim=32 dtype=fp32 topk=32", "fp32 dim 32: 128-byte rows"},
     {"radix-bin-overflow", "op=indexer q_lens=8 kv_lens=3000 topk=512", "no bin holds more than 2048 keys"},
+    {"chunk-keys-only", "op=indexer docs=300,100 topk=32", "queries start at position 0"},
+    {"chunk-keys-only", "op=indexer q_lens=128,64 kv_lens=32,16 ratio=4 topk=16", "q_len = kv_len x ratio"},
 };
 
 CaseResult run(const std::string& line, const std::string& backend) {

@@ -25,6 +25,7 @@ struct Quirks {
   bool compressed_tail_zero = false;  // [8] ratio > 1, q_len = 1: the last allowed key's K row read as 0
   int swizzle_bytes = 0;            // [11] > 0: K rows shorter than this read through its XOR swizzle
   int64_t radix_bin_cap = 0;        // > 0: the k-th score's radix bin keeps this many keys, in index order
+  bool chunk_keys_only = false;     // [9] allowed end also capped at floor(q_len / ratio): the chunk's keys
 };
 
 void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
