@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/compare/compare.h"
 
 namespace ao {
 
@@ -51,6 +52,28 @@ void masked_key_fill(const Layout& l, const Inputs&, Outputs& out) {
     for (size_t e = m; e < K; ++e) {
       idx[e] = int32_t(lane0 + int64_t(e - m));
       sc[e] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
+// vllm #51782 / PR #55122 (catalog conventions): a top-k that keeps tied keys in the order its threads
+// delivered them, here descending index: each run of exactly tied keys in a row's list comes back
+// reversed. A valid set (ties=set passes); ties=strict asks for ascending order among tied keys.
+void tie_arrival_order(const Layout& l, const Inputs& in, Outputs& out) {
+  const size_t K = size_t(l.c.topk);
+  for (int64_t r : l.check_rows) {
+    if (!l.valid_row(r)) continue;
+    int32_t* idx = out.topk.data() + size_t(r) * K;
+    float* sc = out.scores.data() + size_t(r) * K;
+    std::vector<double> ex(K);
+    size_t n = 0;
+    while (n < K && idx[n] >= 0) ex[n] = exact_indexer_score(l, in, r, idx[n]), ++n;
+    for (size_t i = 0; i < n;) {
+      size_t j = i + 1;
+      while (j < n && ex[j] == ex[i]) ++j;
+      std::reverse(idx + i, idx + j);
+      std::reverse(sc + i, sc + j);
+      i = j;
     }
   }
 }
@@ -112,6 +135,10 @@ std::vector<BugModel> catalog_indexer_models() {
        true, false, quirk([](Quirks& q) { q.radix_bin_cap = 2048; }), {}, "",
        "defect catalog A, also seen: fixed-size candidate buffers per radix bin", K::TopkBuffers,
        {"tie_aware_recall_min"}},
+      {"tie-arrival-order",
+       "tied keys returned in thread-arrival order (descending index): a valid set, wrong under ties=strict",
+       true, false, Quirks{}, tie_arrival_order, "", "vllm #51782 / PR #55122 (catalog conventions: top-k ties)",
+       K::TopkBuffers, {"tie_order_rows"}},
   };
 }
 

@@ -50,6 +50,10 @@ const std::vector<LayoutFamily>& selftest_families() {
                            "100,100,100,100,100,100,100,100 ratio=4 topk=30 seed=42"},
       {"idx-neg-scores", "op=indexer docs=40 mask=none topk=32 scale=100000 seed=43"},
       {"idx-plateau", "op=indexer q_lens=4 kv_lens=20000 heads=1 topk=4096 seed=44"},
+      {"idx-strict-ties", "op=indexer docs=300 levels=3 dim=64 topk=32 ties=strict seed=45"},
+      {"idx-chunk", "op=indexer q_lens=64,64 kv_lens=320,400 start_pos=256 topk=32 seed=46"},
+      {"idx-extreme", "op=indexer docs=300 mask=none topk=32 values=extreme seed=47"},
+      {"idx-clustered", "op=indexer q_lens=4 kv_lens=12000 topk=512 values=clustered seed=48"},
   };
   return f;
 }
@@ -75,7 +79,7 @@ bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b) {
   if (l.c.op == Op::Indexer) {
     const size_t K = size_t(l.c.topk);
     auto row_differs = [&](int64_t r, bool pad) {
-      if (!pad) {  // a checked row is judged as a set (compare_indexer): its order is not observable
+      if (!pad && l.c.ties != Ties::Strict) {  // a checked row is judged as a set (compare_indexer)
         std::vector<int32_t> x(a.topk.begin() + long(size_t(r) * K), a.topk.begin() + long(size_t(r + 1) * K));
         std::vector<int32_t> y(b.topk.begin() + long(size_t(r) * K), b.topk.begin() + long(size_t(r + 1) * K));
         std::sort(x.begin(), x.end());

@@ -38,6 +38,12 @@ const Kill kKills[] = {
     // Bottom-right suffix queries (q_len < kv_len): the first query sits at position kv_len - q_len.
     {"chunk-keys-only", "op=indexer q_lens=16,16 kv_lens=300,200 topk=32", "tie_aware_recall_min"},
     {"chunk-keys-only", "op=indexer q_lens=16,16 kv_lens=300,200 topk=32", "wrong_fill_rows"},
+    // Chunked prefill: a 64-query chunk at position 256 of longer documents.
+    {"chunk-keys-only", "op=indexer q_lens=64,64 kv_lens=320,400 start_pos=256 topk=32", "tie_aware_recall_min"},
+    {"tie-arrival-order", "op=indexer docs=300 levels=3 topk=32 ties=strict", "tie_order_rows"},
+    {"masked-key-fill", "op=indexer docs=300 mask=none topk=32 values=extreme", "out_of_range"},
+    {"masked-key-fill", "op=indexer docs=300 topk=32 values=extreme", "out_of_causal"},
+    {"radix-bin-overflow", "op=indexer q_lens=8 kv_lens=12000 topk=512 values=clustered", "tie_aware_recall_min"},
     // Dense long rows: ~10% of 30000 keys share the k-th score's fp16 bin.
     {"radix-bin-overflow", "op=indexer q_lens=8 kv_lens=30000 topk=8192", "tie_aware_recall_min"},
     // One head: every key whose dot is <= 0 scores exactly 0 (a ReLU plateau at the k-th value).
@@ -66,6 +72,11 @@ const Outside kOutside[] = {
     {"radix-bin-overflow", "op=indexer q_lens=8 kv_lens=3000 topk=512", "no bin holds more than 2048 keys"},
     {"chunk-keys-only", "op=indexer docs=300,100 topk=32", "queries start at position 0"},
     {"chunk-keys-only", "op=indexer q_lens=128,64 kv_lens=32,16 ratio=4 topk=16", "q_len = kv_len x ratio"},
+    {"chunk-keys-only", "op=indexer docs=300,100 start_pos=0 topk=32", "chunk at position 0"},
+    {"tie-arrival-order", "op=indexer docs=300 mask=none heads=16 topk=4 ties=strict",
+     "no exact ties in the top 4 (with 4 heads a row whose weights are all negative has a 0-score plateau)"},
+    {"masked-key-fill", "op=indexer docs=300 mask=none topk=32 values=plateau", "no score below -65504"},
+    {"radix-bin-overflow", "op=indexer q_lens=8 kv_lens=1500 topk=512 values=clustered", "bins of at most 2048 keys"},
 };
 
 CaseResult run(const std::string& line, const std::string& backend) {
@@ -142,4 +153,21 @@ TEST(CatalogIdx, OutputsDifferJudgesACheckedIndexerRowAsASet) {
   EXPECT_FALSE(outputs_differ(l, a, b));
   b.topk[size_t(r) * 8] = 30;
   EXPECT_TRUE(outputs_differ(l, a, b));
+}
+
+TEST(CatalogIdx, TieArrivalOrderIsAValidSetUnderTiesSet) {
+  // The same tied rows: descending tied keys are a valid set (ties=set passes), only strict fails them.
+  for (uint64_t seed : {3u, 101u, 977u}) {
+    const std::string line = fmt::format("op=indexer docs=300 levels=3 topk=32 seed={}", seed);
+    SCOPED_TRACE(line);
+    Trial t(parse_case(line));
+    auto ref_be = make_backend("cpu-ref");
+    auto bug_be = make_backend("cpu-bug:tie-arrival-order");
+    const TrialRun ref = t.run(*ref_be), bug = t.run(*bug_be);
+    EXPECT_NE(bug.out.topk, ref.out.topk);  // the model reordered tied keys
+    EXPECT_FALSE(outputs_differ(t.layout(), bug.out, ref.out));
+    const Verdict v = t.judge(bug, ref);
+    EXPECT_EQ(v.kind, Verdict::Pass) << v.reason;
+    EXPECT_EQ(v.find("tie_order_rows"), nullptr);  // a strict-mode metric only
+  }
 }
