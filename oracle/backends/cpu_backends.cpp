@@ -76,6 +76,7 @@ const std::vector<BugModel>& bug_models() {
     for (auto& t : transform_bug_models()) v.push_back(std::move(t));
     for (auto& t : catalog_window_models()) v.push_back(std::move(t));  // issue 15 (win)
     for (auto& t : catalog_split_models()) v.push_back(std::move(t));
+    for (auto& t : catalog_indexer_models()) v.push_back(std::move(t));
     return v;
   }();
   return m;

@@ -7,6 +7,8 @@
 //    or in a KV pad slot), duplicates, wrong -1 fill (count of -1 != k - min(k, allowed)), unwritten rows,
 //    and writes into Q pad rows outside every segment (clobbered_pad_slots, pad_writes=forbid). All
 //    gated at 0.
+//  * ties=strict only: rows whose exactly tied keys (equal fp64 exact score) are not in ascending index
+//    order, or whose tie at the k-th was not taken at the lowest indices (tie_order_rows, gated at 0).
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
@@ -44,7 +46,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
   // Per-row judgement; rows are independent, so they run in parallel and are summed in row order.
   struct RowStats {
     int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0;
-    bool unwritten = false, bad_fill = false, bad = false;
+    bool unwritten = false, bad_fill = false, bad = false, tie_order = false;
     double ov = 1, rc = 1;
   };
   const auto& rows = l.check_rows;
@@ -65,7 +67,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
     for (size_t e = 0; e < K; ++e)
       if (rr[e] >= 0) in_ref.insert(rr[e]);
     size_t inter = 0, good = 0;
-    std::vector<int32_t> to_score;
+    std::vector<int32_t> to_score, listed;  // listed: the valid returned keys, in list order
     for (size_t e = 0; e < K; ++e) {
       const int32_t v = b[e];
       if (v == kSentinelIndex) { x.unwritten = true; continue; }
@@ -75,6 +77,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
       if (kv_doc[size_t(v)] != seg.doc) { ++x.cross_doc; x.bad = true; continue; }
       const int64_t s = v - d.kv_off;
       if (s < lo || s >= hi) { ++x.out_of_causal; x.bad = true; continue; }
+      listed.push_back(v);
       if (in_ref.count(v)) { ++inter; ++good; } else { to_score.push_back(v); }
     }
     if (!x.unwritten && fills != K - expect) { x.bad_fill = true; x.bad = true; }
@@ -98,11 +101,28 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
       for (int32_t v : to_score)
         if (in_ref.size() < expect || exact_indexer_score(l, in, r, v) >= kth - tol) ++good;
     }
+    if (c.ties == Ties::Strict) {
+      // Adjacent exactly tied keys must ascend; a key returned instead of a reference key of the same
+      // exact score must not have the higher index (the reference takes ties at the lowest indices).
+      double prev = 0;
+      for (size_t e = 0; e < listed.size(); ++e) {
+        const double sc = exact_indexer_score(l, in, r, listed[e]);
+        if (e > 0 && sc == prev && listed[e] < listed[e - 1]) x.tie_order = true;
+        prev = sc;
+      }
+      for (size_t e = 0; e < K && !to_score.empty(); ++e) {
+        if (rr[e] < 0 || seen.count(rr[e])) continue;
+        const double su = exact_indexer_score(l, in, r, rr[e]);
+        for (int32_t v : to_score)
+          if (exact_indexer_score(l, in, r, v) == su && rr[e] < v) x.tie_order = true;
+      }
+      x.bad |= x.tie_order;
+    }
     x.ov = expect ? double(inter) / double(expect) : (seen.empty() ? 1.0 : 0.0);
     x.rc = expect ? double(std::min(good, expect)) / double(expect) : (seen.empty() ? 1.0 : 0.0);
   }
   int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0, fill_rows = 0, unwritten = 0,
-          pad_written = 0, rows_scored = 0;
+          pad_written = 0, rows_scored = 0, tie_rows = 0;
   double ov_min = 1, ov_sum = 0, rc_min = 1, rc_sum = 0;
   std::vector<RowNote> notes;
   for (size_t ri = 0; ri < rows.size(); ++ri) {
@@ -113,6 +133,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
     dups += x.dups;
     fill_rows += x.bad_fill;
     unwritten += x.unwritten;
+    tie_rows += x.tie_order;
     ov_min = std::min(ov_min, x.ov);
     rc_min = std::min(rc_min, x.rc);
     ov_sum += x.ov;
@@ -137,8 +158,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
   const double n = double(std::max<int64_t>(rows_scored, 1));
   const double min_recall = c.min_recall >= 0 ? c.min_recall : 1.0;
   const bool forbid_pad = c.pad_writes == PadWrites::Forbid;
-  return build_verdict(
-      {
+  std::vector<Metric> metrics = {
           info_metric("rows_checked", double(rows_scored)),
           info_metric("overlap_min", ov_min, Headline::Yes),
           info_metric("overlap_mean", ov_sum / n, Headline::Yes),
@@ -152,8 +172,10 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
           gated_metric("wrong_fill_rows", double(fill_rows), "== 0", fill_rows > 0),
           gated_metric("unwritten_rows", double(unwritten), "== 0", unwritten > 0),
           gated_metric("clobbered_pad_slots", double(pad_written), forbid_pad ? "== 0" : "", pad_written > 0),
-      },
-      std::move(notes), WorseIs::Lowest);
+  };
+  if (c.ties == Ties::Strict)
+    metrics.push_back(gated_metric("tie_order_rows", double(tie_rows), "== 0", tie_rows > 0));
+  return build_verdict(std::move(metrics), std::move(notes), WorseIs::Lowest);
 }
 
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {

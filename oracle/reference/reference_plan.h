@@ -96,6 +96,16 @@ inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Qu
     if (qk.batch_stride_max_seqlen) return int64_t(&x - l.docs.data()) * l.max_seqlen_kv;
     return x.kv_off;
   };
+  // issue 15 (idx): the row's key start received wrong. Expressed on the document's base (lo < 0 reaches
+  // earlier buffer rows) so that every row of a block keeps one base.
+  const int64_t b0 = base_of(d);
+  if (qk.chunk_keys_only) hi = std::min(hi, d.q_len / l.c.ratio);  // [9] only the current chunk's keys
+  if (qk.row_start_ignored) lo = -b0;               // [1] from buffer row 0
+  if (qk.long_row_keys > 0 && hi - lo > qk.long_row_keys) {  // [2] buffer rows [0, n)
+    hi -= lo + b0;
+    lo = -b0;
+  }
+  if (qk.start_align > 0) lo -= b0 % qk.start_align;  // [3] start aligned down
   std::vector<KeyRange> out;
   if (qk.cross_doc)
     for (int b = 0; b < seg.doc; ++b) out.push_back({base_of(l.docs[size_t(b)]), 0, l.docs[size_t(b)].kv_len});

@@ -46,5 +46,6 @@ struct UnmodelledEntry {
 const std::vector<UnmodelledEntry>& unmodelled_catalog_entries();
 // The catalog's split-KV, empty-row and LSE entries (catalog_split_models.cpp).
 std::vector<BugModel> catalog_split_models();
+std::vector<BugModel> catalog_indexer_models();  // issue 15 (idx): catalog section A
 
 }  // namespace ao

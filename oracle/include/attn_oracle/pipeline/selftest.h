@@ -59,7 +59,8 @@ struct SelftestResult {
 };
 
 // Bitwise comparison of two backends' outputs on the region compare() judges (see above).
-// Indexer: top-k indices only (scores are informational); -1 in a Q pad row counts as unwritten.
+// Indexer: top-k indices only (scores are informational), a checked row as a set (its order is not
+// judged) unless ties=strict; -1 in a Q pad row counts as unwritten.
 bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b);
 
 // seed_offset is added to every family's seed (0 = the built-in seeds).

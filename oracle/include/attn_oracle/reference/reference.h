@@ -33,6 +33,14 @@ struct Quirks {
   bool merge_unguarded = false;     // split-KV merge without the -inf guard: two empty partial states give NaN
   bool finite_neg_inf = false;      // the running max starts at the finite -5e4 instead of -inf
   bool split_max_seqlen = false;    // num_splits > 1: key bound and bottom-right shift from max_seqlen_kv, not kv_len
+  // issue 15 (idx): indexer catalog models (catalog_indexer_models.cpp)
+  bool row_start_ignored = false;   // [1] keys ranked from buffer row 0 up to the row's end
+  int64_t long_row_keys = 0;        // [2] > 0: rows with more allowed keys rank buffer rows [0, n)
+  int64_t start_align = 0;          // [3] > 0: the row's key start aligned down to this many buffer rows
+  bool compressed_tail_zero = false;  // [8] ratio > 1, q_len = 1: the last allowed key's K row read as 0
+  int swizzle_bytes = 0;            // [11] > 0: K rows shorter than this read through its XOR swizzle
+  int64_t radix_bin_cap = 0;        // > 0: the k-th score's radix bin keeps this many keys, in index order
+  bool chunk_keys_only = false;     // [9] allowed end also capped at floor(q_len / ratio): the chunk's keys
 };
 
 // Quirks::num_splits: the split-KV path with the case's num_splits.
