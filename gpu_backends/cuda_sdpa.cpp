@@ -1,7 +1,7 @@
-// `cuda-sdpa[:bug=none|derived-offsets|tail-read,inputs=device|host]`: the project's own SDPA forward
-// kernel (sdpa_kernel.h) as a backend: the fast reference for long padded-THD cases and, with a bug
-// knob on, the known-bad kernel the GPU gate must catch (the ids of cpu-bug:derived-offsets and
-// cpu-bug:tail-read; old spellings derived-offsets=1, tail-read=1).
+// `cuda-sdpa[:bug=none|derived-offsets|tail-read|decode-tile-unmasked,inputs=device|host]`: the project's
+// own SDPA forward kernel (sdpa_kernel.h) as a backend: the fast reference for long padded-THD cases and,
+// with a bug knob on, the known-bad kernel the GPU gate must catch (the ids of the cpu-bug models of the
+// same names; old spellings derived-offsets=1, tail-read=1).
 #include <algorithm>
 #include <chrono>
 
@@ -22,6 +22,7 @@ class CudaSdpa : public DeviceKernelBackend {
   explicit CudaSdpa(const Knobs& k) {
     derived_ = k.get("bug") == "derived-offsets";
     tail_ = k.get("bug") == "tail-read";
+    decode_tile_ = k.get("bug") == "decode-tile-unmasked";
     from_host_ = k.get("inputs") == "host";
     name_ = k.text().empty() ? "cuda-sdpa" : "cuda-sdpa:" + k.text();
   }
@@ -97,6 +98,7 @@ class CudaSdpa : public DeviceKernelBackend {
     p.cp = l.is_cp();
     p.derived_offsets = derived_;
     p.tail_read = tail_;
+    p.decode_tile_unmasked = decode_tile_;
     p.kv_rows = l.kv_rows;
     p.o = d_o.get();
     p.lse = d_lse.get();
@@ -114,7 +116,7 @@ class CudaSdpa : public DeviceKernelBackend {
 
  private:
   std::string name_;
-  bool derived_ = false, tail_ = false;
+  bool derived_ = false, tail_ = false, decode_tile_ = false;
 };
 
 }  // namespace
@@ -123,9 +125,10 @@ BackendInfo cuda_sdpa_backend() {
   BackendInfo b;
   b.name = "cuda-sdpa";
   b.description = "own CUDA SDPA forward over padded THD";
-  b.knobs = {bug_knob({"derived-offsets", "tail-read"},
+  b.knobs = {bug_knob({"derived-offsets", "tail-read", "decode-tile-unmasked"},
                       "derived-offsets: bases from prefix(lens), bound offsets ignored; tail-read: whole key "
-                      "tiles loaded past a sequence's end, V unmasked"),
+                      "tiles loaded past a sequence's end, V unmasked; decode-tile-unmasked: mask=none, "
+                      "q_len = 1: keys past kv_len to the end of the 256-wide key tile enter the softmax ([22])"),
              knob_choice("inputs", {"device", "host"}, "generate inputs on the device, or upload the harness's")};
   b.aliases = {{"derived-offsets=1", "bug=derived-offsets"}, {"tail-read=1", "bug=tail-read"},
                {"derived-offsets=0", "bug=none"}, {"tail-read=0", "bug=none"}};

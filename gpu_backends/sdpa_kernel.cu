@@ -25,7 +25,14 @@ __device__ __forceinline__ void row_keys(const SdpaProblem& p, const SdpaSeg& sg
                                          int64_t i, int64_t& lo, int64_t& hi) {
   lo = hi = 0;
   if (i >= sg.valid) return;
-  if (p.mask == 0) { hi = dc.kv_len; return; }
+  if (p.mask == 0) {
+    hi = dc.kv_len;
+    if (p.decode_tile_unmasked && dc.q_len == 1) {  // the bug: no boundary mask on the last key tile
+      hi = (hi + kSdpaDecodeTileKeys - 1) / kSdpaDecodeTileKeys * kSdpaDecodeTileKeys;
+      hi = hi < p.kv_rows - dc.kv_off ? hi : p.kv_rows - dc.kv_off;
+    }
+    return;
+  }
   const int64_t pos = off + i;
   hi = pos + 1 < 0 ? 0 : pos + 1 > dc.kv_len ? dc.kv_len : pos + 1;
   if (p.window > 0) {

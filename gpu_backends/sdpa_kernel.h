@@ -7,7 +7,9 @@
 // Only valid rows are written (O and LSE); pad slots are never touched.
 // Bug knobs: derived_offsets (every base row from prefix(lens), the bound offsets ignored;
 // cudnn-frontend #737) and tail_read (whole key tiles loaded past the sequence end, their V not
-// masked, so 0 * NaN poisons P@V; cudnn-frontend #624). Both stay inside the buffers.
+// masked, so 0 * NaN poisons P@V; cudnn-frontend #624), decode_tile_unmasked (mask=none, a document
+// with q_len = 1: its keys run to the end of the 256-wide key tile of a decode kernel, lanes past kv_len
+// unmasked; flashinfer #3716). All stay inside the buffers.
 #pragma once
 #include <cstdint>
 
@@ -18,6 +20,7 @@
 namespace ao::gpu {
 
 inline constexpr int kSdpaTileRows = 16, kSdpaTileKeys = 32, kSdpaMaxDim = 256;
+inline constexpr int kSdpaDecodeTileKeys = 256;  // the key tile of bug=decode-tile-unmasked's decode kernel
 
 struct SdpaDoc {
   int64_t q_off = 0, kv_off = 0, o_off = 0, stats_off = 0, q_len = 0, kv_len = 0;
@@ -45,7 +48,7 @@ struct SdpaProblem {
   int mask = 1;             // 0 none, 1 causal top-left, 2 causal bottom-right
   int64_t window = 0;
   bool cp = false;          // positions from the segment's q_causal_offset (pos0)
-  bool derived_offsets = false, tail_read = false;
+  bool derived_offsets = false, tail_read = false, decode_tile_unmasked = false;
   int64_t kv_rows = 0;
   float* o = nullptr;       // [o_rows, hq, dim_v]
   float* lse = nullptr;     // [stats_rows, hq]
