@@ -20,7 +20,7 @@
 namespace ao::gpu {
 
 inline constexpr int kSdpaTileRows = 16, kSdpaTileKeys = 32, kSdpaMaxDim = 256;
-inline constexpr int kSdpaDecodeTileKeys = 256;  // the key tile of bug=decode-tile-unmasked's decode kernel
+inline constexpr int kSdpaDecodeTileKeys = 256;  // the decode kernel's key tile (decode_tile_unmasked)
 
 struct SdpaDoc {
   int64_t q_off = 0, kv_off = 0, o_off = 0, stats_off = 0, q_len = 0, kv_len = 0;
