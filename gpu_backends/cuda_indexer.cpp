@@ -2,8 +2,9 @@
 // scratch_gib=N]`: the project's own DSA indexer kernel (indexer_kernel.h) as a backend. The default is
 // correct; bug=topleft-cp re-creates the seed PR's chunk-local causal mask (cpu-bug:topleft-cp; old spelling
 // mask=topleft); the other bug ids re-create catalog defects [3] and [4] in the top-k's fill of short
-// rows (IdxBug in indexer_kernel.h; the cpu-bug models of the same ids); mask=bottomright aligns each query segment to the bottom right of its key extent
-// (correct when keys are cropped to the chunk end, crop=1; wrong without). Inputs are generated on the
+// rows (IdxBug in indexer_kernel.h; the cpu-bug models of the same ids); mask=bottomright aligns each
+// query segment to the bottom right of its key extent (correct when keys are cropped to the chunk end,
+// crop=1; wrong without). Inputs are generated on the
 // device from the case seed (inputs=device) or uploaded from the harness (inputs=host). Every row of
 // the layout is computed.
 #include <algorithm>
