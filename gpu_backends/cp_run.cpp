@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/compare/compare.h"
 #include "attn_oracle/internal/rng.h"
 #include "attn_oracle/internal/subprocess.h"
@@ -103,6 +104,8 @@ CpRunResult run_rank_process(const CpRunOptions& o, const CpWorld& world) {
   const int per = c.cp / world.size;
   if (c.probe != Probe::None)  // each rank generates its chunks on its GPU; probe= inputs exist on the host only
     throw CaseError("probe", "edges", "cp-run generates inputs on the devices; probe= inputs are generated on the host only");
+  if (c.values != Values::Normal)
+    throw CaseError("values", to_string(c.values), "cp-run generates inputs on the devices; values= shapes are host-only");
   auto backend = make_backend(o.backend);
   auto* dev = dynamic_cast<DeviceRunnable*>(backend.get());
   if (!dev) throw CaseError("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");

@@ -37,6 +37,8 @@ RunStatus DeviceKernelBackend::run(const Layout& l, const Inputs& in, Outputs& o
   // The device generator knows the default inputs only: never run a probe case on different inputs.
   if (l.c.probe != Probe::None && !from_host_)
     return {RunStatus::Skipped, "probe= inputs are generated on the host only (inputs=host)", 0};
+  if (l.c.values != Values::Normal && !from_host_)
+    return {RunStatus::Skipped, "values= inputs are shaped on the host only (inputs=host)", 0};
   times_ = {};
   EventTimer ev(3);
   ev.mark(0);

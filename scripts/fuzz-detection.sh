@@ -1,43 +1,76 @@
 #!/usr/bin/env bash
 # Detection power of `attn-oracle fuzz` against every cpu-bug:* model that `attn-oracle backends`
-# lists: for each model and seeds 1..N, a campaign runs until its first failure (--max-failures 1,
-# shrunk with --shrink-runs), capped by --budget. Prints a Markdown table of the median
-# cases-to-detection, seconds-to-detection (before shrinking), shrink steps and shrunk line length
-# (characters of the canonical line), plus one shrunk line.
-# Usage: scripts/fuzz-detection.sh [--ao PATH] [--seeds N] [--budget 30s|N] [--dims small|glm]
+# lists (or --models a,b): for each model and seeds 1..N, a campaign runs until its first failure
+# (--max-failures 1, shrunk with --shrink-runs), capped by --budget. Prints a Markdown table of the
+# median cases-to-detection, seconds-to-detection (before shrinking), shrink steps, shrunk line length
+# (characters of the canonical line) and shrunk document count, plus one shrunk line; the criteria of
+# issue 15 (median <= 60 s and <= 2000 cases, shrunk to <= 3 documents) are checked per model.
+# --jobs N runs N campaigns at once (each campaign is single-threaded: OMP_NUM_THREADS=1), so the
+# seconds are per campaign on one core. --catalog-out DIR writes DIR/<model>.case: the shortest
+# shrunk case over the seeds with `# catches: cpu-bug:<model>` (corpus/catalog/).
+# Usage: scripts/fuzz-detection.sh [--ao PATH] [--seeds N] [--budget 60s|N] [--dims small|glm]
+#          [--models a,b] [--jobs N] [--catalog-out DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-ao="$here/build/attn-oracle" seeds=10 budget=30s dims=small
+ao="$here/build/attn-oracle" seeds=10 budget=60s dims=small models="" jobs=1 catalog=""
 while (($#)); do
   case "$1" in
     --ao) ao=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --dims) dims=$2; shift 2 ;;
+    --models) models=${2//,/ }; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --catalog-out) catalog=$2; shift 2 ;;
     *) echo "fuzz-detection.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-models=$("$ao" backends | awk '$1 ~ /^cpu-bug:/ {print $1}')
+[[ -n "$models" ]] || models=$("$ao" backends | awk '$1 ~ /^cpu-bug:/ {sub(/^cpu-bug:/, "", $1); print $1}')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export ao budget dims tmp
+
+# One campaign: model $1, seed $2 -> $tmp/<model>.<seed> holding "cases secs steps chars docs" and the line.
+one() {
+  local m=$1 s=$2 out res fc line docs
+  out=$(OMP_NUM_THREADS=1 "$ao" fuzz --backend "cpu-bug:$m" --seed "$s" --budget "$budget" --dims "$dims" \
+          --max-failures 1 --shrink-runs 150 --no-save 2>/dev/null || true)
+  res=$(grep '^fuzz-result' <<<"$out" || true)
+  fc=$(sed -n 's/.*first_failure_case=\(-\?[0-9]*\).*/\1/p' <<<"$res")
+  [[ -z "$fc" || "$fc" == "-1" ]] && { echo "miss" > "$tmp/$m.$s"; return 0; }
+  line=$(sed -n 's/^    shrunk ([^)]*): //p' <<<"$out" | head -1)
+  # documents of the shrunk line: elements of docs=/lens=/q_lens= (v*n counts n)
+  docs=$(tr ' ' '\n' <<<"$line" | awk -F= '$1=="docs"||$1=="lens"||$1=="q_lens"{n=split($2,a,","); t=0;
+           for(i=1;i<=n;i++){k=index(a[i],"*"); t+= k ? substr(a[i],k+1) : 1} print t; exit}')
+  printf '%s %s %s %s %s\n%s\n' "$fc" "$(sed -n 's/.*first_failure_seconds=\([0-9.]*\).*/\1/p' <<<"$res")" \
+    "$(sed -n 's/^    shrunk (\([0-9]*\) steps.*/\1/p' <<<"$out" | head -1)" "${#line}" "${docs:-1}" "$line" > "$tmp/$m.$s"
+}
+export -f one
+for m in $models; do for s in $(seq 1 "$seeds"); do echo "$m $s"; done; done |
+  xargs -P "$jobs" -L 1 bash -c 'one "$0" "$1"'
+
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-echo "| model | detected | median cases | median seconds | median shrink steps | median shrunk chars | example shrunk case (seed 1) |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+[[ -n "$catalog" ]] && mkdir -p "$catalog"
+echo "| model | detected | median cases | median seconds | median shrink steps | median shrunk chars | max docs | meets issue 15 | example shrunk case (shortest) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for m in $models; do
-  : > "$tmp/cases"; : > "$tmp/secs"; : > "$tmp/steps"; : > "$tmp/chars"; found=0; example=""
+  found=0 best="" bestlen=999999
+  : > "$tmp/c"; : > "$tmp/t"; : > "$tmp/st"; : > "$tmp/ch"; : > "$tmp/d"
   for s in $(seq 1 "$seeds"); do
-    out=$("$ao" fuzz --backend "$m" --seed "$s" --budget "$budget" --dims "$dims" --max-failures 1 \
-            --shrink-runs 150 --no-save 2>/dev/null || true)
-    res=$(grep '^fuzz-result' <<<"$out" || true)
-    fc=$(sed -n 's/.*first_failure_case=\(-\?[0-9]*\).*/\1/p' <<<"$res")
-    [[ -z "$fc" || "$fc" == "-1" ]] && continue
+    f="$tmp/$m.$s"
+    [[ -f "$f" && "$(head -1 "$f")" != "miss" ]] || continue
     found=$((found + 1))
-    echo "$fc" >> "$tmp/cases"
-    sed -n 's/.*first_failure_seconds=\([0-9.]*\).*/\1/p' <<<"$res" >> "$tmp/secs"
-    sed -n 's/^    shrunk (\([0-9]*\) steps.*/\1/p' <<<"$out" | head -1 >> "$tmp/steps"
-    line=$(sed -n 's/^    shrunk ([^)]*): //p' <<<"$out" | head -1)
-    echo "${#line}" >> "$tmp/chars"
-    [[ -z "$example" ]] && example=$line
+    read -r fc secs steps chars docs < "$f"
+    echo "$fc" >> "$tmp/c"; echo "$secs" >> "$tmp/t"; echo "$steps" >> "$tmp/st"; echo "$chars" >> "$tmp/ch"; echo "$docs" >> "$tmp/d"
+    line=$(sed -n 2p "$f")
+    if ((chars < bestlen)); then bestlen=$chars; best=$line; fi
   done
-  echo "| $m | $found/$seeds | $(median < "$tmp/cases") | $(median < "$tmp/secs") | $(median < "$tmp/steps") | $(median < "$tmp/chars") | \`$example\` |"
+  mc=$(median < "$tmp/c"); mt=$(median < "$tmp/t"); md=$(sort -g "$tmp/d" | tail -1)
+  ok=no
+  if ((found * 2 > seeds)) && awk -v c="$mc" -v t="$mt" -v d="${md:-9}" 'BEGIN{exit !(c <= 2000 && t <= 60 && d <= 3)}'; then ok=yes; fi
+  echo "| $m | $found/$seeds | $mc | $mt | $(median < "$tmp/st") | $(median < "$tmp/ch") | ${md:--} | $ok | \`$best\` |"
+  if [[ -n "$catalog" && -n "$best" ]]; then
+    printf '# %s: shortest shrunk case over %s seeds of scripts/fuzz-detection.sh (--dims %s)\n# catches: cpu-bug:%s\n%s\n' \
+      "$m" "$seeds" "$dims" "$m" "$best" > "$catalog/$m.case"
+  fi
 done

@@ -74,6 +74,11 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
   m["scale"] = l.scale;
   m["mask"] = to_string(c.mask);
   m["window"] = c.window;
+  m["window_right"] = c.window_right;
+  m["window_convention"] = to_string(c.window_convention);
+  m["max_seqlen"] = json{{"q", l.max_seqlen_q}, {"kv", l.max_seqlen_kv}};
+  m["num_splits"] = c.num_splits;
+  m["empty_rows"] = to_string(c.empty_rows);
   m["poison"] = to_string(c.poison);
   m["pad_writes"] = to_string(c.pad_writes);
   m["dims"] = c.op == Op::Indexer ? json{{"heads", c.heads}, {"dim", c.dim}, {"topk", c.topk}, {"ratio", c.ratio}}

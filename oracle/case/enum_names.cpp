@@ -28,6 +28,11 @@ AO_ENUM_NAMES(Precision, {"fp32", Precision::F32}, {"fp64", Precision::F64})
 AO_ENUM_NAMES(PadWrites, {"forbid", PadWrites::Forbid}, {"allow", PadWrites::Allow})
 AO_ENUM_NAMES(Probe, {"none", Probe::None}, {"edges", Probe::Edges})
 AO_ENUM_NAMES(DType, {"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16})
+AO_ENUM_NAMES(WindowConvention, {"cudnn", WindowConvention::Cudnn}, {"fa", WindowConvention::Fa})
+AO_ENUM_NAMES(EmptyRows, {"neginf", EmptyRows::NegInf}, {"posinf", EmptyRows::PosInf})
+AO_ENUM_NAMES(Values, {"normal", Values::Normal}, {"extreme", Values::Extreme}, {"plateau", Values::Plateau},
+              {"clustered", Values::Clustered})
+AO_ENUM_NAMES(Ties, {"set", Ties::Set}, {"strict", Ties::Strict})
 
 #undef AO_ENUM_NAMES
 

@@ -6,7 +6,7 @@
 //    c * (emulation's error) + floor (tolerance.cpp), gate 0; gate_ratio = worst row's error / gate;
 //  * rel_l2_err: ||O - exact|| / ||exact||, gated at c * the emulation's rel_l2 + floor;
 //  * lse_max_err: max |LSE - exact|, each row within its derived fp32 gate (a row with no allowed key
-//    must give -inf exactly);
+//    must give -inf exactly, +inf under empty_rows=posinf);
 //  * nonfinite_valid: NaN/Inf in valid O/LSE that is not the sentinel (contamination, gate 0)
 //  * unwritten_rows: (row, head) pairs still holding the sentinel (gate 0)
 //  * clobbered_pad_slots: O/stats rows outside valid rows that were written (gate 0, pad_writes=forbid)
@@ -82,7 +82,7 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
       if (is_sentinel(gl)) {
         unw = true;
       } else if (t.keys == 0) {
-        if (!(std::isinf(gl) && gl < 0)) le = INFINITY;
+        if (!(std::isinf(gl) && (gl < 0) == (c.empty_rows == EmptyRows::NegInf))) le = INFINITY;
       } else if (std::isnan(gl) || std::isinf(gl)) {
         ++nonfinite;
         le = INFINITY;

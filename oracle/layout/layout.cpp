@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -29,6 +30,7 @@ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1)
 // Document position of the segment whose first row is the document's q token `tok0` (layout.h): one
 // rule for CP chunks and whole documents.
 int64_t segment_pos0(const Case& c, const DocLayout& d, int64_t tok0) {
+  if (c.start_pos >= 0) return c.start_pos + tok0;
   return (c.mask == MaskKind::BottomRight ? bottom_right_shift(d.q_len, d.kv_len, c.ratio) : 0) + tok0;
 }
 
@@ -262,8 +264,9 @@ void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
   if (c.op == Op::Indexer) {
     hi = std::clamp<int64_t>(floor_div(p + 1, c.ratio), 0, kv);
   } else {
-    hi = std::clamp<int64_t>(p + 1, 0, kv);
-    if (c.window > 0) lo = std::clamp<int64_t>(p - c.window + 1, 0, hi);
+    hi = c.window_right < 0 ? kv : std::clamp<int64_t>(p + 1 + c.window_right, 0, kv);
+    if (c.window > 0 || (c.window == 0 && c.window_convention == WindowConvention::Fa))
+      lo = std::clamp<int64_t>(c.window_convention == WindowConvention::Fa ? p - c.window : p - c.window + 1, 0, hi);
   }
 }
 
@@ -291,8 +294,36 @@ void validate(const Case& c) {
     throw CaseError(c.hq < 1 ? "hq" : "hkv", fmt::format("{}", c.hq < 1 ? c.hq : c.hkv), "must be >= 1");
   if (c.op == Op::Sdpa && c.hq % c.hkv != 0)
     throw CaseError("hkv", fmt::format("{}", c.hkv), fmt::format("hq={} is not a multiple of hkv", c.hq));
-  if (c.op == Op::Sdpa && c.window > 0 && c.mask == MaskKind::None)
-    throw CaseError("window", fmt::format("{}", c.window), "a sliding window needs a causal mask");
+  if (c.op == Op::Sdpa && c.mask == MaskKind::None) {  // the mask gives the band its alignment
+    if (c.window != 0)
+      throw CaseError("window", fmt::format("{}", c.window),
+                      "a sliding window needs a causal mask");
+    if (c.window_right != 0)
+      throw CaseError("window_right", fmt::format("{}", c.window_right),
+                      "a window bound needs a mask for its alignment (mask=topleft|bottomright)");
+    if (c.window_convention != WindowConvention::Cudnn)
+      throw CaseError("window_convention", "fa", "reads the window bounds; with mask=none there is no band");
+  }
+  if (c.op == Op::Indexer && (c.window != 0 || c.window_right != 0 || c.window_convention != WindowConvention::Cudnn ||
+                              c.num_splits != 1 || c.empty_rows != EmptyRows::NegInf))
+    throw CaseError(c.window ? "window" : c.window_right ? "window_right" : c.num_splits != 1 ? "num_splits"
+                    : c.empty_rows != EmptyRows::NegInf ? "empty_rows" : "window_convention", "",
+                    "applies only to op=sdpa");
+  if (c.op == Op::Sdpa && (c.start_pos >= 0 || c.ties != Ties::Set))
+    throw CaseError(c.start_pos >= 0 ? "start_pos" : "ties", "", "applies only to op=indexer");
+  if (c.start_pos >= 0 && c.mask == MaskKind::None)
+    throw CaseError("start_pos", fmt::format("{}", c.start_pos),
+                    "places the causal positions; with mask=none every key is allowed (use a causal mask)");
+  if (c.values != Values::Normal && c.probe != Probe::None)
+    throw CaseError("values", to_string(c.values), "and probe=edges both set the inputs: give one of them");
+  if (c.op == Op::Sdpa && (c.values == Values::Plateau || c.values == Values::Clustered))
+    throw CaseError("values", to_string(c.values), "applies only to op=indexer (it shapes ReLU top-k scores)");
+  for (const auto& [key, seqlen, lens] : {std::tuple{"max_seqlen_q", c.max_seqlen_q, &c.q_lens},
+                                          std::tuple{"max_seqlen_kv", c.max_seqlen_kv, &c.kv_lens}}) {
+    const int64_t longest = lens->empty() ? 0 : *std::max_element(lens->begin(), lens->end());
+    if (seqlen != 0 && seqlen < longest)
+      throw CaseError(key, fmt::format("{}", seqlen), fmt::format("must be >= the longest length {}", longest));
+  }
   if (c.rank >= c.cp)
     throw CaseError("rank", fmt::format("{}", c.rank), fmt::format("must be < cp={}", c.cp));
   // Keys that would be accepted and silently ignored (parse_case rejects them too when given explicitly).
@@ -506,6 +537,13 @@ Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {
   const Placement p = place_buffers(l);
   cut_segments(l, p);
   l.scale = l.c.scale > 0 ? l.c.scale : (l.c.op == Op::Indexer ? 1.0 : 1.0 / std::sqrt(double(l.c.dim)));
+  for (const auto& d : l.docs) {
+    l.max_seqlen_q = std::max(l.max_seqlen_q, d.q_len);
+    l.max_seqlen_kv = std::max(l.max_seqlen_kv, d.kv_len);
+  }
+  if (l.c.max_seqlen_q > 0) l.max_seqlen_q = l.c.max_seqlen_q;
+  if (l.c.max_seqlen_kv > 0) l.max_seqlen_kv = l.c.max_seqlen_kv;
+  l.split_len = std::max<int64_t>(1, (l.max_seqlen_kv + l.c.num_splits - 1) / l.c.num_splits);
   const CheckPlan plan = plan_check_rows(l);
   check_budget(l, p, plan, lim);
   pick_check_rows(l, plan, mode);

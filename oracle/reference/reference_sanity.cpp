@@ -62,8 +62,10 @@ std::string sdpa_row_fault(const Layout& l, const Outputs& ref, int64_t r) {
     if (is_sentinel(lse)) return fmt::format("{} head {}: LSE unwritten", where(l, r), h);
     if (hi > lo && !std::isfinite(lse))
       return fmt::format("{} head {}: LSE = {} is not finite ({} allowed keys)", where(l, r), h, lse, hi - lo);
-    if (hi <= lo && !(std::isinf(lse) && lse < 0))
-      return fmt::format("{} head {}: LSE = {} for a row without allowed keys (must be -inf)", where(l, r), h, lse);
+    const bool neg = l.c.empty_rows == EmptyRows::NegInf;
+    if (hi <= lo && !(std::isinf(lse) && (lse < 0) == neg))
+      return fmt::format("{} head {}: LSE = {} for a row without allowed keys (must be {}inf)", where(l, r), h, lse,
+                         neg ? "-" : "+");
   }
   return {};
 }

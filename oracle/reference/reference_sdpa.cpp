@@ -1,6 +1,6 @@
 // Reference SDPA forward over padded THD: per row block and query head, S = scale * Q K^T over the
 // row's allowed keys (read through the bound K/V offsets), softmax, O = P V, LSE = max + log(sum).
-// Rows with no allowed key: O = 0, LSE = -inf. Memory is O(rows_block * keys of one document).
+// Rows with no allowed key: O = 0, LSE = -inf (+inf under empty_rows=posinf). Memory is O(rows_block * keys of one document).
 // The two products go through reference_gemm.h (OpenBLAS or Eigen), reading fp32 K/V in place
 // through their head stride. A row whose allowed scores are all finite takes the vectorised softmax;
 // one with NaN/Inf among them takes the scalar path, whose NaN semantics are the contract the
@@ -27,6 +27,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
   const int Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v, G = l.group();
   const T scale = T(l.scale);
   const T ninf = -std::numeric_limits<T>::infinity();
+  const float empty_lse = (c.empty_rows == EmptyRows::PosInf ? 1.f : -1.f) * std::numeric_limits<float>::infinity();
   const auto blocks = detail::row_blocks(l, kRowBlock);
   int64_t max_keys = 0;
   for (const auto& d : l.docs) max_keys = std::max(max_keys, d.kv_len);
@@ -158,7 +159,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
           no_key[size_t(i)] = mx == ninf;
           if (mx == ninf) {  // no allowed key
             for (int e = 0; e < Dv; ++e) o[e] = 0.f;
-            out.lse[size_t(lrow * Hq + h)] = -std::numeric_limits<float>::infinity();
+            out.lse[size_t(lrow * Hq + h)] = empty_lse;
             std::fill(srow, srow + ldS, T(0));
             continue;
           }

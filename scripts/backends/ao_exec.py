@@ -29,6 +29,8 @@ class CaseDir:
         self.scale = float(self.meta["scale"])
         self.mask = self.meta["mask"]
         self.window = int(self.meta["window"])
+        self.window_right = int(self.meta.get("window_right", 0))
+        self.window_convention = self.meta.get("window_convention", "cudnn")
 
     def input(self, name):
         """Input tensor as float32 (exactly the values the oracle's reference sees)."""
@@ -61,8 +63,13 @@ class CaseDir:
         if self.op == "indexer":
             r = int(self.dims["ratio"])
             return 0, int(min(max((p + 1) // r, 0), kv))
-        hi = int(min(max(p + 1, 0), kv))
-        lo = int(min(max(p - self.window + 1, 0), hi)) if self.window > 0 else 0
+        hi = kv if self.window_right < 0 else int(min(max(p + 1 + self.window_right, 0), kv))
+        if self.window_convention == "fa" and self.window >= 0:
+            lo = int(min(max(p - self.window, 0), hi))
+        elif self.window > 0:
+            lo = int(min(max(p - self.window + 1, 0), hi))
+        else:
+            lo = 0
         return lo, hi
 
 
@@ -75,6 +82,15 @@ def log_timing(adapter, seconds, **extra):
     rec.update(extra)
     with open(path, "a") as f:
         f.write(json.dumps(rec) + "\n")
+
+
+def unmapped_window_reason(meta, name):
+    """Why an adapter that maps only causal / cuDNN-length windows cannot serve this case's band, or None."""
+    if int(meta.get("window_right", 0)) != 0:
+        return f"{name}: window_right={meta['window_right']} (a two-sided band) is not mapped by this adapter"
+    if meta.get("window_convention", "cudnn") != "cudnn":
+        return f"{name}: window_convention={meta['window_convention']} is not mapped by this adapter"
+    return None
 
 
 def skip(reason):

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, add_site_dir, log_timing, skip  # noqa: E402
+from ao_exec import CaseDir, add_site_dir, log_timing, skip, unmapped_window_reason  # noqa: E402
 
 NAME = "fa4_varlen"
 FA4_VERSION = "4.0.0b36"
@@ -51,6 +51,8 @@ def decline_reason(meta, arch_major=9):
     """Why FA4's forward does not serve this case (its own words, flash_attn/cute/interface.py), or None."""
     if meta["op"] != "sdpa":
         return f"{NAME}: serves op=sdpa only"
+    if unmapped_window_reason(meta, NAME):
+        return unmapped_window_reason(meta, NAME)
     if arch_major not in (8, 9, 10, 11, 12):
         return "Unsupported compute capability. Supported: 8.x, 9.x, 10.x, 11.x, 12.x"
     if meta["dtype"] not in ("bf16", "fp16"):  # _flash_attn_fwd: assert v.dtype in [...]

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, log_timing, skip  # noqa: E402
+from ao_exec import CaseDir, log_timing, skip, unmapped_window_reason  # noqa: E402
 
 
 def run(argv):
@@ -32,6 +32,8 @@ def run(argv):
     case = CaseDir(a.case_dir)
     if case.op != "sdpa":
         skip("torch_varlen_sdpa: serves op=sdpa only")
+    if unmapped_window_reason(case.meta, "torch_varlen_sdpa"):
+        skip(unmapped_window_reason(case.meta, "torch_varlen_sdpa"))
     import torch
     if a.device == "cuda" and not torch.cuda.is_available():
         skip("torch_varlen_sdpa: no CUDA device")

@@ -110,11 +110,19 @@ std::pair<std::string, Case> random_case(uint64_t seed) {
     if (g.coin(0.3)) { e.ratio = int(g.uni(1, 1024)); add("ratio", fmt::format("{}", e.ratio)); }
     if (g.coin(0.3)) { e.score_tol = g.coin(0.1) ? 0.0 : g.real(1e-9, 10); add("score_tol", fmt::format("{}", e.score_tol)); }
     if (g.coin(0.3)) { e.min_recall = g.coin(0.1) ? 1.0 : g.real(0.01, 1); add("min_recall", fmt::format("{}", e.min_recall)); }
+    if (g.coin(0.3)) { e.start_pos = g.uni(-1, 1 << 20); add("start_pos", fmt::format("{}", e.start_pos)); }
+    if (g.coin(0.3)) { e.ties = g.coin() ? Ties::Strict : Ties::Set; add("ties", to_string(e.ties)); }
+    if (g.coin(0.3)) { e.values = Values(g.uni(0, 3)); add("values", to_string(e.values)); }
   } else {
+    if (g.coin(0.3)) { e.window_right = g.uni(-1, 1 << 20); add("window_right", fmt::format("{}", e.window_right)); }
+    if (g.coin(0.3)) { e.window_convention = g.coin() ? WindowConvention::Fa : WindowConvention::Cudnn; add("window_convention", to_string(e.window_convention)); }
+    if (g.coin(0.3)) { e.num_splits = int(g.uni(1, 1024)); add("num_splits", fmt::format("{}", e.num_splits)); }
+    if (g.coin(0.3)) { e.empty_rows = g.coin() ? EmptyRows::PosInf : EmptyRows::NegInf; add("empty_rows", to_string(e.empty_rows)); }
+    if (g.coin(0.3)) { e.values = g.coin() ? Values::Extreme : Values::Normal; add("values", to_string(e.values)); }
     if (g.coin(0.5)) { e.hq = int(g.uni(1, 1024)); add("hq", fmt::format("{}", e.hq)); }
     if (g.coin(0.5)) { e.hkv = int(g.uni(1, 1024)); add("hkv", fmt::format("{}", e.hkv)); }
     if (g.coin(0.4)) { e.dim_v = int(g.uni(1, 1024)); add("dim_v", fmt::format("{}", e.dim_v)); }
-    if (g.coin(0.3)) { e.window = g.uni(0, 1 << 20); add("window", fmt::format("{}", e.window)); }
+    if (g.coin(0.3)) { e.window = g.uni(-1, 1 << 20); add("window", fmt::format("{}", e.window)); }
     if (g.coin(0.3)) { e.atol = g.real(1e-9, 1); add("atol", fmt::format("{}", e.atol)); }
     if (g.coin(0.3)) { e.rtol = g.real(1e-9, 1); add("rtol", fmt::format("{}", e.rtol)); }
     if (g.coin(0.3)) { e.lse_tol = g.real(1e-9, 1); add("lse_tol", fmt::format("{}", e.lse_tol)); }
@@ -136,6 +144,8 @@ std::pair<std::string, Case> random_case(uint64_t seed) {
     if (g.coin(0.2)) { e.rows = 0; add("rows", "all"); }
     else { e.rows = g.uni(1, 1 << 20); add("rows", fmt::format("{}", e.rows)); }
   }
+  if (g.coin(0.3)) { e.max_seqlen_q = g.uni(0, 1 << 20); add("max_seqlen_q", fmt::format("{}", e.max_seqlen_q)); }
+  if (g.coin(0.3)) { e.max_seqlen_kv = g.uni(0, 1 << 20); add("max_seqlen_kv", fmt::format("{}", e.max_seqlen_kv)); }
   if (g.coin(0.3)) { e.levels = uint32_t(g.uni(2, 1 << 24)); add("levels", fmt::format("{}", e.levels)); }
   if (g.coin(0.3)) { e.pad_writes = g.coin() ? PadWrites::Allow : PadWrites::Forbid; add("pad_writes", e.pad_writes == PadWrites::Allow ? "allow" : "forbid"); }
   if (op == Op::Sdpa && g.coin(0.3)) { e.probe = g.coin() ? Probe::Edges : Probe::None; add("probe", to_string(e.probe)); }

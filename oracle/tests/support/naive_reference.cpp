@@ -43,9 +43,10 @@ bool key_allowed(const Case& c, int64_t kv_len, int64_t p, int64_t s) {
   if (s < 0 || s >= kv_len) return false;
   if (c.mask == ao::MaskKind::None) return true;
   if (c.op == ao::Op::Indexer) return (s + 1) * int64_t(c.ratio) <= p + 1;  // s < floor((p+1)/ratio)
-  if (s > p) return false;
-  if (c.window > 0 && s <= p - c.window) return false;
-  return true;
+  if (c.window_right >= 0 && s > p + c.window_right) return false;  // right bound (0 = causal)
+  if (c.window == -1) return true;                                     // left bound: unbounded
+  if (c.window_convention == ao::WindowConvention::Fa) return s >= p - c.window;
+  return c.window == 0 || s > p - c.window;
 }
 
 }  // namespace
@@ -75,7 +76,8 @@ NaiveLayout derive(const Case& c) {
   nl.q_rows = cp > 1 ? nl.q_cap / cp : nl.q_cap;
   for (size_t b = 0; b < B; ++b) {
     // Bottom-right: the q_len queries are the last positions of the document's kv_len * ratio tokens.
-    const int64_t shift = c.mask == ao::MaskKind::BottomRight ? nl.kv_len[b] * c.ratio - nl.q_len[b] : 0;
+    int64_t shift = c.mask == ao::MaskKind::BottomRight ? nl.kv_len[b] * c.ratio - nl.q_len[b] : 0;
+    if (c.start_pos >= 0) shift = c.start_pos;  // chunked prefill: the first query's position
     if (cp == 1) {
       Segment s;
       s.doc = int(b);
@@ -203,7 +205,7 @@ SdpaRow sdpa_row(const Case& c, const NaiveLayout& nl, const ao::Inputs& in, con
   const int64_t kv = nl.kv_len[size_t(r.doc)], base = nl.kv_off[size_t(r.doc)];
   SdpaRow out;
   out.o.assign(size_t(Hq * Dv), 0.0);
-  out.lse.assign(size_t(Hq), -std::numeric_limits<double>::infinity());
+  out.lse.assign(size_t(Hq), (c.empty_rows == ao::EmptyRows::PosInf ? 1 : -1) * std::numeric_limits<double>::infinity());
   std::vector<int64_t> keys;
   for (int64_t s = 0; s < kv; ++s)
     if (key_allowed(c, kv, r.pos, s)) keys.push_back(base + s);

@@ -20,6 +20,10 @@ enum class Poison { NaN, Inf, Large, None };
 enum class Precision { F32, F64 };
 enum class PadWrites { Forbid, Allow };
 enum class Probe { None, Edges };  // mask-probe inputs (sdpa): see probe_inputs.h
+enum class WindowConvention { Cudnn, Fa };      // how the left window bound is read (see Case::window)
+enum class EmptyRows { NegInf, PosInf };         // LSE of a row with no allowed key (O = 0 either way)
+enum class Values { Normal, Extreme, Plateau, Clustered };  // input distributions (see value_shapes.h)
+enum class Ties { Set, Strict };                 // top-k ties: any valid set, or ascending index order
 
 
 struct Case {
@@ -34,7 +38,17 @@ struct Case {
   CpScheme cp_scheme = CpScheme::Zigzag;
   bool crop = false;                               // keys cropped to the chunk end (kernel view)
   MaskKind mask = MaskKind::TopLeft;               // resolved per op default (see defaults_for)
-  int64_t window = 0;                              // sliding window (keys in (pos-window, pos]); 0 = off
+  // Band of allowed keys around position p (sdpa; needs a mask for the alignment): left bound
+  // `window` (cudnn: s > p - window, 0 = none; fa: s >= p - window; -1 = unbounded in both), right
+  // bound `window_right` (0 = causal s <= p; > 0: s <= p + window_right; -1 = unbounded).
+  int64_t window = 0, window_right = 0;
+  WindowConvention window_convention = WindowConvention::Cudnn;
+  int64_t start_pos = -1;                          // indexer: first query's position; -1 = from the mask
+  int64_t max_seqlen_q = 0, max_seqlen_kv = 0;     // the max_seqlen a kernel is given; 0 = the longest length
+  int num_splits = 1;                              // sdpa split-KV: splits of ceil(max_seqlen_kv/num_splits) keys
+  EmptyRows empty_rows = EmptyRows::NegInf;
+  Values values = Values::Normal;
+  Ties ties = Ties::Set;
   int heads = 0, hq = 0, hkv = 0, dim = 0, dim_v = 0, topk = 0, ratio = 1;
   DType dtype = DType::BF16;
   uint64_t seed = 1;

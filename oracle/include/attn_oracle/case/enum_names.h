@@ -17,7 +17,7 @@ struct EnumName {
   E value;
 };
 
-// Specialized for Op, MaskKind, CpScheme, Poison, Precision, PadWrites, Probe and DType.
+// Specialized for every enum of case.h and DType.
 template <class E>
 std::span<const EnumName<E>> enum_names();
 
@@ -29,6 +29,10 @@ const char* to_string(Precision e);
 const char* to_string(PadWrites e);
 const char* to_string(Probe e);
 const char* to_string(DType e);
+const char* to_string(WindowConvention e);
+const char* to_string(EmptyRows e);
+const char* to_string(Values e);
+const char* to_string(Ties e);
 
 // The value named s (canonical name or alias), or nullopt.
 template <class E>

@@ -17,9 +17,12 @@
 //    >= q_len are pad rows (the chunk is partly or wholly padding). Keys are the all-gathered global K
 //    buffer. Contiguous CP: rank r holds tokens [r*P/cp, (r+1)*P/cp).
 //  * Inputs of a Q row are keyed by its token (packed_q_off + t), never by its position.
+//  * Positions: start_pos >= 0 (indexer) places every document's first query at start_pos instead.
 //  * Allowed keys of a row at position p in document b (doc coordinates s):
 //      indexer: s < clamp(floor((p+1)/ratio), 0, kv_len)    (mask=none: s < kv_len)
-//      sdpa:    s <= p, and s > p - window when window > 0   (mask=none: all s < kv_len)
+//      sdpa:    s <= p + window_right (-1: no right bound), and the left bound: s > p - window
+//               (cudnn, window > 0) or s >= p - window (fa, window >= 0); window = -1: none.
+//               (mask=none: all s < kv_len)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -76,6 +79,8 @@ struct Layout {
   std::vector<int64_t> check_rows;   // sorted Q rows the oracle checks (segment rows only)
   int64_t check_row_count = 0;       // check_rows.size() (also in Describe mode)
   double scale = 1;
+  int64_t max_seqlen_q = 0, max_seqlen_kv = 0;  // the case's max_seqlen, or the longest lengths
+  int64_t split_len = 1;             // keys per split-KV range: ceil(max_seqlen_kv / num_splits)
   int64_t tensor_bytes = 0;          // inputs + both output sets
   int64_t mem_bytes = 0;             // estimated peak memory of a run, what the cap was checked against:
                                      // tensors, row and document metadata, reference and comparator
