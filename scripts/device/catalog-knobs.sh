@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Catalog knobs on the device (issue 15): the own CUDA kernels' bug knobs that re-create catalog
-# defects as kernel mechanisms, judged by the CPU oracle, beside the cpu-bug models of the same ids on
-# the same cases. One call runs everything; the report says whether the same cases catch both.
+# defects as kernel mechanisms ([3] [4] on cuda-indexer, [22] [29] [30] on cuda-sdpa), judged by the
+# CPU oracle, beside the cpu-bug models of the same ids on the same cases. One call runs everything;
+# the report says whether the same cases catch both.
 #   scripts/device/catalog-knobs.sh [OUT_DIR]      (OUT_DIR defaults to $OUT)
 # Binaries: AO_BIN_DIR (default .deps/gpu-bin, made by scripts/device/gpu-pack.sh and carried).
 # Writes OUT_DIR/report.md (GPU, driver, CUDA, every plan line with its verdict and failed metrics),
@@ -24,8 +25,8 @@ for b in attn-oracle ao_gpu_tests ao-gpu-campaign; do
 done
 
 # ---- the table: one row per (knob, triggering case) --------------------------------------------
-# id | the gated metric that must fail | a triggering case | a case outside the trigger
-# The backend follows the op (cuda-indexer / cuda-sdpa). Plan per row: the knob fails on the trigger
+# id | the gated metric that must fail | a triggering case | a case outside the trigger [| more knobs]
+# The backend follows the op (cuda-indexer / cuda-sdpa); values= cases need inputs=host. Plan per row: the knob fails on the trigger
 # with the metric, the knob-less kernel passes it, the knob passes outside the trigger, and
 # cpu-bug:<id> fails the same trigger with the same metric.
 table() {
@@ -37,21 +38,28 @@ sentinel-lanes|unwritten_rows|op=indexer docs=8192 cp=32 rank=0 $glm|op=indexer 
 masked-key-fill|wrong_fill_rows|op=indexer docs=100,37 pad=3 heads=4 dim=32 topk=64 seed=1|op=indexer docs=512 cp=2 rank=1 heads=4 dim=32 topk=16 seed=1
 masked-key-fill|out_of_causal|op=indexer docs=256,128 cp=2 rank=0 heads=4 dim=32 topk=24 seed=2|op=indexer docs=300 mask=none heads=2 dim=16 topk=40 seed=2
 masked-key-fill|wrong_fill_rows|op=indexer docs=8192 cp=32 rank=0 $glm|op=indexer docs=8192 cp=32 rank=31 $glm
+masked-key-fill|out_of_range|op=indexer q_lens=64 kv_lens=4096 values=extreme heads=2 dim=16 topk=512 seed=3|op=indexer q_lens=64 kv_lens=4096 heads=2 dim=16 topk=512 seed=3|inputs=host
 decode-tile-unmasked|nonfinite_valid|op=sdpa q_lens=1,1,1 kv_lens=100,37,300 kv_pad=5 tail=64 mask=none hq=4 hkv=2 dim=64 seed=1|op=sdpa q_lens=1,1,1 kv_lens=100,37,300 kv_pad=5 tail=64 mask=bottomright hq=4 hkv=2 dim=64 seed=1
 decode-tile-unmasked|lse_max_err|op=sdpa q_lens=1,1,1 kv_lens=100,37,300 kv_pad=5 tail=64 mask=none hq=4 hkv=2 dim=64 poison=none seed=2|op=sdpa q_lens=40,3 kv_lens=90,50 kv_pad=5 tail=64 mask=none hq=2 dim=32 seed=2
 decode-tile-unmasked|nonfinite_valid|op=sdpa q_lens=1*32 kv_lens=4000*32 kv_pad=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7|op=sdpa q_lens=1*32 kv_lens=4096*32 kv_pad=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7
+split-combine-stride0|unwritten_rows|op=sdpa q_lens=16,16,16 kv_lens=300,200,100 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1|op=sdpa docs=300 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1
+split-combine-stride0|unwritten_rows|op=sdpa q_lens=1*8 kv_lens=700*8 num_splits=3 mask=none hq=8 hkv=1 dim=128 seed=2|op=sdpa q_lens=1*8 kv_lens=700*8 mask=none hq=8 hkv=1 dim=128 seed=2
+split-combine-stride0|unwritten_rows|op=sdpa q_lens=1*32 kv_lens=8000*32 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7|op=sdpa q_lens=1 kv_lens=8000 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7
+split-max-seqlen|nonfinite_valid|op=sdpa docs=300,100 kv_pad=5 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1|op=sdpa docs=300,300 kv_pad=5 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1
+split-max-seqlen|lse_max_err|op=sdpa q_lens=1,1 kv_lens=100,37 tail=512 max_seqlen_kv=512 num_splits=2 mask=none hq=4 dim=64 poison=none seed=2|op=sdpa q_lens=1,1 kv_lens=100,37 tail=512 max_seqlen_kv=512 mask=none hq=4 dim=64 poison=none seed=2
+split-max-seqlen|nonfinite_valid|op=sdpa q_lens=1*32 kv_lens=4000*31,8000 kv_pad=8 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7|op=sdpa q_lens=1*32 kv_lens=8000*32 kv_pad=8 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7
 EOF
 }
 
 plan() {
-  table | while IFS='|' read -r id metric trigger inert; do
+  table | while IFS='|' read -r id metric trigger inert more; do
     [[ -z "$id" || $id == \#* ]] && continue
     local kernel=cuda-indexer
     [[ $trigger == *op=sdpa* ]] && kernel=cuda-sdpa
     echo "# [$id] $metric"
-    echo "expect=fail:$metric backend=$kernel:bug=$id $trigger"
-    echo "expect=pass backend=$kernel $trigger"
-    echo "expect=pass backend=$kernel:bug=$id $inert"
+    echo "expect=fail:$metric backend=$kernel:bug=$id${more:+,$more} $trigger"
+    echo "expect=pass backend=$kernel${more:+:$more} $trigger"
+    echo "expect=pass backend=$kernel:bug=$id${more:+,$more} $inert"
     echo "expect=fail:$metric backend=cpu-bug:$id $trigger"
   done
 }
@@ -75,7 +83,7 @@ echo "ao-gpu-campaign exit $camp" | tee -a "$dest/campaign.log"
 tail -2 "$dest/campaign.log"
 
 stamp "ao_gpu_tests (the catalog knobs, and the kernels' own tests: knob-less behaviour unchanged)"
-timeout 120 "$bin/ao_gpu_tests" --gtest_brief=1 --gtest_filter='Catalog*:CudaIndexer*:CudaSdpa*:Layouts/*' \
+timeout 120 "$bin/ao_gpu_tests" --gtest_brief=1 --gtest_filter='Catalog*:CudaIndexer*:CudaSdpa*:Layouts/*:SplitKv/*' \
   >"$dest/gpu_tests.txt" 2>&1
 tests=$?
 echo "ao_gpu_tests exit $tests" | tee -a "$dest/gpu_tests.txt"
