@@ -1,8 +1,10 @@
-// `cuda-indexer[:bug=none|topleft-cp,mask=offsets|bottomright,inputs=device|host,scratch_gib=N]`: the
-// project's own DSA indexer kernel (indexer_kernel.h) as a backend. The default is correct;
-// bug=topleft-cp re-creates the seed PR's chunk-local causal mask (cpu-bug:topleft-cp; old spelling
-// mask=topleft); mask=bottomright aligns each query segment to the bottom right of its key extent
-// (correct when keys are cropped to the chunk end, crop=1; wrong without). Inputs are generated on the
+// `cuda-indexer[:bug=none|topleft-cp|sentinel-lanes|masked-key-fill,mask=offsets|bottomright,inputs=device|host,
+// scratch_gib=N]`: the project's own DSA indexer kernel (indexer_kernel.h) as a backend. The default is
+// correct; bug=topleft-cp re-creates the seed PR's chunk-local causal mask (cpu-bug:topleft-cp; old spelling
+// mask=topleft); the other bug ids re-create catalog defects [3] and [4] in the top-k's fill of short
+// rows (IdxBug in indexer_kernel.h; the cpu-bug models of the same ids); mask=bottomright aligns each
+// query segment to the bottom right of its key extent (correct when keys are cropped to the chunk end,
+// crop=1; wrong without). Inputs are generated on the
 // device from the case seed (inputs=device) or uploaded from the harness (inputs=host). Every row of
 // the layout is computed.
 #include <algorithm>
@@ -28,6 +30,8 @@ class CudaIndexer : public DeviceKernelBackend {
       throw CaseError("backend", "cuda-indexer:" + k.text(), "knob bug=topleft-cp excludes mask=bottomright");
     if (k.get("bug") == "topleft-cp") mask_ = IdxMask::TopLeft;
     if (k.get("mask") == "bottomright") mask_ = IdxMask::BottomRight;
+    if (k.get("bug") == "sentinel-lanes") bug_ = IdxBug::SentinelLanes;
+    if (k.get("bug") == "masked-key-fill") bug_ = IdxBug::MaskedKeyFill;
     from_host_ = k.get("inputs") == "host";
     scratch_gib_ = k.number("scratch_gib");
     name_ = k.text().empty() ? "cuda-indexer" : "cuda-indexer:" + k.text();
@@ -98,6 +102,7 @@ class CudaIndexer : public DeviceKernelBackend {
     p.scale = float(l.scale);
     p.mask = mask_;
     p.causal = c.mask != MaskKind::None;
+    p.bug = bug_;
     p.scores = scratch.get();
     p.ld = ld;
     p.out_idx = d_idx.get();
@@ -124,6 +129,7 @@ class CudaIndexer : public DeviceKernelBackend {
  private:
   std::string name_;
   IdxMask mask_ = IdxMask::Offsets;
+  IdxBug bug_ = IdxBug::None;
   double scratch_gib_ = 4;
 };
 
@@ -133,7 +139,11 @@ BackendInfo cuda_indexer_backend() {
   BackendInfo b;
   b.name = "cuda-indexer";
   b.description = "own CUDA DSA indexer + radix top-k";
-  b.knobs = {bug_knob({"topleft-cp"}, "topleft-cp: chunk-local top-left causal mask (the seed PR's)"),
+  b.knobs = {bug_knob({"topleft-cp", "sentinel-lanes", "masked-key-fill"},
+                     "topleft-cp: chunk-local top-left causal mask (the seed PR's); sentinel-lanes: a row with "
+                     "n < k keys gets the lane past the row at slot n, later slots unwritten ([3]); "
+                     "masked-key-fill: scores < -65504 and the lanes past the row share the -inf bin, masked "
+                     "lanes fill the slots ([4])"),
              knob_choice("mask", {"offsets", "bottomright"},
                          "query alignment: the segments' causal offsets, or bottom right of the key extent "
                          "(right with crop=1 only)"),

@@ -1,7 +1,7 @@
-// `cuda-sdpa[:bug=none|derived-offsets|tail-read,inputs=device|host]`: the project's own SDPA forward
-// kernel (sdpa_kernel.h) as a backend: the fast reference for long padded-THD cases and, with a bug
-// knob on, the known-bad kernel the GPU gate must catch (the ids of cpu-bug:derived-offsets and
-// cpu-bug:tail-read; old spellings derived-offsets=1, tail-read=1).
+// `cuda-sdpa[:bug=none|derived-offsets|tail-read|decode-tile-unmasked|split-max-seqlen|split-combine-stride0,
+// inputs=device|host]`: the project's own SDPA forward kernel (sdpa_kernel.h) as a backend: the fast reference for long padded-THD cases and,
+// with a bug knob on, the known-bad kernel the GPU gate must catch (the ids of the cpu-bug models of the
+// same names; old spellings derived-offsets=1, tail-read=1).
 #include <algorithm>
 #include <chrono>
 
@@ -22,6 +22,9 @@ class CudaSdpa : public DeviceKernelBackend {
   explicit CudaSdpa(const Knobs& k) {
     derived_ = k.get("bug") == "derived-offsets";
     tail_ = k.get("bug") == "tail-read";
+    decode_tile_ = k.get("bug") == "decode-tile-unmasked";
+    split_max_seqlen_ = k.get("bug") == "split-max-seqlen";
+    split_stride0_ = k.get("bug") == "split-combine-stride0";
     from_host_ = k.get("inputs") == "host";
     name_ = k.text().empty() ? "cuda-sdpa" : "cuda-sdpa:" + k.text();
   }
@@ -33,6 +36,11 @@ class CudaSdpa : public DeviceKernelBackend {
     if (c.op != Op::Sdpa) return "cuda-sdpa serves op=sdpa only";
     if (c.dim > kSdpaMaxDim || c.dim_v > kSdpaMaxDim)
       return fmt::format("dim={} dim_v={} unsupported (at most {})", c.dim, c.dim_v, kSdpaMaxDim);
+    if (c.window_right != 0 || c.window_convention != WindowConvention::Cudnn)
+      return "two-sided windows (window_right) and window_convention=fa are not implemented";
+    if (c.empty_rows != EmptyRows::NegInf) return "empty_rows=posinf is not implemented (LSE -inf for empty rows)";
+    if (c.num_splits > kSdpaMaxSplits)
+      return fmt::format("num_splits={} is over the kernel's limit of {}", c.num_splits, kSdpaMaxSplits);
     return {};
   }
 
@@ -97,6 +105,22 @@ class CudaSdpa : public DeviceKernelBackend {
     p.cp = l.is_cp();
     p.derived_offsets = derived_;
     p.tail_read = tail_;
+    p.decode_tile_unmasked = decode_tile_;
+    // split-KV: S = ceil(max_seqlen_kv / num_splits) keys per split (layout.h); partial states per
+    // (split, tile row)
+    p.num_splits = std::max(c.num_splits, 1);
+    p.max_seqlen_kv = l.max_seqlen_kv;
+    p.split_keys = l.split_len;
+    p.split_max_seqlen = split_max_seqlen_;
+    p.split_combine_stride0 = split_stride0_;
+    DeviceBuffer<float> d_part_o, d_part_lse;
+    if (p.num_splits > 1) {
+      const size_t part_rows = size_t(p.num_splits) * tiles.size() * kSdpaTileRows * size_t(c.hq);
+      d_part_o.resize(part_rows * size_t(c.dim_v));
+      d_part_lse.resize(part_rows);
+      p.part_o = d_part_o.get();
+      p.part_lse = d_part_lse.get();
+    }
     p.kv_rows = l.kv_rows;
     p.o = d_o.get();
     p.lse = d_lse.get();
@@ -114,7 +138,7 @@ class CudaSdpa : public DeviceKernelBackend {
 
  private:
   std::string name_;
-  bool derived_ = false, tail_ = false;
+  bool derived_ = false, tail_ = false, decode_tile_ = false, split_max_seqlen_ = false, split_stride0_ = false;
 };
 
 }  // namespace
@@ -123,9 +147,14 @@ BackendInfo cuda_sdpa_backend() {
   BackendInfo b;
   b.name = "cuda-sdpa";
   b.description = "own CUDA SDPA forward over padded THD";
-  b.knobs = {bug_knob({"derived-offsets", "tail-read"},
+  b.knobs = {bug_knob({"derived-offsets", "tail-read", "decode-tile-unmasked", "split-max-seqlen",
+                       "split-combine-stride0"},
                       "derived-offsets: bases from prefix(lens), bound offsets ignored; tail-read: whole key "
-                      "tiles loaded past a sequence's end, V unmasked"),
+                      "tiles loaded past a sequence's end, V unmasked; decode-tile-unmasked: mask=none, "
+                      "q_len = 1: keys past kv_len to the end of the 256-wide key tile enter the softmax ([22]); "
+                      "split-max-seqlen: num_splits > 1: the key end and the bottom-right shift use "
+                      "max_seqlen_kv ([29]); split-combine-stride0: num_splits > 1: the combine writes every "
+                      "document's O on document 0's rows ([30])"),
              knob_choice("inputs", {"device", "host"}, "generate inputs on the device, or upload the harness's")};
   b.aliases = {{"derived-offsets=1", "bug=derived-offsets"}, {"tail-read=1", "bug=tail-read"},
                {"derived-offsets=0", "bug=none"}, {"tail-read=0", "bug=none"}};

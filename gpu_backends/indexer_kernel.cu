@@ -2,6 +2,8 @@
 // the K tile (transposed) and the W tile stay in shared memory across heads, Q is reloaded per head.
 #include "indexer_kernel.h"
 
+#include <cfloat>
+
 #include <cub/block/block_scan.cuh>
 
 #include "attn_oracle/case/dtype.h"
@@ -146,10 +148,40 @@ __global__ void __launch_bounds__(SNT) topk_kernel(IdxProblem p) {
   indexer_row_keys(sg, i, p.mask, p.causal, p.ratio, lo, hi);
   const int64_t n = hi > lo ? hi - lo : 0;
   const float* src = p.scores + lrow * p.ld + lo;
-  int m;
-  if (n <= K) {
+  // m candidates go to the sort; the slots past them get the -1 / -inf fill, or a knob's defect.
+  int m = -1;
+  IdxBug fill = IdxBug::None;
+  if (p.bug == IdxBug::MaskedKeyFill && i < sg.valid) {
+    // The select bins scores as fp16: keys below -65504 share the -inf bin with the tile's lanes past
+    // the row. Only keys above that bin are ranked; with fewer than k of them the -inf bin is taken
+    // from its out-of-bounds lanes (the fill below), never from the row's low-score keys.
+    int above = 0;
+    for (int64_t base = 0; base < n && above < K; base += SNT) {
+      const int64_t e = base + tid;
+      const int f = e < n && src[e] >= kFp16Lowest;
+      int pos, agg;
+      Scan(scan).ExclusiveSum(f, pos, agg);
+      if (f && above + pos < K) cand[above + pos] = pack(ord(src[e]), lo + e);
+      above += agg;
+      __syncthreads();  // scan storage reuse
+    }
+    if (above < K) {
+      m = above;
+      fill = IdxBug::MaskedKeyFill;
+    }
+  }
+  if (m >= 0) {
+    // masked-key-fill: the candidates are in place
+  } else if (n <= K) {
     for (int64_t e = tid; e < n; e += SNT) cand[e] = pack(ord(src[e]), lo + e);
     m = int(n);
+    if (p.bug == IdxBug::SentinelLanes && i < sg.valid && n < K) {
+      // The lane past the row holds -FLT_MAX, not -inf: it ranks after the keys and before the fill,
+      // and the kernel writes only the ranked lanes.
+      if (tid == 0) cand[n] = pack(ord(-FLT_MAX), lo + n);
+      m = int(n) + 1;
+      fill = IdxBug::SentinelLanes;
+    }
   } else {
     uint32_t prefix = 0, mask = 0;
     int remaining = K;
@@ -219,6 +251,11 @@ __global__ void __launch_bounds__(SNT) topk_kernel(IdxProblem p) {
       const unsigned long long c = cand[e];
       oi[e] = int32_t(sg.kv_off + int64_t(0xffffffffull - (c & 0xffffffffull)));
       os[e] = unord(uint32_t(c >> 32));
+    } else if (fill == IdxBug::SentinelLanes) {
+      // never written
+    } else if (fill == IdxBug::MaskedKeyFill) {
+      oi[e] = int32_t(sg.kv_off + hi + (e - m));  // the masked lanes hi, hi+1, ...
+      os[e] = -__int_as_float(0x7f800000);
     } else {
       oi[e] = -1;
       os[e] = -__int_as_float(0x7f800000);

@@ -5,6 +5,7 @@
 // Top-k: exact k-th largest by a 4-pass 8-bit radix select, then the larger scores and the ties in
 // ascending key order (the oracle's tie rule), sorted by (score desc, key asc); -1 / -inf fill.
 // Returned indices are K/V buffer rows. Only rows of segments are written; pad rows get all -1.
+// Bug knobs (IdxBug) re-create catalog defects in the top-k's fill of rows with fewer candidates than k.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -27,6 +28,20 @@ enum class IdxMask : int {
   BottomRight = 2  // p = bottom_right_shift(valid, key_len, ratio) + i: layout.h's bottom-right rule over
                    // the segment's key extent (right without CP; under CP right only with crop=1, ratio 1)
 };
+
+// Top-k defects of valid rows (the knob bug=...; pad rows always get the -1 fill):
+enum class IdxBug : int {
+  None = 0,
+  // [3] sglang PR #38829: a row with n < k keys: the lane just past the row (doc key hi) carries the
+  // sentinel -FLT_MAX, which outranks the masked -inf lanes: slot n gets buffer row kv_off + hi with
+  // score -FLT_MAX, slots n+1..k-1 are never written.
+  SentinelLanes = 1,
+  // [4] cudnn-frontend #446: scores below -65504 share the fp16 -inf bin with the out-of-bounds lanes
+  // past the row: when fewer than k keys score >= -65504, the slots after them get the lanes hi, hi+1,
+  // ... (buffer rows kv_off + hi + j, score -inf) instead of the low-score keys or -1.
+  MaskedKeyFill = 2
+};
+inline constexpr float kFp16Lowest = -65504.f;  // below it a score rounds into fp16's -inf bin
 
 struct IdxSeg {
   int64_t row0 = 0, rows = 0, valid = 0, pos0 = 0, key_len = 0, kv_off = 0;
@@ -63,6 +78,7 @@ struct IdxProblem {
   float scale = 1;
   IdxMask mask = IdxMask::Offsets;
   bool causal = true;
+  IdxBug bug = IdxBug::None;
   float* scores = nullptr;        // [ntiles * kIdxTileRows, ld] scratch
   int64_t ld = 0;                 // multiple of kIdxTileKeys, >= every segment's key_len
   int32_t* out_idx = nullptr;     // [q_rows, topk]

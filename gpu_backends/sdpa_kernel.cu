@@ -20,18 +20,65 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
-// Allowed keys [lo, hi) (doc coordinates) of segment row i at causal offset `off`.
+// The document's key extent as the kernel sees it (the keys' end and the bottom-right shift): kv_len;
+// under split-KV with the bug split_max_seqlen the declared max_seqlen_kv (vLLM flash-attention PR #18).
+__device__ __forceinline__ bool max_seqlen_extent(const SdpaProblem& p) {
+  return p.split_max_seqlen && p.num_splits > 1;
+}
+__device__ __forceinline__ int64_t key_extent(const SdpaProblem& p, const SdpaDoc& dc) {
+  return max_seqlen_extent(p) ? p.max_seqlen_kv : dc.kv_len;
+}
+
+// Allowed keys [lo, hi) (doc coordinates) of segment row i at causal offset `off`; under split-KV only
+// those of split `split`, [split * S, (split + 1) * S) with S = split_keys.
 __device__ __forceinline__ void row_keys(const SdpaProblem& p, const SdpaSeg& sg, const SdpaDoc& dc, int64_t off,
-                                         int64_t i, int64_t& lo, int64_t& hi) {
+                                         int split, int64_t i, int64_t& lo, int64_t& hi) {
   lo = hi = 0;
   if (i >= sg.valid) return;
-  if (p.mask == 0) { hi = dc.kv_len; return; }
-  const int64_t pos = off + i;
-  hi = pos + 1 < 0 ? 0 : pos + 1 > dc.kv_len ? dc.kv_len : pos + 1;
-  if (p.window > 0) {
-    lo = pos - p.window + 1;
-    lo = lo < 0 ? 0 : lo > hi ? hi : lo;
+  const int64_t kvl = key_extent(p, dc);
+  if (p.mask == 0) {
+    hi = kvl;
+    if (p.decode_tile_unmasked && dc.q_len == 1) {  // the bug: no boundary mask on the last key tile
+      hi = (hi + kSdpaDecodeTileKeys - 1) / kSdpaDecodeTileKeys * kSdpaDecodeTileKeys;
+      hi = hi < p.kv_rows - dc.kv_off ? hi : p.kv_rows - dc.kv_off;
+    }
+  } else {
+    const int64_t pos = off + i;
+    hi = pos + 1 < 0 ? 0 : pos + 1 > kvl ? kvl : pos + 1;
+    if (p.window > 0) {
+      lo = pos - p.window + 1;
+      lo = lo < 0 ? 0 : lo > hi ? hi : lo;
+    }
   }
+  if (max_seqlen_extent(p)) {  // keys past kv_len enter; the reads stay inside the buffer
+    const int64_t room = p.kv_rows - dc.kv_off;
+    hi = hi < room ? hi : room;
+    lo = lo < hi ? lo : hi;
+  }
+  if (p.num_splits > 1) {
+    const int64_t s0 = split * p.split_keys, s1 = s0 + p.split_keys;
+    lo = lo > s0 ? lo : s0;
+    hi = hi < s1 ? hi : s1;
+    hi = hi > lo ? hi : lo;
+  }
+}
+
+// Base rows of a segment's Q, O, stats and its document's K/V.
+struct Bases {
+  int64_t q, o, s, kv;
+};
+__device__ __forceinline__ Bases base_rows(const SdpaProblem& p, const SdpaSeg& sg, const SdpaDoc& dc) {
+  Bases b{sg.row0, sg.o_row0, sg.stats_row0, dc.kv_off};
+  if (p.derived_offsets) {  // the bug: base rows re-derived from the lengths
+    int64_t pq = 0, pk = 0;
+    for (int d = 0; d < sg.doc; ++d) {
+      pq += p.docs[d].q_len;
+      pk += p.docs[d].kv_len;
+    }
+    b.kv = pk;
+    if (!p.cp) b.q = b.o = b.s = pq;
+  }
+  return b;
 }
 
 template <class T>
@@ -51,29 +98,22 @@ __global__ void __launch_bounds__(NT) sdpa_kernel(SdpaProblem p) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const float ninf = -__int_as_float(0x7f800000);
 
-  int64_t q_base = sg.row0, o_base = sg.o_row0, s_base = sg.stats_row0, kv_base = dc.kv_off;
-  if (p.derived_offsets) {  // the bug: base rows re-derived from the lengths
-    int64_t pq = 0, pk = 0;
-    for (int b = 0; b < sg.doc; ++b) {
-      pq += p.docs[b].q_len;
-      pk += p.docs[b].kv_len;
-    }
-    kv_base = pk;
-    if (!p.cp) q_base = o_base = s_base = pq;
-  }
-  const int64_t off = p.cp ? sg.pos0 : (p.mask == 2 ? dc.kv_len - dc.q_len : 0);
+  const Bases bases = base_rows(p, sg, dc);
+  const int64_t q_base = bases.q, o_base = bases.o, s_base = bases.s, kv_base = bases.kv;
+  const int split = blockIdx.z;
+  const int64_t off = p.cp ? sg.pos0 : (p.mask == 2 ? key_extent(p, dc) - dc.q_len : 0);
 
   int64_t lo[RPW], hi[RPW], klo = INT64_MAX, khi = 0;
   for (int r = 0; r < SQ; ++r) {
     int64_t a, b;
-    row_keys(p, sg, dc, off, t.i0 + r, a, b);
+    row_keys(p, sg, dc, off, split, t.i0 + r, a, b);
     if (b > a) {
       klo = a < klo ? a : klo;
       khi = b > khi ? b : khi;
     }
   }
 #pragma unroll
-  for (int rr = 0; rr < RPW; ++rr) row_keys(p, sg, dc, off, t.i0 + warp * RPW + rr, lo[rr], hi[rr]);
+  for (int rr = 0; rr < RPW; ++rr) row_keys(p, sg, dc, off, split, t.i0 + warp * RPW + rr, lo[rr], hi[rr]);
   int64_t kend = khi;
   if (khi <= klo) klo = kend = 0;
   else if (p.tail_read) {  // the bug: whole tiles, past the sequence end (inside the buffer)
@@ -143,13 +183,60 @@ __global__ void __launch_bounds__(NT) sdpa_kernel(SdpaProblem p) {
   for (int rr = 0; rr < RPW; ++rr) {
     const int64_t i = t.i0 + warp * RPW + rr;
     if (i >= sg.valid) continue;  // pad rows and rows past the segment: never written
-    float* orow = p.o + ((o_base + i) * p.hq + h) * Dv;
     const bool none = m[rr] == ninf;
     const float inv = none ? 0.f : 1.f / l[rr];
+    if (p.num_splits > 1) {  // split-KV: this split's partial state (O_j, LSE_j) for the combine
+      const int64_t pr = (int64_t(split) * p.ntiles + blockIdx.x) * SQ + warp * RPW + rr;
+      float* po = p.part_o + (pr * p.hq + h) * Dv;
+#pragma unroll
+      for (int c = 0; c < MAXC; ++c)
+        if (c * 32 + lane < Dv) po[c * 32 + lane] = none ? 0.f : o[rr][c] * inv;
+      if (lane == 0) p.part_lse[pr * p.hq + h] = none ? ninf : m[rr] + logf(l[rr]);
+      continue;
+    }
+    float* orow = p.o + ((o_base + i) * p.hq + h) * Dv;
 #pragma unroll
     for (int c = 0; c < MAXC; ++c)
       if (c * 32 + lane < Dv) orow[c * 32 + lane] = none ? 0.f : o[rr][c] * inv;
     if (lane == 0) p.lse[(s_base + i) * p.hq + h] = none ? ninf : m[rr] + logf(l[rr]);
+  }
+}
+
+// Split-KV combine, one warp per row (lanes over O's channels): LSE = log sum_j exp(LSE_j),
+// O = sum_j exp(LSE_j - LSE) O_j; no split with an allowed key (every LSE_j = -inf): O = 0, LSE = -inf.
+__global__ void __launch_bounds__(NT) combine_kernel(SdpaProblem p) {
+  const SdpaTile t = p.tiles[blockIdx.x];
+  const SdpaSeg sg = p.segs[t.seg];
+  const SdpaDoc dc = p.docs[sg.doc];
+  const int h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32, Dv = p.dim_v;
+  const float ninf = -__int_as_float(0x7f800000);
+  const Bases b = base_rows(p, sg, dc);
+  // the bug split_combine_stride0: O addressed with batch stride 0 (FlashAttention #1217): every
+  // document's rows land on document 0's
+  const int64_t o_base = p.split_combine_stride0 ? b.o - dc.o_off + p.docs[0].o_off : b.o;
+  for (int rr = 0; rr < RPW; ++rr) {
+    const int r = warp * RPW + rr;
+    const int64_t i = t.i0 + r;
+    if (i >= sg.valid) continue;
+    auto part = [&](int j) { return (int64_t(j) * p.ntiles + blockIdx.x) * SQ + r; };
+    float mx = ninf;
+    for (int j = 0; j < p.num_splits; ++j) mx = fmaxf(mx, p.part_lse[part(j) * p.hq + h]);
+    float* orow = p.o + ((o_base + i) * p.hq + h) * Dv;
+    if (mx == ninf) {
+      for (int c = lane; c < Dv; c += 32) orow[c] = 0.f;
+      if (lane == 0) p.lse[(b.s + i) * p.hq + h] = ninf;
+      continue;
+    }
+    float sum = 0.f;
+    for (int j = 0; j < p.num_splits; ++j) sum += expf(p.part_lse[part(j) * p.hq + h] - mx);
+    const float lse = mx + logf(sum);
+    for (int c = lane; c < Dv; c += 32) {
+      float acc = 0.f;
+      for (int j = 0; j < p.num_splits; ++j)
+        acc = fmaf(expf(p.part_lse[part(j) * p.hq + h] - lse), p.part_o[(part(j) * p.hq + h) * Dv + c], acc);
+      orow[c] = acc;
+    }
+    if (lane == 0) p.lse[(b.s + i) * p.hq + h] = lse;
   }
 }
 
@@ -158,7 +245,7 @@ __global__ void __launch_bounds__(NT) sdpa_kernel(SdpaProblem p) {
 void launch_sdpa(const SdpaProblem& p, cudaStream_t s) {
   if (p.ntiles == 0) return;
   const size_t smem = sizeof(float) * (size_t(SQ) * p.dim + size_t(SK) * (p.dim + 1) + size_t(SK) * p.dim_v);
-  const dim3 grid(unsigned(p.ntiles), unsigned(p.hq));
+  const dim3 grid(unsigned(p.ntiles), unsigned(p.hq), unsigned(p.num_splits > 1 ? p.num_splits : 1));
   if (p.st == Storage::F32) {
     AO_CUDA(cudaFuncSetAttribute(sdpa_kernel<uint32_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     sdpa_kernel<uint32_t><<<grid, NT, smem, s>>>(p);
@@ -167,6 +254,10 @@ void launch_sdpa(const SdpaProblem& p, cudaStream_t s) {
     sdpa_kernel<uint16_t><<<grid, NT, smem, s>>>(p);
   }
   AO_CUDA(cudaGetLastError());
+  if (p.num_splits > 1) {
+    combine_kernel<<<dim3(unsigned(p.ntiles), unsigned(p.hq)), NT, 0, s>>>(p);
+    AO_CUDA(cudaGetLastError());
+  }
 }
 
 }  // namespace ao::gpu

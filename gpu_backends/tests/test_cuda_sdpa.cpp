@@ -1,5 +1,5 @@
 // cuda-sdpa against cpu-ref on padded THD: per-tensor ragged offsets (Q/O vs K/V vs stats), both causal
-// alignments, windows, GQA, dim_v != dim, rows without keys, zigzag CP; never a write into pad slots;
+// alignments, windows, GQA, dim_v != dim, rows without keys, zigzag CP, split-KV; never a write into pad slots;
 // the bug knobs bug=derived-offsets and bug=tail-read are caught by the oracle's metrics.
 #include <cmath>
 #include <cstring>
@@ -35,6 +35,29 @@ TEST_P(SdpaPasses, MatchesCpuRef) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, SdpaPasses, ::testing::ValuesIn(kPassLines), gputest::case_name);
+
+// Split-KV (num_splits > 1): partial states per split merged by the combine kernel: splits that hold no
+// allowed key of a row (windows, rows without keys, documents shorter than max_seqlen_kv), CP, GQA decode.
+const char* kSplitLines[] = {
+    "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright poison=nan num_splits=3 seed=2",
+    "op=sdpa docs=200 hq=2 dim=64 mask=topleft window=16 num_splits=4 seed=4",
+    "op=sdpa q_lens=64,20 kv_lens=16,50 pad=4 hq=2 dim=32 mask=bottomright num_splits=2 seed=6",
+    "op=sdpa docs=256 cp=2 rank=1 hq=2 dim=64 num_splits=5 seed=8",
+    "op=sdpa q_lens=1,1,1 kv_lens=1000,37,3000 mask=none hq=8 hkv=1 dim=128 num_splits=16 seed=11",
+    "op=sdpa q_lens=1*8 kv_lens=700*8 kv_pad=3 max_seqlen_kv=4096 mask=bottomright hq=16 hkv=2 dim=64 num_splits=8 seed=12",
+    "op=sdpa docs=30,20 q_offsets=0,40 kv_offsets=5,60 tail=9 hq=2 dim=128 dim_v=256 num_splits=2 seed=10",
+};
+
+class SdpaSplitPasses : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SdpaSplitPasses, MatchesCpuRef) {
+  AO_REQUIRE_GPU();
+  const auto r = run_line(GetParam(), "cuda-sdpa");
+  EXPECT_EQ(r.verdict.kind, Verdict::Pass) << gputest::describe(r);
+  EXPECT_GT(r.verdict.find("rows_checked")->value, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(SplitKv, SdpaSplitPasses, ::testing::ValuesIn(kSplitLines), gputest::case_name);
 
 // TE's [a a a 1 b b 2 2 c c c c 3]: addressing by prefix(lens) shifts every sequence after the first.
 TEST(CudaSdpa, DerivedOffsetsIsCaught) {

@@ -1,7 +1,8 @@
 // ao-gpu-campaign: runs a plan of (expectation, backend, case) lines against the CPU oracle and writes
 // a JSON report with verdicts, every metric, per-segment (CP chunk) verdicts and GPU phase timings.
-// Plan lines: `expect=pass|fail backend=<spec> <case line>`; `#` comments. Exit 0 when every
-// expectation held, 1 otherwise, 2 on a bad plan line.
+// Plan lines: `expect=pass|fail|fail:<metric> backend=<spec> <case line>`; `#` comments. fail:<metric>
+// holds only when that gated metric is among the failed ones (a defect caught for the stated reason).
+// Exit 0 when every expectation held, 1 otherwise, 2 on a bad plan line.
 //   ao-gpu-campaign --plan plan.txt --json out.json [--repeat N] [--max-mem GiB]
 #include <algorithm>
 #include <chrono>
@@ -22,6 +23,7 @@ namespace {
 
 struct PlanLine {
   std::string expect, backend, case_line;
+  std::string metric;  // expect=fail:<metric>: the gated metric that must fail
   int line_no = 0;
 };
 
@@ -44,6 +46,12 @@ std::vector<PlanLine> read_plan(const std::string& path) {
       else rest += (rest.empty() ? "" : " ") + tok;
     }
     if (rest.empty() && p.backend.empty()) continue;
+    if (p.expect.rfind("fail:", 0) == 0) {
+      p.metric = p.expect.substr(5);
+      p.expect = "fail";
+      if (p.metric.empty())
+        throw ao::CaseError("expect", "fail:", fmt::format("{}:{}: fail: needs a metric name", path, no));
+    }
     if (p.expect != "pass" && p.expect != "fail")
       throw ao::CaseError("expect", p.expect, fmt::format("{}:{}: needs expect=pass or expect=fail", path, no));
     if (p.backend.empty()) throw ao::CaseError("backend", "", fmt::format("{}:{}: needs backend=<spec>", path, no));
@@ -126,6 +134,7 @@ int main(int argc, char** argv) {
       };
       if (gb) r["gpu_ms"] = times_json(gb->last_times());
       std::string verdict, reason;
+      bool metric_failed = false;
       if (auto none = ao::Trial::unjudged(got)) {
         verdict = ao::verdict_name(none->kind);
         reason = none->reason;
@@ -136,6 +145,11 @@ int main(int argc, char** argv) {
         verdict = ao::verdict_name(v.kind);
         reason = v.reason;
         r["metrics"] = metrics_json(v);
+        if (!pl.metric.empty()) {
+          const ao::Metric* m = v.find(pl.metric);
+          if (!m || !m->gated()) throw ao::CaseError("expect", "fail:" + pl.metric, "no gated metric of that name");
+          metric_failed = m->failed;
+        }
         json segs = json::array();
         for (const auto& sv : ao::gpu::segment_verdicts(trial, got, refo)) {
           json s{{"doc", sv.doc}, {"chunk", sv.chunk}, {"pos0", sv.pos0}, {"rows_checked", sv.rows_checked},
@@ -159,10 +173,13 @@ int main(int argc, char** argv) {
       }
       r["verdict"] = verdict;
       r["reason"] = reason;
-      const bool ok = (pl.expect == "pass" && verdict == "pass") || (pl.expect == "fail" && verdict == "fail");
+      const bool ok = (pl.expect == "pass" && verdict == "pass") ||
+                      (pl.expect == "fail" && verdict == "fail" && (pl.metric.empty() || metric_failed));
+      if (!pl.metric.empty()) r["expect_metric"] = pl.metric;
       r["as_expected"] = ok;
       unexpected += !ok;
-      std::cout << fmt::format("{:<10} {:<8} expect {:<4} {:<40} {}{}\n", ok ? "ok" : "UNEXPECTED", verdict, pl.expect,
+      std::cout << fmt::format("{:<10} {:<8} expect {:<4} {:<40} {}{}\n", ok ? "ok" : "UNEXPECTED", verdict,
+                               pl.metric.empty() ? pl.expect : "fail:" + pl.metric,
                                pl.backend, r["case"].get<std::string>(), reason.empty() ? "" : "  (" + reason + ")");
     } catch (const std::exception& e) {
       r["verdict"] = "error";
