@@ -20,10 +20,10 @@ ExplainMatch resolve_explain_match(ExplainMatch m, const std::string& backend_na
 
 std::string explain_match_rule(ExplainMatch m) {
   if (m == ExplainMatch::Kernel)
-    return "kernel tolerance: indexer rows as exact index sets with the same -1 fills; SDPA O elements within "
+    return "kernel tolerance: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O elements within "
            "4*u_d*(|x| + 1/16) (u_d the dtype's unit roundoff, at least 2^-16), LSE within 2^-10*(1 + |LSE|), "
            "NaN = NaN, infinities exact";
-  return "bitwise: indexer rows as exact index sets with the same -1 fills; SDPA O and LSE bit-equal, NaN = NaN";
+  return "bitwise: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O and LSE bit-equal, NaN = NaN";
 }
 
 ExplainRegion::ExplainRegion(const Layout& l, ExplainMatch m) : l_(l), m_(m) {
@@ -74,6 +74,7 @@ bool ExplainRegion::equal(size_t ui, const Outputs& a, const Outputs& b, Part pa
     std::vector<int32_t> y(b.topk.begin() + long(size_t(u.a) * K), b.topk.begin() + long(size_t(u.a + 1) * K));
     if (u.kind == PadQ)  // -1 in a Q pad row is not a write (compare_indexer)
       for (auto* v : {&x, &y}) std::replace(v->begin(), v->end(), int32_t(-1), kSentinelIndex);
+    if (l_.c.ties == Ties::Strict && u.kind != PadQ) return x == y;  // strict: the order is judged too
     std::sort(x.begin(), x.end());
     std::sort(y.begin(), y.end());
     return x == y;
