@@ -14,6 +14,11 @@ std::string unsupported_reason(const Layout& l) {
   const Case& c = l.c;
   if (c.op != Op::Sdpa) return "cudnn-sdpa runs op=sdpa only";
   if (c.ratio != 1) return fmt::format("cudnn-sdpa has no key compression (ratio={})", c.ratio);
+  // The graph maps a causal mask with a left bound only (set_diagonal_band_left_bound).
+  if (c.window_right != 0)
+    return fmt::format("cudnn-sdpa maps causal bands only (window_right={} is not mapped)", c.window_right);
+  if (c.window_convention != WindowConvention::Cudnn)
+    return "cudnn-sdpa maps cuDNN's window convention only (window_convention=fa is not mapped)";
   return {};
 }
 
