@@ -4,20 +4,31 @@
 # shrunk with --shrink-runs), capped by --budget. Prints a Markdown table of the median
 # cases-to-detection, seconds-to-detection (before shrinking), shrink steps and shrunk line length
 # (characters of the canonical line), plus one shrunk line.
-# Usage: scripts/fuzz-detection.sh [--ao PATH] [--seeds N] [--budget 30s|N] [--dims small|glm]
+# Usage: scripts/fuzz-detection.sh [--ao PATH] [--seeds N] [--budget 30s|N] [--dims small|glm] [--models a,b,...]
+# (--models: only these models, by name with or without the cpu-bug: prefix; default every model)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-ao="$here/build/attn-oracle" seeds=10 budget=30s dims=small
+ao="$here/build/attn-oracle" seeds=10 budget=30s dims=small only=""
 while (($#)); do
   case "$1" in
     --ao) ao=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --dims) dims=$2; shift 2 ;;
+    --models) only=$2; shift 2 ;;
     *) echo "fuzz-detection.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 models=$("$ao" backends | awk '$1 ~ /^cpu-bug:/ {print $1}')
+if [[ -n "$only" ]]; then
+  wanted=""
+  for m in ${only//,/ }; do
+    m=cpu-bug:${m#cpu-bug:}
+    grep -qxF -- "$m" <<<"$models" || { echo "fuzz-detection.sh: --models: unknown model $m" >&2; exit 2; }
+    wanted+="$m"$'\n'
+  done
+  models=$wanted
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
