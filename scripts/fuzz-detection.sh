@@ -25,7 +25,18 @@ while (($#)); do
     *) echo "fuzz-detection.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ -n "$models" ]] || models=$("$ao" backends | awk '$1 ~ /^cpu-bug:/ {sub(/^cpu-bug:/, "", $1); print $1}')
+all=$("$ao" backends | awk '$1 ~ /^cpu-bug:/ {sub(/^cpu-bug:/, "", $1); print $1}')
+if [[ -n "$models" ]]; then  # by name, with or without the cpu-bug: prefix; an unknown name is bad input
+  wanted=""
+  for m in $models; do
+    m=${m#cpu-bug:}
+    grep -qxF -- "$m" <<<"$all" || { echo "fuzz-detection.sh: --models: unknown model $m" >&2; exit 2; }
+    wanted+="$m "
+  done
+  models=$wanted
+else
+  models=$all
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export ao budget dims tmp

@@ -9,7 +9,15 @@
 //    (B or B+1 entries), packed O/stats offsets, tail capacity;
 //  * q shorter or longer than kv with top-left and bottom-right alignment, mask none, windows;
 //  * top-k below, at, just above and far above the allowed keys; key compression ratio;
-//  * GQA ratios, all dtypes, all poisons, tie-stress quantisation, fp64 references.
+//  * GQA ratios, all dtypes, all poisons, tie-stress quantisation, fp64 references;
+//  * the defect catalog's triggers (issue 15), each rare and each shrinking to the plain case:
+//    values=extreme|plateau|clustered inputs (clustered mostly on long rows), a long-row family above
+//    the profile's max_doc (rows > 4096 keys under --dims small, rows= sampled), decode (q_len = 1),
+//    an empty K/V document (kv_len = 0) among others, chunked prefill (start_pos, kv extended),
+//    max_seqlen_q/kv above the longest lengths, two-sided / sentinel / FA-convention windows (more
+//    often where q_len > kv_len under bottom-right, with right bounds past max_seqlen_kv), split-KV
+//    (num_splits), empty_rows=posinf, ties=strict (mostly where ties exist), wide heads (dim 128/256,
+//    few heads, fewer rows checked).
 // Large cases get `rows=` so the CPU oracle checks a sample (plus every boundary row).
 #include "attn_oracle/fuzz/generator.h"
 
@@ -52,13 +60,18 @@ struct Profile {
   int max_cp = 32;         // cp is capped here
   int64_t many_chunks = 64;  // "many chunks per rank" of the divisible-CP family
   int max_heads = 8, max_dim = 64;  // small-dims caps (glm dims are fixed)
+  int64_t long_doc = 0;  // rare long-row family: a document of max_doc+1 .. long_doc tokens (0 = none)
+  int wide_dim = 0;      // rare wide-head family: dim 128 .. wide_dim with 1-2 heads (0 = none)
 };
 
 Profile profile(DimsProfile d) {
   if (d == DimsProfile::Glm) return {32768, 65536, 64, int64_t(1) << 22};
   // Tiny: every row checked (no rows=): fuzz_differential's naive reference checks all rows.
   if (d == DimsProfile::Tiny) return {64, 256, INT64_MAX, INT64_MAX, 4, 4, 4, 16};
-  return {4096, 8192, 256, int64_t(1) << 21};
+  Profile p{4096, 8192, 256, int64_t(1) << 21};
+  p.long_doc = 8192;  // rows above 4096 keys (long-row paths), checked on rows= samples
+  p.wide_dim = 256;
+  return p;
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -76,11 +89,15 @@ int64_t edge_len(ChoiceSource& R, int64_t max_len) {
 }
 
 // Document lengths: one, a few, many, or one huge followed by many tiny ones.
-std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scale_cap) {
+std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scale_cap, bool long_rows) {
   std::vector<int64_t> lens;
   const int64_t max_doc = std::min(P.max_doc, scale_cap);
-  const int64_t shape = R.integer(0, 19);
-  if (shape < 9) {
+  const int64_t shape = long_rows ? -1 : R.integer(0, 19);
+  if (shape < 0) {  // long rows: one document past max_doc, sometimes followed by a few short ones
+    lens.push_back(R.pick<int64_t>({P.max_doc + 1, P.max_doc + 64, (P.max_doc + P.long_doc) / 2, P.long_doc}));
+    if (R.chance(0.3))
+      for (int64_t i = 0, n = R.count(1, 3); i < n; ++i) lens.push_back(edge_len(R, 300));
+  } else if (shape < 9) {
     lens.push_back(edge_len(R, max_doc));
   } else if (shape < 15) {
     const int64_t n = R.count(2, 4);
@@ -201,8 +218,13 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const Profile P = profile(opt.dims);
   Case c = defaults_for(op);
   const bool cp = R.chance(op == Op::Indexer ? 0.45 : 0.2);
+  // Input distributions that reach the catalog's triggers (value_shapes.h); clustered scores are
+  // about long rows (radix-bin candidate buffers), so they mostly come with the long-row family.
+  if (R.chance(op == Op::Indexer ? 0.12 : 0.06))
+    c.values = op == Op::Indexer ? R.pick<Values>({Values::Extreme, Values::Plateau, Values::Clustered}) : Values::Extreme;
+  const bool long_rows = P.long_doc > 0 && R.chance(c.values == Values::Clustered ? 0.5 : 0.04);
 
-  c.q_lens = doc_lengths(R, P, cp ? P.max_total : P.max_doc);
+  c.q_lens = doc_lengths(R, P, cp ? P.max_total : P.max_doc, long_rows);
   c.kv_lens = c.q_lens;
   if (op == Op::Indexer && !cp && R.chance(0.15)) c.ratio = R.pick<int>({2, 4});
   if (cp) {
@@ -213,22 +235,39 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
         kv = std::max<int64_t>(1, kv + R.pick<int64_t>({-1, 1, -63, 64, 129, -kv / 2, kv}));
     if (c.ratio > 1 && R.chance(0.6))  // compressed keys: about len/ratio of them
       for (size_t b = 0; b < c.kv_lens.size(); ++b) c.kv_lens[b] = std::max<int64_t>(1, c.q_lens[b] / c.ratio);
+    if (R.chance(0.08))  // decode: one query per document against its whole K/V
+      for (auto& q : c.q_lens) q = 1;
+    if (op == Op::Indexer && R.chance(0.1)) {  // chunked / suffix prefill: queries start at start_pos
+      c.start_pos = R.pick<int64_t>({0, 1, 16, 64, 1000});
+      if (R.chance(0.7, true))  // the K/V holds the earlier chunks too
+        for (size_t b = 0; b < c.kv_lens.size(); ++b)
+          c.kv_lens[b] = std::max(c.kv_lens[b], (c.start_pos + c.q_lens[b]) / c.ratio);
+    }
+    if (c.kv_lens.size() >= 2 && R.chance(0.08))  // an empty K/V document among others
+      c.kv_lens[size_t(R.integer(0, int64_t(c.kv_lens.size()) - 1))] = 0;
     choose_padding(R, c);
   }
   const int64_t mask = R.integer(0, 9, c.mask == MaskKind::BottomRight ? 4 : 0);  // shrinks to the op's default
   c.mask = mask < 4 ? MaskKind::TopLeft : mask < 9 ? MaskKind::BottomRight : MaskKind::None;
-  if (c.mask == MaskKind::None) {  // crop and ratio act on the causal key range only
+  if (c.mask == MaskKind::None) {  // crop, ratio and start_pos act on the causal key range only
     c.crop = false;
     c.ratio = 1;
+    c.start_pos = -1;
   }
+  // The max_seqlen a kernel is given: above the longest lengths (split ranges, batch strides).
+  const auto longest = [](const std::vector<int64_t>& v) { return *std::max_element(v.begin(), v.end()); };
+  if (R.chance(0.12)) c.max_seqlen_kv = longest(c.kv_lens) + R.pick<int64_t>({1, 64, 128, longest(c.kv_lens)});
+  if (R.chance(0.08)) c.max_seqlen_q = longest(c.q_lens) + R.pick<int64_t>({1, 64, longest(c.q_lens)});
 
   // Dimensions.
   const bool glm = opt.dims == DimsProfile::Glm;
   int64_t max_keys = 1;
   for (size_t b = 0; b < c.kv_lens.size(); ++b) max_keys = std::max(max_keys, c.kv_lens[b]);
+  const bool wide = !glm && P.wide_dim > 0 && R.chance(0.06);  // head-dim sweep past max_dim: 128, 256
+  const int wide_dim = wide ? int(R.pick<int64_t>({128, P.wide_dim})) : 0;
   if (op == Op::Indexer) {
-    c.heads = glm ? 32 : std::min(P.max_heads, R.pick<int>({1, 2, 4, 4, 8}));
-    c.dim = glm ? 128 : std::min(P.max_dim, R.pick<int>({4, 8, 16, 32, 32, 64}));
+    c.heads = glm ? 32 : wide ? R.pick<int>({1, 2}) : std::min(P.max_heads, R.pick<int>({1, 2, 4, 4, 8}));
+    c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({4, 8, 16, 32, 32, 64}));
     c.dim_v = c.dim;  // what parse_case derives for the indexer (dim_v is an sdpa key)
     const int64_t m = std::max<int64_t>(1, max_keys / c.ratio);
     int64_t k = glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
@@ -236,17 +275,32 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     c.topk = int(std::clamp<int64_t>(k, 1, glm ? 2048 : 512));
   } else {
     auto [hq, hkv] = glm ? R.pick<std::pair<int, int>>({{32, 32}, {32, 8}, {32, 4}})
+                     : wide ? R.pick<std::pair<int, int>>({{1, 1}, {2, 1}})
                          : R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 1}, {4, 2}, {4, 4}, {6, 2}, {8, 2}, {6, 3}});
     c.hq = hq;
     c.hkv = hkv;
-    c.dim = glm ? 128 : std::min(P.max_dim, R.pick<int>({8, 16, 32, 64}));
+    c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({8, 16, 32, 64}));
     c.dim_v = R.chance(0.25) ? (glm ? 64 : std::min(P.max_dim, R.pick<int>({8, 16, 32}))) : c.dim;
     if (c.mask != MaskKind::None && R.chance(0.15)) c.window = R.pick<int64_t>({1, 16, 64, 100});
+    // Two-sided bands, the -1 sentinels and FlashAttention's convention; more often where queries
+    // outnumber keys under bottom-right (right bounds past max_seqlen_kv meet the shift there).
+    bool q_longer = false;
+    for (size_t b = 0; b < c.q_lens.size(); ++b) q_longer |= c.q_lens[b] > c.kv_lens[b];
+    if (c.mask != MaskKind::None && R.chance(q_longer && c.mask == MaskKind::BottomRight ? 0.4 : 0.12)) {
+      const int64_t seqlen_kv = c.max_seqlen_kv > 0 ? c.max_seqlen_kv : longest(c.kv_lens);
+      c.window_right = R.pick<int64_t>({0, -1, 1, 16, seqlen_kv + 1, seqlen_kv + 64});
+      if (c.window == 0 && R.chance(0.5)) c.window = -1;
+      if (R.chance(0.3)) c.window_convention = WindowConvention::Fa;
+    }
+    if (R.chance(0.2)) c.num_splits = R.pick<int>({2, 3, 4, 8, 16});
+    if (R.chance(0.04)) c.empty_rows = EmptyRows::PosInf;
   }
   c.dtype = R.pick<DType>({DType::F32, DType::BF16, DType::F16}, 1);  // shrinks to bf16, the default
   c.poison = R.pick<Poison>({Poison::NaN, Poison::Inf, Poison::Large, Poison::None});
   if (R.chance(0.1)) c.precision = Precision::F64;
   if (op == Op::Indexer && R.chance(0.15)) c.levels = R.pick<uint32_t>({2, 16, 1024});
+  // Strict tie order matters only where ties exist (quantised inputs, zero plateaus).
+  if (op == Op::Indexer && R.chance(c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02)) c.ties = Ties::Strict;
   if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
   c.seed = R.integer(1, 1000000);
 
@@ -255,6 +309,10 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   int64_t rows = 0;
   for (const auto& s : l.segments) rows += s.rows;
   if (rows > P.check_rows && rows * max_keys > P.max_check_keys) c.rows = P.check_rows;
+  // Long rows and wide heads cost more per row: fewer sampled rows (boundary rows are always checked).
+  const int64_t widen = std::max<int64_t>(1, c.dim / 64);
+  if (long_rows || wide)
+    if (rows > 64 && rows * max_keys * widen > P.max_check_keys) c.rows = 64;
   return c;
 }
 

@@ -116,8 +116,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (!std::isfinite(lse)) violated(c, "row " + std::to_string(r) + ": LSE not finite with allowed keys");
           if (std::fabs(lse - sr.lse[size_t(h)]) > 2e-4 * (1 + std::fabs(sr.lse[size_t(h)])))
             violated(c, "row " + std::to_string(r) + ": LSE differs from fp64");
-        } else if (!(std::isinf(lse) && lse < 0)) {
-          violated(c, "row " + std::to_string(r) + ": LSE must be -inf without allowed keys");
+        } else if (!(std::isinf(lse) && (lse < 0) == (c.empty_rows == ao::EmptyRows::NegInf))) {
+          violated(c, "row " + std::to_string(r) + ": LSE must be " +
+                          (c.empty_rows == ao::EmptyRows::NegInf ? "-inf" : "+inf (empty_rows=posinf)") +
+                          " without allowed keys");
         }
         for (int e = 0; e < c.dim_v; ++e) {
           const double x = sr.o[size_t(h * c.dim_v + e)];

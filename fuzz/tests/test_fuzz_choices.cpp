@@ -211,7 +211,10 @@ TEST(FuzzChoices, ShrinkByChoicesKeepsTheRunBudget) {
 
 // The deadline: no run starts after it; the smallest failing case so far is kept.
 TEST(FuzzChoices, ShrinkByChoicesStopsAtTheDeadline) {
-  const GeneratedCase g = generate_recorded(2, 6);
+  // A pack of many documents: room for more than one shrink step before the minimum.
+  uint64_t i = 0;
+  while (generate_case(2, i).q_lens.size() < 5) ++i;
+  const GeneratedCase g = generate_recorded(2, i);
   ShrinkOptions o;
   o.max_runs = 1000;
   o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
