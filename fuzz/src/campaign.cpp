@@ -263,16 +263,30 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
         return still;
       }, so);
+      // More than 3 documents left: the structural shrinker continues on the line itself (documents by
+      // ddmin, lengths, pads, dims), since the generator's families cannot always lower the document
+      // count (one huge document plus tiny ones). Its own run budget (--shrink-runs again); the deadline
+      // is shared. The line then no longer replays from the choices, so they are not saved.
+      const ShrinkOptions& rest = so;
+      const bool more = sr.minimal.q_lens.size() > 3;
+      const ShrinkResult st = more && (sr.stop == ShrinkStop::Minimum || sr.stop == ShrinkStop::RunBudget)
+                                  ? shrink_case(sr.minimal, [&](const Case& cand) {
+                                      const double t = elapsed();
+                                      const bool still = fails(cand);
+                                      s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
+                                      return still;
+                                    }, rest)
+                                  : ShrinkResult{sr.minimal, 0, 0, false, sr.stop};
       s.shrink_seconds += elapsed() - ts;
       f.index = index;
       f.original = r.case_line;
       f.original_result = r;
-      f.shrunk = print_case(sr.minimal);
-      f.choices = sr.choices;
-      f.steps = sr.steps;
-      f.runs = sr.runs;
-      f.shrink_stop = sr.stop;
-      f.signature = failure_signature(opt.backend, sr.minimal, f.shrunk_result.verdict);
+      f.shrunk = print_case(st.minimal);
+      if (st.steps == 0) f.choices = sr.choices;  // a structurally shrunk line no longer replays from them
+      f.steps = sr.steps + st.steps;
+      f.runs = sr.runs + st.runs;
+      f.shrink_stop = st.steps > 0 || st.runs > 0 ? st.stop : sr.stop;
+      f.signature = failure_signature(opt.backend, st.minimal, f.shrunk_result.verdict);
       if (auto it = by_signature.find(f.signature); it == by_signature.end()) {
         save(f);
         by_signature[f.signature] = s.unique.size();
@@ -281,7 +295,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         FoundCase& kept = s.unique[it->second];
         // A smaller case of the signature replaces the one this campaign wrote; a file that existed
         // before the campaign is never replaced (the corpus only grows).
-        if (!kept.already_known && smaller_case(sr.minimal, parse_case(kept.shrunk))) {
+        if (!kept.already_known && smaller_case(st.minimal, parse_case(kept.shrunk))) {
           const std::string old_file = kept.file;
           f.merged = kept.merged + 1;
           save(f);
