@@ -102,12 +102,12 @@ std::vector<BugModel> catalog_indexer_models() {
        "[3] rows with n < k allowed keys: slot n gets the lane past the row (kv_off + hi, score -FLT_MAX), "
        "slots n+1.. never written",
        true, false, Quirks{}, sentinel_lanes, "[3]", "sglang PR #38829", K::PadLanes,
-       {"unwritten_rows", "out_of_causal"}},
+       {"unwritten_rows", "out_of_causal", "out_of_range", "wrong_fill_rows"}},
       {"unaligned-start",
        "[3] the row's key start aligned down to 16 buffer rows: an unaligned ragged start also ranks the "
        "previous request's last keys",
        true, false, quirk([](Quirks& q) { q.start_align = 16; }), {}, "[3]", "sglang PR #38829",
-       K::BoundaryMetadata, {"cross_doc"}},
+       K::BoundaryMetadata, {"cross_doc", "tie_aware_recall_min"}},
       {"masked-key-fill",
        "[4] fewer than k allowed keys scoring >= -65504 (short rows, very negative scores): the remaining "
        "slots get masked key lanes hi, hi+1, ... instead of the low-scoring keys or -1",

@@ -128,18 +128,18 @@ std::vector<BugModel> catalog_split_models() {
                "split-KV merge without the -inf guard: two empty partial states ((0, -inf), (0, -inf)) merge to NaN "
                "(num_splits > 1, a row whose first two splits hold no allowed key)",
                false, true, quirk([](Quirks& q) { q.merge_unguarded = true; }), {}, "[25]", "flashinfer #4051",
-               K::EmptyRows, {"nonfinite_valid", "lse_max_err"}});
+               K::EmptyRows, {"nonfinite_valid", "lse_max_err", "tol_violations", "rel_l2_err"}});
   v.push_back({"split-max-seqlen",
                "num_splits > 1: split ranges and the bottom-right shift use max_seqlen_kv instead of the document's "
                "kv_len: keys past the real end enter",
                false, true, quirk([](Quirks& q) { q.split_max_seqlen = true; }), {}, "[29]",
                "vLLM flash-attention PR #18 (also FA PRs #1192, #1455)", K::BoundaryMetadata,
-               {"tol_violations", "lse_max_err"}});
+               {"tol_violations", "lse_max_err", "rel_l2_err", "nonfinite_valid"}});
   v.push_back({"split-combine-stride0",
                "num_splits > 1, several documents: the combine stores O with batch stride 0: every document's O lands "
                "on document 0's rows",
                false, true, Quirks{}, split_combine_stride0, "[30]", "FlashAttention #1217 (PRs #2542, #2550)",
-               K::BoundaryMetadata, {"unwritten_rows", "tol_violations"}});
+               K::BoundaryMetadata, {"unwritten_rows", "tol_violations", "rel_l2_err"}});
   v.push_back({"folded-lse-layout",
                "GQA decode (max_seqlen_q = 1, hq > hkv), num_splits > 1: the LSE of head h stored at the folded "
                "position (h % G) * hkv + h / G",

@@ -57,7 +57,7 @@ const std::vector<BugModel>& bug_models() {
           "nonfinite_valid"}});
     add("tail-read", "64-row key tiles read past a sequence's end; masked P times pad-row V (cudnn-frontend #624)",
         false, true, [](Quirks& q) { q.tail_read_tile = 64; },
-        {"", "cudnn-frontend #624 (also FA #1745, #1395)", K::PadLanes, {"nonfinite_valid", "tol_violations"}});
+        {"", "cudnn-frontend #624 (also FA #1745, #1395)", K::PadLanes, {"nonfinite_valid", "tol_violations", "rel_l2_err"}});
     add("off-by-one-causal", "causal mask keeps key p+1", true, true, [](Quirks& q) { q.off_by_one = true; },
         {"", "", K::Generic, {"out_of_causal", "tie_aware_recall_min", "tol_violations", "rel_l2_err", "lse_max_err"}});
     add("cross-doc", "causal mask over the whole pack, document boundaries ignored", true, true,

@@ -16,22 +16,10 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/reference/reference.h"
 #include "attn_oracle/compare/tolerance.h"
 
 namespace ao {
-
-double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row) {
-  const int H = l.c.heads, D = l.c.dim;
-  const float* q = in.q.data() + row * H * D;
-  const float* k = in.k.data() + key_row * D;
-  double acc = 0;
-  for (int h = 0; h < H; ++h) {
-    double dot = 0;
-    for (int d = 0; d < D; ++d) dot += double(q[h * D + d]) * double(k[d]);
-    acc += double(in.w[size_t(row * H + h)]) * std::max(dot, 0.0);
-  }
-  return l.scale * acc;
-}
 
 Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
   const Case& c = l.c;

@@ -427,6 +427,17 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
         if (valid[i] && !swizzled && zero_key[i] < 0)
           exact_decisions(cd, K, err2[i], in.q.data() + orow * H * D, in.w.data() + orow * H, in.k.data(), H, D,
                           k_lsb, k_top);
+        if (valid[i] && l.c.ties == Ties::Strict) {  // tied keys in ascending index order, ties by fp64 score
+          const size_t n = std::min(K, cd.size());
+          std::vector<std::pair<double, size_t>> key(n);
+          for (size_t e = 0; e < n; ++e) key[e] = {exact_indexer_score(l, in, orow, cd[e].idx), e};
+          std::stable_sort(key.begin(), key.end(), [&](const auto& a, const auto& b) {
+            return a.first != b.first ? a.first > b.first : cd[a.second].idx < cd[b.second].idx;
+          });
+          std::vector<Cand<T>> sorted(n);
+          for (size_t e = 0; e < n; ++e) sorted[e] = cd[key[e].second];
+          std::copy(sorted.begin(), sorted.end(), cd.begin());
+        }
         for (size_t e = 0; e < K; ++e) {
           out.topk[size_t(orow) * K + e] = e < cd.size() ? cd[e].idx : fill;
           out.scores[size_t(orow) * K + e] =
@@ -439,6 +450,19 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
 }
 
 }  // namespace
+
+double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row) {
+  const int H = l.c.heads, D = l.c.dim;
+  const float* q = in.q.data() + row * H * D;
+  const float* k = in.k.data() + key_row * D;
+  double acc = 0;
+  for (int h = 0; h < H; ++h) {
+    double dot = 0;
+    for (int d = 0; d < D; ++d) dot += double(q[h * D + d]) * double(k[d]);
+    acc += double(in.w[size_t(row * H + h)]) * std::max(dot, 0.0);
+  }
+  return l.scale * acc;
+}
 
 void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
   if (l.c.precision == Precision::F64)

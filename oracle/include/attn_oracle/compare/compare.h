@@ -12,7 +12,6 @@
 namespace ao {
 
 // Exact fp64 score of (query row, KV buffer row); the oracle's ground truth.
-double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row);
 
 Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);

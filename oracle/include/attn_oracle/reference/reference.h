@@ -49,6 +49,9 @@ inline constexpr int kCaseSplits = -1;
 inline constexpr double kFiniteNegInf = -5e4;
 
 void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
+// One key's indexer score in fp64 (scale * sum_h w_h ReLU(q_h . k)): the comparator's exact score, and
+// under ties=strict the reference's order of tied keys (equal fp64 scores ascend by index).
+double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row);
 void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk = {});
 
 }  // namespace ao
