@@ -32,7 +32,7 @@ std::map<std::string, std::string> claimed_names(const std::vector<CaseEntry>& e
   for (const auto& e : entries) {
     if (e.claim.empty() || names.count(e.claim)) continue;
     try {
-      names[e.claim] = make_backend(e.claim)->name();
+      names[e.claim] = backend_name(e.claim);  // runs no plugin library: only what the gate runs is loaded
     } catch (const CaseError& err) {
       throw CaseFileError(fmt::format("{}:{}: '# catches: {}': {}", e.file, e.claim_line, e.claim, err.what()));
     }

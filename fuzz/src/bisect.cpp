@@ -1,5 +1,7 @@
 #include "attn_oracle/fuzz/bisect.h"
 
+#include <sys/prctl.h>
+
 #include <cstring>
 
 #include <fmt/format.h>
@@ -45,6 +47,21 @@ BisectOutcome run_in_child(const std::vector<Case>& cases, const BisectOptions& 
   return {kBisectGood, fmt::format("good: {} case(s) passed with {} vs {}", results.size(), opt.backend, opt.vs)};
 }
 
+// The verdict's code travels in the child's exit status, which no other process can forge: these
+// values, not 0/1 (what a stray exit() of in-process code would give). The text line comes through the
+// message pipe, which a backend may reach (a plugin host's reaper or an exec: process opening
+// /proc/<pid>/fd as root); it is kept only when it is one line whose word matches the code.
+constexpr int kChildGood = 81, kChildBad = 82, kChildSkip = 83, kChildAbort = 84;
+
+struct VerdictCode {
+  int bisect, child;
+  const char* word;
+};
+constexpr VerdictCode kVerdictCodes[] = {{kBisectGood, kChildGood, "good"},
+                                         {kBisectBad, kChildBad, "bad"},
+                                         {kBisectSkip, kChildSkip, "skip"},
+                                         {kBisectAbort, kChildAbort, "abort"}};
+
 }  // namespace
 
 BisectOutcome bisect_step(const std::vector<Case>& cases, const BisectOptions& opt) {
@@ -57,15 +74,24 @@ BisectOutcome bisect_step(const std::vector<Case>& cases, const BisectOptions& o
   so.kill_grace_s = 3;
   const SubprocessOutcome r = run_forked(
       [&](int fd) {
+        // Not dumpable: /proc/<pid>/fd and /proc/<pid>/mem of this process (and of the reapers it forks)
+        // are closed to the processes of ordinary users, so a backend cannot open the message pipe.
+        ::prctl(PR_SET_DUMPABLE, 0);
         BisectOutcome o;
         try {
           o = run_in_child(cases, opt);
         } catch (const std::exception& e) {
           o = {kBisectBad, fmt::format("bad: exception escaped the backend: {}", e.what())};
         }
-        const std::string msg = fmt::format("{}\n{}", o.code, o.line);
+        int child = kChildBad;
+        for (const auto& v : kVerdictCodes)
+          if (v.bisect == o.code) child = v.child;
+        std::string line = o.line;
+        for (char& ch : line)
+          if (ch == '\n' || ch == '\r') ch = ' ';  // one line: the parent refuses anything else
+        const std::string msg = fmt::format("{}\n{}", o.code, line);
         write_all(fd, msg.data(), msg.size());
-        return 0;
+        return child;
       },
       so);
   const char* crash_word = opt.crash_is_skip ? "skip" : "bad";
@@ -77,16 +103,22 @@ BisectOutcome bisect_step(const std::vector<Case>& cases, const BisectOptions& o
       return {kBisectAbort, fmt::format("abort: interrupted by signal {}", r.code)};
     case SubprocessOutcome::NotStarted: return {kBisectSkip, "skip: " + r.describe(opt.timeout_seconds)};
     case SubprocessOutcome::Signaled:
-      return {crash_code, fmt::format("{}: {} crashed (signal {}, {})", crash_word, opt.backend, r.code, strsignal(r.code))};
+      return {crash_code, fmt::format("{}: {} crashed (signal {}, {}{})", crash_word, opt.backend, r.code, strsignal(r.code),
+                                      r.error.empty() ? "" : "; " + r.error)};
     case SubprocessOutcome::Exited: break;
   }
-  const auto nl = r.message.find('\n');
-  if (r.code != 0 || nl == std::string::npos)
+  const VerdictCode* v = nullptr;
+  for (const auto& c : kVerdictCodes)
+    if (c.child == r.code) v = &c;
+  if (!v)
     return {crash_code, fmt::format("{}: {} exited without a verdict (exit status {})", crash_word, opt.backend, r.code)};
-  BisectOutcome o;
-  o.code = std::atoi(r.message.substr(0, nl).c_str());
-  o.line = r.message.substr(nl + 1);
-  return o;
+  // The line: exactly "<code>\n<word>: <text>" with this code and word, one line; else the harness's own.
+  const std::string want = fmt::format("{}\n{}: ", v->bisect, v->word);
+  if (r.message.rfind(want, 0) == 0 && !r.message_truncated &&
+      r.message.find_first_of("\n\r", want.size()) == std::string::npos)
+    return {v->bisect, r.message.substr(want.size() - 2 - std::strlen(v->word))};
+  return {v->bisect, fmt::format("{}: {} vs {} (the step's text was unreadable; its exit status says {})", v->word,
+                                 opt.backend, opt.vs, v->word)};
 }
 
 }  // namespace ao

@@ -85,7 +85,10 @@ std::vector<std::string> BackendInfo::implemented_defects() const {
 
 const std::vector<BackendInfo>& registered_backends() { return registry(); }
 
-std::unique_ptr<Backend> make_backend(const std::string& spec) {
+namespace {
+
+// The registry entry a spec names and the text after its name.
+std::pair<const BackendInfo*, std::string> resolve(const std::string& spec) {
   // Longest registered name that prefixes the spec, followed by end or ':' (names may contain ':').
   const BackendInfo* best = nullptr;
   for (const auto& b : registry()) {
@@ -98,9 +101,21 @@ std::unique_ptr<Backend> make_backend(const std::string& spec) {
     for (const auto& b : registry()) names += (names.empty() ? "" : ", ") + b.name;
     throw CaseError("backend", spec, "unknown backend (known: " + names + ")");
   }
-  std::string text = spec.size() > best->name.size() ? spec.substr(best->name.size() + 1) : "";
+  return {best, spec.size() > best->name.size() ? spec.substr(best->name.size() + 1) : ""};
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& spec) {
+  const auto [best, text] = resolve(spec);
   if (!best->argument.empty()) return best->make(Knobs(text));
   return best->make(parse_knobs(best->name, text, best->knobs, best->aliases));
+}
+
+std::string backend_name(const std::string& spec) {
+  const auto [best, text] = resolve(spec);
+  const Knobs k = best->argument.empty() ? parse_knobs(best->name, text, best->knobs, best->aliases) : Knobs(text);
+  return best->name_of ? best->name_of(k) : best->make(k)->name();
 }
 
 std::vector<std::pair<std::string, std::vector<std::string>>> defect_table() {

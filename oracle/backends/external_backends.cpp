@@ -18,6 +18,7 @@ std::vector<BackendInfo> detail::external_backends() {
   plugin.argument = "<path.so>[:<knobs>]";
   plugin.unavailable = [] { return std::string("plugin needs a library: --backend plugin:<path.so>[:<knobs>]"); };
   plugin.make = [](const Knobs& k) { return make_plugin_backend(k.text()); };
+  plugin.name_of = [](const Knobs& k) { return plugin_backend_name(k.text()); };
   return {std::move(exec), std::move(plugin)};
 }
 

@@ -1,14 +1,18 @@
-// `plugin:<path.so>[:<knobs>]`: a kernel library behind the C ABI of attn_oracle/plugin.h. Every piece
-// of plugin code runs in a child process under the supervisor (subprocess.h), never in the harness:
-// a probe child at construction (dlopen runs the library's constructors; ABI version, name,
-// ao_plugin_unavailable) and a fresh child per run, whose outputs come back through MAP_SHARED memory
-// and whose status and message come back through a pipe. Only an explicit "done" record from the child
-// is a verdict: an exit (any code, 0 too), a signal or the timeout (AO_PLUGIN_TIMEOUT) is an Error
-// naming the cause; inputs the plugin mutates stay in the child. The documented load refusals (no
-// file, dlopen failure, missing symbol, another ABI version) are CaseErrors naming the library.
-#include <dlfcn.h>
-#include <link.h>
+// `plugin:<path.so>[:<knobs>]`: a kernel library behind the C ABI of attn_oracle/plugin.h. No plugin
+// code runs in the harness, nor in a fork of it (a fork holds the reference's and other backends'
+// answers): every load is an exec of the host program attn-oracle-plugin-host (plugin_host/, found beside
+// the running executable, else where the build put it) under the supervisor (subprocess.h), given only
+// the descriptors of plugin_host_protocol.h: a probe at construction (dlopen runs the library's
+// constructors; ABI version, name, ao_plugin_unavailable) and a fresh host per run, which loads the library
+// again (and checks its ABI version again), reads the layout and a private copy of the inputs from a sealed
+// memfd and writes the outputs into a shared one. Only an explicit "done" record from the host is a
+// verdict: an exit (any code, 0 too), a signal or the timeout (AO_PLUGIN_TIMEOUT) is an Error naming the
+// cause; inputs the plugin mutates stay in the host. The documented load refusals (no file, dlopen
+// failure, missing symbol, another ABI version) are CaseErrors naming the library at construction, and
+// run Errors when they appear later (the file was replaced).
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -19,29 +23,21 @@
 #include "attn_oracle/backends/external.h"
 #include "attn_oracle/backends/plugin.h"
 #include "attn_oracle/internal/subprocess.h"
+#include "plugin_host_protocol.h"
 
 namespace ao {
 
 namespace {
 
-constexpr char kProbeMagic[] = "AO-PLUGIN-PROBE-1";
-constexpr char kDoneMagic[] = "AO-PLUGIN-DONE-1";
+using plugin_host::kDoneMagic;
+using plugin_host::kProbeMagic;
 
-// Records over the message pipe: NUL-separated fields, the magic first.
-std::string record(std::initializer_list<std::string> fields) {
-  std::string r;
-  for (const auto& f : fields) r.append(f).push_back('\0');
-  return r;
-}
 std::vector<std::string> fields_of(const std::string& msg) {
   std::vector<std::string> v;
   size_t at = 0;
   for (size_t nul; (nul = msg.find('\0', at)) != std::string::npos; at = nul + 1) v.push_back(msg.substr(at, nul - at));
   return v;
 }
-
-// A C string the plugin returned or filled: read at most max bytes, whatever it holds.
-std::string bounded(const char* s, size_t max) { return s ? std::string(s, ::strnlen(s, max)) : std::string(); }
 
 // Why a child that ran plugin code gave no verdict, with what it printed.
 std::string no_verdict(const SubprocessOutcome& o, double timeout_s, const char* during) {
@@ -67,34 +63,6 @@ std::string no_verdict(const SubprocessOutcome& o, double timeout_s, const char*
   return tail.empty() ? why : why + "; output tail:\n" + tail;
 }
 
-// In a child: dlopen and look the required symbols up. Returns "" or what is wrong; `refused` tells a
-// documented refusal (CaseError) from a broken library (run errors).
-std::string load_in_child(const std::string& open_path, void*& handle, bool& refused) {
-  refused = true;
-  handle = ::dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* e = ::dlerror();
-    return fmt::format("dlopen failed: {}", e ? e : "unknown error");
-  }
-  for (const char* s : {"ao_plugin_abi_version", "ao_plugin_name", "ao_plugin_run"}) {
-    void* p = ::dlsym(handle, s);
-    if (!p)
-      return fmt::format("missing required symbol '{}' (is it an attn-oracle plugin built against plugin.h, with "
-                         "extern \"C\" exports?)",
-                         s);
-    Dl_info info{};
-    void* entry = nullptr;
-    const auto* sym = static_cast<const ElfW(Sym)*>(nullptr);
-    if (::dladdr1(p, &info, &entry, RTLD_DL_SYMENT) && (sym = static_cast<const ElfW(Sym)*>(entry)) &&
-        ELF64_ST_TYPE(sym->st_info) != STT_FUNC && ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC) {
-      refused = false;
-      return fmt::format("symbol '{}' is not a function (ELF symbol type {}): not callable", s,
-                         int(ELF64_ST_TYPE(sym->st_info)));
-    }
-  }
-  return {};
-}
-
 // The library reads its knobs itself; the oracle holds them to the knob grammar and naming rule, and
 // `bug=<id>` to the defect ids of the cpu-bug models (the old spelling `bug=topleft` is read as topleft-cp).
 std::string plugin_knobs(const std::string& path, const std::string& text) {
@@ -105,9 +73,92 @@ std::string plugin_knobs(const std::string& path, const std::string& text) {
       .text();
 }
 
+
+// The host program: beside the running executable (an installed or copied harness), else the build's.
+std::string find_plugin_host() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto beside = exe.parent_path() / plugin_host::kProgramName;
+    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+#ifdef AO_PLUGIN_HOST_PATH
+  if (::access(AO_PLUGIN_HOST_PATH, X_OK) == 0) return AO_PLUGIN_HOST_PATH;
+#endif
+  return {};
+}
+
+struct OwnedFd {
+  int fd = -1;
+  OwnedFd() = default;
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The request memfd: pieces appended at 8-byte aligned offsets, then the header, then sealed (no
+// process can change it; the host can only map it privately).
+class RequestBuilder {
+ public:
+  explicit RequestBuilder(uint32_t mode) {
+    fd_.fd = ::memfd_create("ao-plugin-request", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd_.fd < 0) error_ = fmt::format("memfd_create: {}", std::strerror(errno));
+    hdr = {};
+    std::memcpy(hdr.magic, plugin_host::kRequestMagic, sizeof hdr.magic);
+    hdr.mode = mode;
+    hdr.struct_size = sizeof hdr;
+  }
+  plugin_host::Request hdr;
+
+  plugin_host::Span put(const void* p, uint64_t bytes, uint64_t n) {
+    end_ = (end_ + 7) & ~uint64_t(7);
+    const plugin_host::Span s{end_, n};
+    if (bytes && !write_at(p, bytes, end_)) return s;
+    end_ += bytes;
+    return s;
+  }
+  plugin_host::Span put(const std::string& s) { return put(s.data(), s.size(), s.size()); }
+  template <class T>
+  plugin_host::Span put(const std::vector<T>& v) { return put(v.data(), v.size() * sizeof(T), v.size()); }
+
+  // The sealed descriptor, or -1 with error() set.
+  int finish() {
+    hdr.total = end_;
+    if (error_.empty() && write_at(&hdr, sizeof hdr, 0) && ::ftruncate(fd_.fd, off_t(end_)) != 0)
+      error_ = fmt::format("ftruncate: {}", std::strerror(errno));
+    if (error_.empty() &&
+        ::fcntl(fd_.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+      error_ = fmt::format("sealing the request: {}", std::strerror(errno));
+    return error_.empty() ? fd_.fd : -1;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool write_at(const void* p, uint64_t bytes, uint64_t off) {
+    if (!error_.empty()) return false;
+    const char* c = static_cast<const char*>(p);
+    while (bytes > 0) {
+      const ssize_t w = ::pwrite(fd_.fd, c, bytes, off_t(off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error_ = fmt::format("writing the request: {}", w < 0 ? std::strerror(errno) : "short write");
+        return false;
+      }
+      c += w, bytes -= uint64_t(w), off += uint64_t(w);
+    }
+    return true;
+  }
+  OwnedFd fd_;
+  uint64_t end_ = sizeof(plugin_host::Request);
+  std::string error_;
+};
+
 class PluginBackend : public Backend {
  public:
-  explicit PluginBackend(std::string spec) : spec_(std::move(spec)) {
+  // load = false: the checks that run no library code only (backend_name).
+  PluginBackend(std::string spec, bool load) : spec_(std::move(spec)) {
     if (spec_.empty()) return;  // the registry's listing entry: reported unavailable
     const auto colon = spec_.find(':');
     path_ = spec_.substr(0, colon);
@@ -121,6 +172,13 @@ class PluginBackend : public Backend {
     if (!std::filesystem::exists(open_path_, ec))
       throw CaseError("backend", "plugin:" + spec_, fmt::format("no such library file '{}'", path_));
     opt_.timeout_s = seconds_from_env("AO_PLUGIN_TIMEOUT", 600);
+    if (!load) return;
+    host_ = find_plugin_host();
+    if (host_.empty()) {
+      unavailable_ = fmt::format("the plugin host program {} is missing (expected beside this executable)",
+                                 plugin_host::kProgramName);
+      return;
+    }
     probe();
   }
 
@@ -133,6 +191,7 @@ class PluginBackend : public Backend {
 
   RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
     if (!broken_.empty()) return {RunStatus::Error, broken_, 0};
+    if (host_.empty()) return {RunStatus::Skipped, unavailable_, 0};
     const Case& c = l.c;
     std::vector<ao_doc> docs;
     for (const auto& d : l.docs)
@@ -168,11 +227,21 @@ class PluginBackend : public Backend {
     al.stats_rows = l.stats_rows;
     al.num_docs = int32_t(docs.size());
     al.num_segments = int32_t(segs.size());
-    al.docs = docs.data();
-    al.segments = segs.data();
-    al.case_line = line.c_str();
 
-    // Outputs live in memory shared with the child, pre-filled with the sentinels of `out`.
+    RequestBuilder req(plugin_host::kRun);
+    req.hdr.layout = al;
+    req.hdr.path = req.put(open_path_);
+    req.hdr.knobs = req.put(knobs_);
+    req.hdr.case_line = req.put(line);
+    req.hdr.docs = req.put(docs);
+    req.hdr.segments = req.put(segs);
+    req.hdr.q = req.put(in.q);
+    req.hdr.k = req.put(in.k);
+    req.hdr.v = req.put(in.v);
+    req.hdr.w = req.put(in.w);
+
+    // Outputs live in a memfd shared with the host, pre-filled with the sentinels of `out`.
+    OwnedFd outs;
     struct Region {
       void* p = MAP_FAILED;
       size_t n = 0;
@@ -183,46 +252,33 @@ class PluginBackend : public Backend {
     const size_t topk_b = out.topk.size() * sizeof(int32_t), scores_b = out.scores.size() * sizeof(float),
                  o_b = out.o.size() * sizeof(float), lse_b = out.lse.size() * sizeof(float);
     shm.n = topk_b + scores_b + o_b + lse_b;
+    outs.fd = ::memfd_create("ao-plugin-outputs", MFD_CLOEXEC);
+    if (outs.fd < 0 || ::ftruncate(outs.fd, off_t(shm.n)) != 0)
+      return {RunStatus::Error, fmt::format("plugin: cannot create {} bytes of shared output memory: {}", shm.n,
+                                            std::strerror(errno)), 0};
     if (shm.n > 0) {
-      shm.p = ::mmap(nullptr, shm.n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      shm.p = ::mmap(nullptr, shm.n, PROT_READ | PROT_WRITE, MAP_SHARED, outs.fd, 0);
       if (shm.p == MAP_FAILED)
         return {RunStatus::Error, fmt::format("plugin: cannot map {} bytes of shared output memory: {}", shm.n,
                                               std::strerror(errno)), 0};
     }
-    char* at = static_cast<char*>(shm.p);
+    char* base = static_cast<char*>(shm.p);
+    size_t at = 0;
     auto place = [&](auto& v, size_t bytes) {
-      using T = typename std::remove_reference_t<decltype(v)>::value_type;
-      T* p = bytes ? reinterpret_cast<T*>(at) : nullptr;
-      if (bytes) std::memcpy(p, v.data(), bytes);
+      const plugin_host::Span s{at, bytes ? v.size() : 0};
+      if (bytes) std::memcpy(base + at, v.data(), bytes);
       at += bytes;
-      return p;
+      return s;
     };
-    int32_t* topk = place(out.topk, topk_b);
-    float* scores = place(out.scores, scores_b);
-    float* o = place(out.o, o_b);
-    float* lse = place(out.lse, lse_b);
-    auto ptr = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-    const ao_tensors t{ptr(in.q), ptr(in.k), ptr(in.v), ptr(in.w), topk, scores, o, lse};
+    req.hdr.topk = place(out.topk, topk_b);
+    req.hdr.scores = place(out.scores, scores_b);
+    req.hdr.o = place(out.o, o_b);
+    req.hdr.lse = place(out.lse, lse_b);
+    req.hdr.outputs_total = shm.n;
+    const int req_fd = req.finish();
+    if (req_fd < 0) return {RunStatus::Error, "plugin: cannot prepare the request for its host: " + req.error(), 0};
 
-    const auto res = run_forked(
-        [&](int fd) {
-          void* h = nullptr;
-          bool refused = false;
-          const std::string why = load_in_child(open_path_, h, refused);
-          if (!why.empty()) {
-            const std::string r = record({kDoneMagic, std::to_string(AO_PLUGIN_ERROR), "loading failed: " + why});
-            write_all(fd, r.data(), r.size());
-            return 0;
-          }
-          auto run = reinterpret_cast<ao_plugin_run_fn>(::dlsym(h, "ao_plugin_run"));
-          char msg[2048];
-          std::memset(msg, 0, sizeof msg);
-          const int rc = run(&al, &t, knobs_.c_str(), msg, sizeof msg);
-          const std::string r = record({kDoneMagic, std::to_string(rc), bounded(msg, sizeof msg - 1)});
-          write_all(fd, r.data(), r.size());
-          return 0;
-        },
-        opt_);
+    const auto res = run_host(req_fd, outs.fd);
     const auto f = fields_of(res.message);
     if (f.size() != 3 || f[0] != kDoneMagic)
       return {RunStatus::Error, fmt::format("plugin {} {}", path_, no_verdict(res, opt_.timeout_s, "ao_plugin_run")), 0};
@@ -230,10 +286,10 @@ class PluginBackend : public Backend {
     const std::string& m = f[2];
     switch (rc) {
       case AO_PLUGIN_OK:
-        if (topk_b) std::memcpy(out.topk.data(), topk, topk_b);
-        if (scores_b) std::memcpy(out.scores.data(), scores, scores_b);
-        if (o_b) std::memcpy(out.o.data(), o, o_b);
-        if (lse_b) std::memcpy(out.lse.data(), lse, lse_b);
+        if (topk_b) std::memcpy(out.topk.data(), base + req.hdr.topk.off, topk_b);
+        if (scores_b) std::memcpy(out.scores.data(), base + req.hdr.scores.off, scores_b);
+        if (o_b) std::memcpy(out.o.data(), base + req.hdr.o.off, o_b);
+        if (lse_b) std::memcpy(out.lse.data(), base + req.hdr.lse.off, lse_b);
         return {};
       case AO_PLUGIN_SKIP: return {RunStatus::Skipped, "plugin skipped: " + (m.empty() ? "no reason given" : m), 0};
       case AO_PLUGIN_ERROR: return {RunStatus::Error, "plugin error: " + (m.empty() ? "no message" : m), 0};
@@ -243,41 +299,27 @@ class PluginBackend : public Backend {
   }
 
  private:
-  // Loads the library in a child: the documented refusals throw CaseError; a child that crashes,
-  // exits or hangs while loading makes every run an Error naming the library.
+  // One exec of the host, given the message pipe, the request and (runs) the outputs.
+  SubprocessOutcome run_host(int req_fd, int outs_fd) const {
+    SubprocessOptions so = opt_;
+    so.command_message_fd = true;
+    so.command_fds = {req_fd};
+    if (outs_fd >= 0) so.command_fds.push_back(outs_fd);
+    return run_command({host_}, {}, so);
+  }
+
+  // Loads the library in a host: the documented refusals throw CaseError; a host that crashes, exits or
+  // hangs while loading makes every run an Error naming the library.
   void probe() {
-    const auto res = run_forked(
-        [&](int fd) {
-          void* h = nullptr;
-          bool refused = false;
-          std::string why = load_in_child(open_path_, h, refused);
-          if (why.empty()) {
-            const uint32_t v = reinterpret_cast<ao_plugin_abi_version_fn>(::dlsym(h, "ao_plugin_abi_version"))();
-            if (v != AO_PLUGIN_ABI_VERSION)
-              why = fmt::format("plugin ABI version {} but this harness speaks version {} (rebuild the library "
-                                "against this attn_oracle/plugin.h)",
-                                v, AO_PLUGIN_ABI_VERSION);
-          }
-          if (!why.empty()) {
-            const std::string r = record({kProbeMagic, refused ? "refused" : "broken", why});
-            write_all(fd, r.data(), r.size());
-            return 0;
-          }
-          const std::string name = bounded(reinterpret_cast<ao_plugin_name_fn>(::dlsym(h, "ao_plugin_name"))(), 1024);
-          std::string unavailable;
-          if (auto u = reinterpret_cast<ao_plugin_unavailable_fn>(::dlsym(h, "ao_plugin_unavailable"))) {
-            char msg[1024];
-            std::memset(msg, 0, sizeof msg);
-            if (u(msg, sizeof msg) != 0) {
-              unavailable = bounded(msg, sizeof msg - 1);
-              if (unavailable.empty()) unavailable = "the plugin reports it cannot run here (no reason given)";
-            }
-          }
-          const std::string r = record({kProbeMagic, "ok", name, unavailable});
-          write_all(fd, r.data(), r.size());
-          return 0;
-        },
-        opt_);
+    RequestBuilder req(plugin_host::kProbe);
+    req.hdr.path = req.put(open_path_);
+    req.hdr.knobs = req.put(knobs_);
+    const int req_fd = req.finish();
+    if (req_fd < 0) {
+      broken_ = fmt::format("plugin {}: cannot prepare the request for its host: {}", path_, req.error());
+      return;
+    }
+    const auto res = run_host(req_fd, -1);
     const auto f = fields_of(res.message);
     if (f.size() >= 3 && f[0] == kProbeMagic && f[1] == "refused")
       throw CaseError("backend", "plugin:" + spec_, fmt::format("{}: {}", path_, f[2]));
@@ -292,12 +334,16 @@ class PluginBackend : public Backend {
     }
   }
 
-  std::string spec_, path_, open_path_, knobs_, version_, unavailable_, broken_;
+  std::string spec_, path_, open_path_, knobs_, version_, unavailable_, broken_, host_;
   SubprocessOptions opt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_plugin_backend(const std::string& spec) { return std::make_unique<PluginBackend>(spec); }
+std::unique_ptr<Backend> make_plugin_backend(const std::string& spec) {
+  return std::make_unique<PluginBackend>(spec, true);
+}
+
+std::string plugin_backend_name(const std::string& spec) { return PluginBackend(spec, false).name(); }
 
 }  // namespace ao

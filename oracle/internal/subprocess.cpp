@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -58,6 +60,83 @@ class StartLock {
  private:
   bool held_ = true;
 };
+
+// ---- the harness as subreaper ----
+// Reapers forked by this process and not yet reaped (guarded by g_start_mutex): every other child of
+// the harness that a sweep finds is a descendant set free by a killed reaper.
+std::vector<pid_t> g_reapers;
+pid_t g_subreaper_of = 0;  // the pid that made itself subreaper (a fork must do it again)
+
+// Children of this process across all its threads (a re-parented orphan goes to any live thread).
+int list_own_children(pid_t* out, int max) {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/task");
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char path[300];
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[16384];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof buf - 1 && (r = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += size_t(r);
+    ::close(fd);
+    buf[len] = 0;
+    for (char* p = buf; *p && n < max;) {
+      char* end = nullptr;
+      const long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      out[n++] = pid_t(v);
+      p = end;
+    }
+  }
+  ::closedir(d);
+  return n;
+}
+
+// Kills and reaps every child of the harness that is not a live reaper. settle_ms: how long to keep
+// looking once none is found (descendants of a killed process arrive as it dies). at_exit: another
+// thread may still hold the start lock; then the sweep is left out rather than waited for.
+void sweep_strays(int settle_ms, bool at_exit = false) {
+  pid_t kids[1024];
+  for (int quiet = 0; quiet * 5 <= settle_ms;) {
+    int strays = 0;
+    {
+      if (at_exit) {
+        if (::pthread_mutex_trylock(&g_start_mutex) != 0) return;
+      } else {
+        ::pthread_mutex_lock(&g_start_mutex);
+      }
+      const int n = list_own_children(kids, 1024);
+      for (int i = 0; i < n; ++i)
+        if (std::find(g_reapers.begin(), g_reapers.end(), kids[i]) == g_reapers.end()) kids[strays++] = kids[i];
+      for (int i = 0; i < strays; ++i) ::kill(kids[i], SIGKILL);  // our child: its pid cannot be reused yet
+      ::pthread_mutex_unlock(&g_start_mutex);
+    }
+    for (int i = 0; i < strays; ++i)
+      while (::waitpid(kids[i], nullptr, 0) < 0 && errno == EINTR) {
+      }
+    if (strays == 0) {
+      if (settle_ms == 0) return;
+      ++quiet;
+      sleep_ms(5);
+    }
+  }
+}
+
+extern "C" void sweep_strays_at_exit() {
+  if (g_subreaper_of == ::getpid()) sweep_strays(0, true);
+}
+
+// Under g_start_mutex.
+void become_subreaper() {
+  if (g_subreaper_of == ::getpid()) return;
+  static bool at_exit = false;
+  if (!at_exit) at_exit = std::atexit(sweep_strays_at_exit) == 0;
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) g_subreaper_of = ::getpid();
+}
 
 // ---- the reaper (runs in a fork of the harness; keeps to plain system calls) ----
 
@@ -127,9 +206,9 @@ void sweep_descendants() {
 }
 
 struct Pipes {
-  int err[2] = {-1, -1}, msg[2] = {-1, -1}, status[2] = {-1, -1};
+  int err[2] = {-1, -1}, msg[2] = {-1, -1}, status[2] = {-1, -1}, out[2] = {-1, -1};
   void close_all() {
-    for (int* p : {err, msg, status})
+    for (int* p : {err, msg, status, out})
       for (int i = 0; i < 2; ++i)
         if (p[i] >= 0) ::close(p[i]), p[i] = -1;
   }
@@ -143,11 +222,10 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) ::dup2(devnull, 0);
   if (opt.capture_stderr) {
-    int out = p.err[1];
-    if (!opt.stdout_path.empty()) out = ::open(opt.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    ::dup2(out >= 0 ? out : devnull, 1);
+    ::dup2(p.out[1] >= 0 ? p.out[1] : p.err[1], 1);
     ::dup2(p.err[1], 2);
   }
+  if (p.out[1] >= 0) ::close(p.out[1]), ::close(p.out[0]);
   ::close(p.err[1]);
   ::close(p.err[0]);
   ::close(p.msg[0]);
@@ -169,6 +247,7 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
 [[noreturn]] void run_reaper(const ChildMain& main, Pipes& p, const SubprocessOptions& opt, pid_t harness) {
   const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;  // ours is held by the thread that forked us
   std::memcpy(&g_start_mutex, &fresh, sizeof fresh);
+  g_reapers.clear();  // the harness's, not ours (the child may supervise again)
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the harness died: clean up all the same
   struct sigaction sa {};
@@ -184,10 +263,12 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
   ::close(p.err[0]);
   ::close(p.msg[0]);
   ::close(p.status[0]);
+  if (p.out[0] >= 0) ::close(p.out[0]), p.out[0] = -1;
   const pid_t c = ::fork();
   if (c == 0) run_child(main, p, opt);
   ::close(p.err[1]);
   ::close(p.msg[1]);
+  if (p.out[1] >= 0) ::close(p.out[1]);
   const int32_t started = c > 0 ? int32_t(c) : -int32_t(errno);
   write_all(p.status[1], &started, sizeof started);
   if (c < 0) ::_exit(0);
@@ -263,9 +344,26 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
     r.code = sig;
     return r;
   }
+  // stdout into a file goes through the harness, which keeps its head (stdout_max_bytes).
+  struct OutFile {
+    int fd = -1;
+    ~OutFile() {
+      if (fd >= 0) ::close(fd);
+    }
+  } out_file;
+  const bool to_file = opt.capture_stderr && !opt.stdout_path.empty();
+  if (to_file) {
+    out_file.fd = ::open(opt.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_file.fd < 0) {
+      r.error = fmt::format("cannot open {}: {}", opt.stdout_path, std::strerror(errno));
+      return r;
+    }
+  }
   StartLock starting;
+  become_subreaper();
   Pipes p;
-  if (::pipe2(p.err, O_CLOEXEC) != 0 || ::pipe2(p.msg, O_CLOEXEC) != 0 || ::pipe2(p.status, O_CLOEXEC) != 0) {
+  if (::pipe2(p.err, O_CLOEXEC) != 0 || ::pipe2(p.msg, O_CLOEXEC) != 0 || ::pipe2(p.status, O_CLOEXEC) != 0 ||
+      (to_file && ::pipe2(p.out, O_CLOEXEC) != 0)) {
     r.error = fmt::format("pipe: {}", std::strerror(errno));
     p.close_all();
     return r;
@@ -280,11 +378,31 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
     p.close_all();
     return r;
   }
+  g_reapers.push_back(reaper);
   ::close(p.err[1]), p.err[1] = -1;
   ::close(p.msg[1]), p.msg[1] = -1;
   ::close(p.status[1]), p.status[1] = -1;
+  if (p.out[1] >= 0) ::close(p.out[1]), p.out[1] = -1;
   starting.unlock();
-  for (int fd : {p.err[0], p.msg[0], p.status[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (int fd : {p.err[0], p.msg[0], p.status[0], p.out[0]})
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  size_t out_written = 0, out_dropped = 0;
+  auto drain_out = [&] {  // false at EOF
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(p.out[0], buf, sizeof buf);
+      if (n > 0) {
+        const size_t keep = std::min(size_t(n), opt.stdout_max_bytes - std::min(opt.stdout_max_bytes, out_written));
+        if (keep > 0 && !write_all(out_file.fd, buf, keep)) out_dropped += keep;  // (a full disk: counted as cut)
+        else out_written += keep;
+        out_dropped += size_t(n) - keep;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+  };
+  bool out_open = p.out[0] >= 0;
 
   std::string status;
   bool err_open = true, msg_open = true, status_open = true, status_cut = false;
@@ -312,10 +430,11 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
       reaper_killed = true;
       break;
     }
-    pollfd fds[3];
+    pollfd fds[4];
     nfds_t n = 0;
     if (err_open) fds[n++] = {p.err[0], POLLIN, 0};
     if (msg_open) fds[n++] = {p.msg[0], POLLIN, 0};
+    if (out_open) fds[n++] = {p.out[0], POLLIN, 0};
     fds[n++] = {p.status[0], POLLIN, 0};
     int wait_ms = 100;
     if (opt.timeout_s > 0 && !timed_out && !stop_sig && !stopped)
@@ -323,16 +442,37 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
     if (::poll(fds, n, wait_ms) < 0 && errno != EINTR) break;
     if (err_open) err_open = drain(p.err[0], r.stderr_tail, opt.stderr_tail_bytes, r.stderr_cut, true);
     if (msg_open) msg_open = drain(p.msg[0], r.message, opt.message_max_bytes, r.message_truncated, false);
+    if (out_open) out_open = drain_out();
     status_open = drain(p.status[0], status, 64, status_cut, false);
   }
   int rst = 0;
   while (::waitpid(reaper, &rst, 0) < 0 && errno == EINTR) {
   }
+  {
+    StartLock forget;
+    g_reapers.erase(std::find(g_reapers.begin(), g_reapers.end(), reaper));
+  }
+  // A reaper that ended without its report was killed: its child dies with it (PR_SET_PDEATHSIG) and
+  // everything below is re-parented to the harness; end them here.
+  const bool reaper_lost = status.size() < 12 || reaper_killed;
+  if (reaper_lost && status.size() >= 4) {
+    int32_t c = 0;
+    std::memcpy(&c, status.data(), 4);
+    if (c > 0) ::kill(-c, SIGKILL), ::kill(c, SIGKILL);
+  }
+  if (reaper_lost) sweep_strays(200);
   // Every writer is gone now (the reaper killed them); take what is left in the pipes.
   if (err_open) drain(p.err[0], r.stderr_tail, opt.stderr_tail_bytes, r.stderr_cut, true);
   if (msg_open) drain(p.msg[0], r.message, opt.message_max_bytes, r.message_truncated, false);
+  if (out_open) drain_out();
   drain(p.status[0], status, 64, status_cut, false);
   p.close_all();
+  if (out_dropped > 0) {
+    r.stdout_cut = true;
+    const std::string mark = fmt::format("\n[attn-oracle: stdout cut after its first {} bytes; {} more bytes dropped]\n",
+                                         out_written, out_dropped);
+    write_all(out_file.fd, mark.data(), mark.size());
+  }
   r.seconds = now_s() - t0;
 
   if (r.stderr_tail.size() > opt.stderr_tail_bytes) {
@@ -355,7 +495,14 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
     r.error = fmt::format("fork: {}", std::strerror(-started));
     return r;
   }
-  if (status.size() < 12 || reaper_killed) {
+  if (reaper_lost && started > 0) {  // the child ran and was killed with its reaper
+    r.kind = SubprocessOutcome::Signaled;
+    r.code = SIGKILL;
+    r.error = WIFSIGNALED(rst) ? fmt::format("its supervising process was killed by signal {}", WTERMSIG(rst))
+                               : fmt::format("its supervising process ended without a report (wait status {})", rst);
+    return r;
+  }
+  if (reaper_lost) {
     r.error = fmt::format("the supervising process ended without a report (wait status {})", rst);
     return r;
   }
@@ -389,7 +536,9 @@ bool write_all(int fd, const void* data, size_t n) {
 std::string SubprocessOutcome::describe(double timeout_s) const {
   switch (kind) {
     case Exited: return fmt::format("exited with status {}", code);
-    case Signaled: return fmt::format("killed by signal {} ({})", code, strsignal(code));
+    case Signaled:
+      if (!error.empty()) return fmt::format("killed by signal {} ({}; {})", code, strsignal(code), error);
+      return fmt::format("killed by signal {} ({})", code, strsignal(code));
     case TimedOut: return fmt::format("timed out after {:g} s (process group killed)", timeout_s);
     case Interrupted:
       if (code == 0) return "stopped because another process of its set failed (process group killed)";
@@ -420,13 +569,26 @@ SubprocessOutcome run_command_until(const std::vector<std::string>& argv, const 
   for (auto& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
   return supervise(
-      [&](int) {
+      [&](int message_fd) {
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
         ::signal(SIGPIPE, SIG_DFL);
-        if (::close_range(3, ~0U, 0) != 0)
-          for (int fd = 3; fd < 4096; ++fd) ::close(fd);
+        // The descriptors the command is given, moved out of the way first, then into 3, 4, ...
+        int given[64];
+        int n = 0;
+        if (opt.command_message_fd) given[n++] = ::fcntl(message_fd, F_DUPFD, 1024);
+        for (int fd : opt.command_fds)
+          if (n < 64) given[n++] = ::fcntl(fd, F_DUPFD, 1024);
+        for (int i = 0; i < n; ++i)
+          if (given[i] < 0 || ::dup2(given[i], 3 + i) < 0) {
+            const std::string why = fmt::format("cannot pass descriptors to {}: {}\n", args[0], std::strerror(errno));
+            write_all(2, why.data(), why.size());
+            ::_exit(127);
+          }
+        const unsigned first_closed = unsigned(3 + n);
+        if (::close_range(first_closed, ~0U, 0) != 0)
+          for (int fd = int(first_closed); fd < 4096; ++fd) ::close(fd);
         ::execve(args[0], args.data(), envp.data());
         const std::string why = fmt::format("cannot execute {}: {}\n", args[0], std::strerror(errno));
         write_all(2, why.data(), why.size());

@@ -39,6 +39,9 @@ struct BackendInfo {
   std::string argument;              // non-empty: takes this free text after "name:" instead of knobs
   std::function<std::string()> unavailable;  // why the bare name cannot run here; empty: it can
   std::function<std::unique_ptr<Backend>(const Knobs&)> make;
+  // Optional: the name() of make's backend without making it, for backends whose construction runs
+  // foreign code (a plugin's library); checks what make checks before that. Empty: make(...)->name().
+  std::function<std::string(const Knobs&)> name_of;
 
   std::vector<std::string> implemented_defects() const;  // `defects` and its `bug` knob's values
   std::string unavailable_reason() const { return unavailable ? unavailable() : std::string(); }
@@ -55,6 +58,9 @@ struct BackendSet {
 const std::vector<BackendInfo>& registered_backends();
 // Throws CaseError(key="backend") for unknown names or bad knobs.
 std::unique_ptr<Backend> make_backend(const std::string& spec);
+// The name() make_backend(spec) would give, with the spec checked the same way (same CaseErrors), but
+// no library code of a plugin run: for naming backends that are not run (`# catches:` claims).
+std::string backend_name(const std::string& spec);
 
 // Every defect id (the cpu-bug models' ids) with the backend specs that re-create it, in model order:
 // ("topleft-cp", {"cpu-bug:topleft-cp", "cuda-indexer:bug=topleft-cp"}).

@@ -7,7 +7,8 @@
 //    dlopen (the path holds no ':'; the text after the next ':' is handed to the plugin).
 // Every way an external backend can go wrong is a RunStatus::Error naming the cause, never a crash,
 // hang or leak of the harness: both run in supervised child processes (subprocess.h); a plugin's
-// loading and each of its runs happen in a child (timeout AO_PLUGIN_TIMEOUT, default 600 s).
+// loading and each of its runs happen in a fresh exec of the host program attn-oracle-plugin-host
+// (timeout AO_PLUGIN_TIMEOUT, default 600 s), which holds nothing of the harness.
 //
 // exec: case directory, protocol version 1:
 //   case.txt     the canonical case line
@@ -45,6 +46,8 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
 // loaded, lacks a required symbol or reports another ABI version (found by a probe in a child), and
 // CaseError(key="AO_PLUGIN_TIMEOUT") for a bad timeout.
 std::unique_ptr<Backend> make_plugin_backend(const std::string& spec);
+// Its name() after the checks that need no library code (path, knobs, AO_PLUGIN_TIMEOUT): nothing loaded.
+std::string plugin_backend_name(const std::string& spec);
 
 namespace detail {
 std::vector<BackendInfo> external_backends();

@@ -3,11 +3,16 @@
 //  * The child runs under a small reaper process of ours: the reaper leads a new process group and is
 //    a child subreaper (PR_SET_CHILD_SUBREAPER), so descendants that leave the group (setsid, double
 //    fork) are re-parented to it. When the child ends (or on a stop), the reaper kills the group and
-//    then every process re-parented to it, reaps them all and reports the child's wait status. The
-//    harness itself is no subreaper, so its other children are never touched.
+//    then every process re-parented to it, reaps them all and reports the child's wait status.
+//  * The harness is a child subreaper too, so a reaper that is killed (by the child or anything it
+//    started) cannot set descendants free: they are re-parented to the harness, which then kills and
+//    reaps every child of its own that is not one of its live reapers (and does so again at exit). The
+//    child itself dies with its reaper (PR_SET_PDEATHSIG) and the outcome is Signaled (SIGKILL) with
+//    `error` saying the supervisor was killed: never a "could not start".
 //  * The wait polls: a timeout or a stop request (ao::interrupted()) sends the reaper SIGTERM (group
 //    SIGTERM, then SIGKILL after a grace period, then the sweep); the outcome says TimedOut/Interrupted.
-//  * stderr is drained while the child runs and only its last bytes are kept (bounded memory).
+//  * stderr is drained while the child runs and only its last bytes are kept (bounded memory); stdout
+//    into a file is drained by the harness too and cut after its first stdout_max_bytes.
 //  * A forked body gets a message pipe for its result; the parent reads it whole (bounded).
 #pragma once
 #include <cstddef>
@@ -21,12 +26,20 @@ struct SubprocessOptions {
   double timeout_s = 0;               // 0: no limit
   bool capture_stderr = true;         // false: the child writes to the harness's stdout/stderr
   std::string stdout_path;            // with capture_stderr: a file for stdout ("" = into the stderr tail)
+  // stdout_path: the file keeps the first this many bytes, then one line saying how much was cut. The
+  // head, not the tail: a runaway writer repeats itself, and what it printed first (a banner, the first
+  // error) is what explains the run; the stderr tail already keeps the end of the other stream.
+  size_t stdout_max_bytes = size_t(16) << 20;
   size_t stderr_tail_bytes = 16384;   // at most this much of the end of stderr is kept
   size_t message_max_bytes = 1 << 20; // a longer message is cut (message_truncated)
   double kill_grace_s = 2;            // on a stop: SIGTERM to the group, SIGKILL after this many seconds
   // Forked bodies only: SIGINT/SIGTERM dispositions in the child. false: default (a stop kills it);
   // true: ao::interrupted() records them, so the body can clean up (it must then exit by itself).
   bool child_handles_stop = false;
+  // run_command only: the message pipe becomes fd 3 of the command, and command_fds (the harness's
+  // descriptors, in order) become fds 4, 5, ...; every other descriptor is closed before the exec.
+  bool command_message_fd = false;
+  std::vector<int> command_fds;
 };
 
 struct SubprocessOutcome {
@@ -34,9 +47,10 @@ struct SubprocessOutcome {
   int code = 0;           // Exited: the exit status; Signaled: the signal; Interrupted: the stop signal
   std::string stderr_tail;  // the last bytes of stderr (whole UTF-8 characters at the cut)
   bool stderr_cut = false;  // more was written than stderr_tail holds
+  bool stdout_cut = false;  // stdout_path: more was written than stdout_max_bytes
   std::string message;      // what a forked body wrote to its message fd
   bool message_truncated = false;
-  std::string error;        // NotStarted: why
+  std::string error;        // NotStarted: why; Signaled: set when the supervising process was killed
   double seconds = 0;
   // "exited with status 3", "killed by signal 11 (Segmentation fault)", "timed out after 5 s (...)",
   // "interrupted by signal 2 (...)", "could not start: ...".
