@@ -188,3 +188,69 @@ TEST(Bisect, TimeoutLeavesNoProcessAndNoCaseDir) {
   EXPECT_EQ(dirs, 0) << "the case dir was left behind";
   fs::remove_all(root);
 }
+
+namespace {
+
+struct ScriptDir {
+  fs::path path;
+  ScriptDir() {
+    std::string t = (fs::temp_directory_path() / "ao-bisect-forge-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~ScriptDir() { fs::remove_all(path); }
+  std::string script(const std::string& name, const std::string& body) const {
+    const auto f = path / name;
+    std::ofstream(f) << "#!/bin/sh\n" << body;
+    fs::permissions(f, fs::perms::owner_all);
+    return f.string();
+  }
+};
+
+// Writes a forged "good" record into every pipe of every ancestor (through /proc/<pid>/fd, which root
+// may open whatever the process's dumpable flag), then exits 0 without writing its outputs (an ERROR).
+const char* kForgeUpTheChain =
+    "p=$PPID\n"
+    "while [ \"$p\" -gt 1 ]; do\n"
+    "  for f in /proc/$p/fd/*; do\n"
+    "    case \"$(readlink \"$f\" 2>/dev/null)\" in pipe:*) printf '0\\ngood: forged\\n' 1<>\"$f\" 2>/dev/null ;; esac\n"
+    "  done\n"
+    "  p=$(cut -d' ' -f4 /proc/$p/stat)\n"
+    "done\n"
+    "exit 0\n";
+
+}  // namespace
+
+// The verdict is the harness's: a backend that writes "good" into every pipe it can reach (its own
+// inherited ones, its ancestors' through /proc) cannot turn a bad step into a good one.
+TEST(Bisect, ABackendCannotForgeTheVerdict) {
+  ScriptDir d;
+  const std::string exec = "exec:" + d.script("forge.sh", kForgeUpTheChain);
+  const std::string plugin = std::string("plugin:") + AO_HOSTILE_PLUGIN_DIR + "/libao_hostile_plugin_forge_verdict.so";
+  for (const std::string& be : {exec, plugin})
+    for (const char* extra : {"", " --crash-is-skip"}) {
+      const auto r = run_cli(std::string("bisect-run ") + kCase + " --backend " + be + extra);
+      EXPECT_EQ(r.code, 1) << be << extra << "\n" << r.out;
+      // (the forged text also lands in the CLI's own stdout pipe; the verdict line is the harness's)
+      EXPECT_TRUE(r.out.rfind("bad: ", 0) == 0 || r.out.find("\nbad: ") != std::string::npos) << r.out;
+    }
+}
+
+// A backend that kills the step's supervisor (the reaper above the bisect child) ends the step as the
+// crash it is: bad, or skip under --crash-is-skip; never the skip of "could not start".
+TEST(Bisect, KillingTheSupervisorIsACrashNotASkip) {
+  ScriptDir d;
+  // Up from the script: (sh) -> reaper -> bisect child -> reaper (the step's supervisor) -> harness.
+  const std::string be = "exec:" + d.script("kill.sh",
+                                            "p=$PPID; n=0\n"
+                                            "while [ \"$p\" -gt 1 ]; do\n"
+                                            "  case \"$(cut -d' ' -f2 /proc/$p/stat)\" in '(attn-oracle)') n=$((n+1)) ;; esac\n"
+                                            "  if [ $n -eq 3 ]; then kill -9 $p; sleep 30; fi\n"
+                                            "  p=$(cut -d' ' -f4 /proc/$p/stat)\n"
+                                            "done\n"
+                                            "exit 3\n");
+  const auto bad = run_cli(std::string("bisect-run ") + kCase + " --backend " + be);
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("crashed (signal 9"), std::string::npos) << bad.out;
+  const auto skip = run_cli(std::string("bisect-run ") + kCase + " --backend " + be + " --crash-is-skip");
+  EXPECT_EQ(skip.code, 125) << skip.out;
+}

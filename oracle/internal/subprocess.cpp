@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -206,9 +207,9 @@ void sweep_descendants() {
 }
 
 struct Pipes {
-  int err[2] = {-1, -1}, msg[2] = {-1, -1}, status[2] = {-1, -1}, out[2] = {-1, -1};
+  int err[2] = {-1, -1}, msg[2] = {-1, -1}, status[2] = {-1, -1}, out[2] = {-1, -1}, go[2] = {-1, -1};
   void close_all() {
-    for (int* p : {err, msg, status, out})
+    for (int* p : {err, msg, status, out, go})
       for (int i = 0; i < 2; ++i)
         if (p[i] >= 0) ::close(p[i]), p[i] = -1;
   }
@@ -219,6 +220,13 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
 [[noreturn]] void run_child(const ChildMain& main, Pipes& p, const SubprocessOptions& opt) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the reaper went away (killed by the harness's last resort)
+  // Nothing runs before the reaper has written the child's pid: the first record of the status pipe
+  // is the reaper's, whatever the child's descendants later write into it through /proc.
+  ::close(p.go[1]);
+  char go = 0;
+  while (::read(p.go[0], &go, 1) < 0 && errno == EINTR) {
+  }
+  ::close(p.go[0]);
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) ::dup2(devnull, 0);
   if (opt.capture_stderr) {
@@ -266,11 +274,13 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
   if (p.out[0] >= 0) ::close(p.out[0]), p.out[0] = -1;
   const pid_t c = ::fork();
   if (c == 0) run_child(main, p, opt);
+  ::close(p.go[0]);
   ::close(p.err[1]);
   ::close(p.msg[1]);
   if (p.out[1] >= 0) ::close(p.out[1]);
   const int32_t started = c > 0 ? int32_t(c) : -int32_t(errno);
   write_all(p.status[1], &started, sizeof started);
+  ::close(p.go[1]);  // the child may start
   if (c < 0) ::_exit(0);
   ::setpgid(c, c);  // (also done by the child: whichever runs first)
   int st = 0;
@@ -301,7 +311,20 @@ using ChildMain = std::function<void(int message_fd)>;  // never returns
   sweep_descendants();  // and everything that left the group (setsid, double fork)
   const int32_t rec[2] = {int32_t(st), int32_t(stopping)};
   write_all(p.status[1], rec, sizeof rec);
-  ::_exit(0);
+  // The child's wait status is also the reaper's own: the one record no other process can write (the
+  // status pipe can be opened through /proc/<pid>/fd). An exit code is passed on; a signal is re-raised.
+  if (WIFSIGNALED(st)) {
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(WTERMSIG(st), SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, WTERMSIG(st));
+    ::sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    ::raise(WTERMSIG(st));
+    ::kill(::getpid(), SIGKILL);  // a signal that does not end a process by default
+  }
+  ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 0);
 }
 
 // ---- the harness side ----
@@ -363,7 +386,7 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
   become_subreaper();
   Pipes p;
   if (::pipe2(p.err, O_CLOEXEC) != 0 || ::pipe2(p.msg, O_CLOEXEC) != 0 || ::pipe2(p.status, O_CLOEXEC) != 0 ||
-      (to_file && ::pipe2(p.out, O_CLOEXEC) != 0)) {
+      ::pipe2(p.go, O_CLOEXEC) != 0 || (to_file && ::pipe2(p.out, O_CLOEXEC) != 0)) {
     r.error = fmt::format("pipe: {}", std::strerror(errno));
     p.close_all();
     return r;
@@ -379,6 +402,8 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
     return r;
   }
   g_reapers.push_back(reaper);
+  ::close(p.go[0]), p.go[0] = -1;
+  ::close(p.go[1]), p.go[1] = -1;
   ::close(p.err[1]), p.err[1] = -1;
   ::close(p.msg[1]), p.msg[1] = -1;
   ::close(p.status[1]), p.status[1] = -1;
@@ -454,13 +479,10 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
   }
   // A reaper that ended without its report was killed: its child dies with it (PR_SET_PDEATHSIG) and
   // everything below is re-parented to the harness; end them here.
+  // (The pipe's final record only hints at this: its wait status below is the truth.)
   const bool reaper_lost = status.size() < 12 || reaper_killed;
-  if (reaper_lost && status.size() >= 4) {
-    int32_t c = 0;
-    std::memcpy(&c, status.data(), 4);
-    if (c > 0) ::kill(-c, SIGKILL), ::kill(c, SIGKILL);
-  }
   if (reaper_lost) sweep_strays(200);
+  else if (WIFSIGNALED(rst)) sweep_strays(0);
   // Every writer is gone now (the reaper killed them); take what is left in the pipes.
   if (err_open) drain(p.err[0], r.stderr_tail, opt.stderr_tail_bytes, r.stderr_cut, true);
   if (msg_open) drain(p.msg[0], r.message, opt.message_max_bytes, r.message_truncated, false);
@@ -506,9 +528,7 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
     r.error = fmt::format("the supervising process ended without a report (wait status {})", rst);
     return r;
   }
-  int32_t rec[2];
-  std::memcpy(rec, status.data() + 4, sizeof rec);
-  const int st = rec[0];
+  const int st = rst;  // the reaper's own wait status mirrors the child's
   if (WIFEXITED(st)) {
     r.kind = SubprocessOutcome::Exited;
     r.code = WEXITSTATUS(st);

@@ -33,6 +33,7 @@ CLASSES = {
     5: "huge header / stderr", 6: "memory cap / big cases", 7: "fuzz budget wall time", 8: "non-UTF-8 stderr",
     9: "bad .case files", 10: "report dirs / signals", 11: "leaked processes", 12: "ignored keys / bad options",
     13: "BOM / loops / long values / shard", 14: "fuzz dedup", 15: "random malformed lines",
+    16: "forged bisect verdict", 17: "plugin isolation / claims / ABI swap", 18: "escaped supervision / stdout",
 }
 
 
@@ -650,6 +651,88 @@ def build(bin_path, bdir, full):
         line = " ".join(toks)
         A.append(Attack(15, f"malformed #{i} [{line[:70]}]", ["repro", line], {2}, check=has(key), limit=30,
                         quick=(i % 4 == 0)))
+
+    # (16) forged bisect verdict: "0\ngood" written into every pipe a backend can reach (its inherited
+    # descriptors, its ancestors' /proc/<pid>/fd), and a backend killing the step's supervisor
+    forge = ("p=$PPID\nwhile [ \"$p\" -gt 1 ]; do\n  for f in /proc/$p/fd/*; do\n"
+             "    case \"$(readlink \"$f\" 2>/dev/null)\" in pipe:*) printf '0\\ngood: forged\\n' 1<>\"$f\" 2>/dev/null ;; esac\n"
+             "  done\n  p=$(cut -d' ' -f4 /proc/$p/stat)\ndone\nexit 0")
+    kill_step_reaper = ("p=$PPID; n=0\nwhile [ \"$p\" -gt 1 ]; do\n"
+                        "  case \"$(cut -d' ' -f2 /proc/$p/stat)\" in '(attn-oracle)') n=$((n+1)) ;; esac\n"
+                        "  if [ $n -eq 3 ]; then kill -9 $p; sleep 30; fi\n  p=$(cut -d' ' -f4 /proc/$p/stat)\ndone\nexit 3")
+    for extra, rc in [([], {1}), (["--crash-is-skip"], {1})]:
+        A.append(Attack(16, f"bisect-run exec: forges 'good' up the /proc chain {extra}",
+                        ["bisect-run", SMALL, "--backend", "{be}"] + extra, rc, setup=with_exec(forge),
+                        check=has("bad: ")))
+        A.append(Attack(16, f"bisect-run plugin forges 'good' into its inherited pipes {extra}",
+                        ["bisect-run", SDPA, "--backend", plug("forge_verdict")] + extra, rc, check=has("bad: ")))
+    A.append(Attack(16, "bisect-run exec: kills the step's supervisor -> bad",
+                    ["bisect-run", SMALL, "--backend", "{be}"], {1}, setup=with_exec(kill_step_reaper),
+                    check=has("crashed (signal 9")))
+    A.append(Attack(16, "bisect-run exec: kills the step's supervisor, --crash-is-skip -> skip",
+                    ["bisect-run", SMALL, "--backend", "{be}", "--crash-is-skip"], {125},
+                    setup=with_exec(kill_step_reaper)))
+
+    # (17) plugin isolation: the descriptors library code holds, claims of plugins that are not run, an ABI
+    # swapped mid-gate (a copied answer needs the reference's bytes: PluginIsolation.TheReferenceAnswer... in CTest)
+    two = "op=sdpa docs=40,24 hq=2 hkv=1 dim=16 seed=4"
+    A.append(Attack(17, "plugin holds no descriptor of the harness (report-dir lock)",
+                    ["gate", "{corpus}", "--no-explain", "--report-dir", "rep", "--backend", plug("list_fds")], {1},
+                    setup=corpus([two]),
+                    check=lambda r, c: None if re.search(r"fds: 3=pipe:\[\d+\];4=/memfd:ao-plugin-request[^;]*;"
+                                                         r"5=/memfd:ao-plugin-outputs[^;]*;\s", r.out)
+                    else f"unexpected descriptors: {r.out[-300:]!r}"))
+    A.append(Attack(17, "claim of a plugin the gate does not run loads nothing",
+                    ["gate", "{corpus}", "--backend", "cpu-ref"], {0},
+                    setup=corpus([f"# catches: {plug('mark_ctor')}", two]), env={"AO_HOSTILE_MARK_FILE": "{dir}/mark"},
+                    check=lambda r, c: "the claimed plugin's constructor ran" if os.path.exists(
+                        os.path.join(c["dir"], "mark")) else None))
+
+    def swap_abi(pid, ctx):
+        lib = os.path.join(ctx["dir"], "libswap.so")
+        os.remove(lib)
+        subprocess.run(["cp", os.path.join(tests, "libao_example_plugin_abi99.so"), lib])
+
+    def swap_setup(d, ctx):
+        subprocess.run(["cp", ok_plugin[len("plugin:"):], os.path.join(d, "libswap.so")])
+        write(os.path.join(d, "c.case"), "\n".join(f"{two[:-1]}{s}" for s in range(1, 400)) + "\n")
+        ctx["corpus"] = os.path.join(d, "c.case")
+        return None
+    A.append(Attack(17, "plugin .so swapped for ABI 99 mid-gate is refused at its next run",
+                    ["gate", "{corpus}", "--no-explain", "--backend", "plugin:{dir}/libswap.so"], {1},
+                    setup=swap_setup, during=(1.5, swap_abi), limit=120, check=has("plugin ABI version 99")))
+
+    # (18) escaped supervision: a setsid daemon that kills its supervisor (exec: and plugin), the lock it
+    # must not keep; exec stdout flooding its case dir
+    daemon = "echo $$ >> @D@/pids; (setsid sh -c 'echo $$ >> @D@/pids; exec sleep 300' &); sleep 0.3; kill -9 $PPID; sleep 300"
+    for sub in (["repro", SMALL], ["gate", "{corpus}"], ["explain", SMALL]):
+        A.append(Attack(18, f"{sub[0]}: exec: setsid daemon kills its reaper",
+                        sub + ["--backend", "{be}"], {1}, setup=chain(corpus([SMALL]), with_exec(daemon)),
+                        check=error_verdict))
+    A.append(Attack(18, "fuzz: exec: setsid daemon kills its reaper",
+                    ["fuzz", "--backend", "{be}", "--budget", "1", "--shrink-runs", "1", "--no-save"], {1},
+                    setup=with_exec(daemon)))
+
+    def plugin_daemon_first_gate(d, ctx):
+        write(os.path.join(d, "c.case"), SDPA + "\n")
+        ctx["corpus"] = os.path.join(d, "c.case")
+        env = dict(os.environ, AO_HOSTILE_PID_FILE=os.path.join(d, "pids"))
+        first = subprocess.run([bin_path, "gate", ctx["corpus"], "--no-explain", "--report-dir", os.path.join(d, "rep"),
+                                "--backend", plug("daemon_kill_reaper")], env=env, cwd=d, timeout=60,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ctx["first_rc"] = first.returncode
+        return None
+    # the first gate (in the setup) starts the daemon; the attack is the second gate on the same report dir
+    A.append(Attack(18, "plugin daemon kills its reaper; the next gate takes the report-dir lock",
+                    ["gate", "{corpus}", "--no-explain", "--report-dir", "rep", "--backend", "cpu-ref"], {0},
+                    setup=plugin_daemon_first_gate, limit=90,
+                    check=lambda r, c: None if c["first_rc"] == 1 else f"first gate exited {c['first_rc']}"))
+    A.append(Attack(18, "exec: 40 MB of stdout leaves a bounded stdout.txt",
+                    ["repro", SMALL, "--backend", "{be}"], {1},
+                    setup=with_exec("yes flood | head -c 40000000; exit 3"), env={"AO_EXEC_KEEP": "1", "AO_EXEC_DIR": "{dir}"},
+                    check=lambda r, c: next((f"{os.path.join(dp, f)} is {os.path.getsize(os.path.join(dp, f))} bytes"
+                                             for dp, _, fs in os.walk(c["dir"]) for f in fs if f == "stdout.txt"
+                                             and os.path.getsize(os.path.join(dp, f)) > (16 << 20) + 200), None)))
     return A
 
 

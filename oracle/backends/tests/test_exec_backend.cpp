@@ -570,3 +570,32 @@ TEST(ExecHostile, HugeNpyHeaderIsRefusedBeforeAllocating) {
   ASSERT_GE(kib, 0) << "not refused as truncated";
   EXPECT_LT(kib, 64 * 1024) << "peak RSS grew by " << kib << " KiB";
 }
+
+// A command that floods stdout leaves at most AO's cap in <case dir>/stdout.txt: the head, then one line
+// saying how much was dropped (the stderr tail keeps the end of the other stream).
+TEST(ExecFaultExtra, StdoutFileIsBounded) {
+  TempDir root;
+  ExecOptions o;
+  o.timeout_s = 60;
+  o.keep_dir = true;
+  o.work_root = root.path;
+  auto be = make_exec_backend("echo first-line; yes flood | head -c 40000000; exit 3; :", o);
+  auto ref = make_backend("cpu-ref");
+  auto r = run_case(parse_case(std::string(kIdxCp) + "2"), *be, *ref);
+  ASSERT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
+  int dirs = 0;
+  for (const auto& e : fs::directory_iterator(root.path)) {
+    ++dirs;
+    const auto f = e.path() / "stdout.txt";
+    ASSERT_TRUE(fs::exists(f));
+    EXPECT_LE(fs::file_size(f), (size_t(16) << 20) + 200);
+    std::ifstream in(f);
+    std::string first;
+    std::getline(in, first);
+    EXPECT_EQ(first, "first-line");
+    in.seekg(-120, std::ios::end);
+    std::string end((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(end.find("[attn-oracle: stdout cut after its first 16777216 bytes;"), std::string::npos) << end;
+  }
+  EXPECT_EQ(dirs, 1);
+}

@@ -1,6 +1,10 @@
 // plugin: backend: the CPU example plugin (oracle/tests/plugins/example_plugin.cpp) must pass on fresh
 // random cases; its bug knob / env var must be caught; every load and run failure must be a clear error.
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +17,7 @@
 
 #include "attn_oracle/backends/external.h"
 #include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/trial.h"
 #include "cli_run.h"
 
 using namespace ao;
@@ -276,4 +281,144 @@ TEST(PluginIsolation, TimeoutIsValidated) {
   const auto r = test::run_sh(std::string("AO_PLUGIN_TIMEOUT=-1 ") + AO_CLI + " repro " + kIdxCp + "1 --backend " + kPlugin);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("AO_PLUGIN_TIMEOUT"), std::string::npos) << r.out;
+}
+
+namespace {
+
+std::string hex_of(const void* p, size_t n) {
+  std::string h;
+  for (size_t i = 0; i < n; ++i) h += fmt::format("{:02x}", static_cast<const unsigned char*>(p)[i]);
+  return h;
+}
+
+struct EnvVar {
+  std::string name;
+  EnvVar(std::string n, const std::string& v) : name(std::move(n)) { ::setenv(name.c_str(), v.c_str(), 1); }
+  ~EnvVar() { ::unsetenv(name.c_str()); }
+};
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "ao-plugin-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
+
+}  // namespace
+
+// A library that searches its address space for the reference's answer finds none: it runs in a fresh
+// host program, not in a fork of the process that computed (and holds) that answer.
+TEST(PluginIsolation, TheReferenceAnswerIsNotInTheLibrarysMemory) {
+  Trial trial(parse_case("op=sdpa docs=40,24 hq=2 hkv=1 dim=16 seed=4"));
+  auto ref_be = make_backend("cpu-ref");
+  TrialRun ref = trial.run(*ref_be);  // alive in this process while the plugin runs
+  ASSERT_TRUE(ref.ok());
+  ASSERT_GE(ref.out.o.size(), 16u);
+  ASSERT_GE(ref.out.lse.size(), 8u);
+  EnvVar o_key("AO_CHEAT_O_KEY", hex_of(ref.out.o.data(), 64));
+  EnvVar lse_key("AO_CHEAT_LSE_KEY", hex_of(ref.out.lse.data(), 32));
+  auto cheat = make_backend(hostile("copy_answer"));
+  TrialRun got = trial.run(*cheat);
+  const Verdict v = Trial::unjudged(got).value_or(trial.judge(got, ref));
+  EXPECT_NE(v.kind, Verdict::Pass) << v.reason;
+  EXPECT_NE(v.reason.find("no answer in memory"), std::string::npos) << v.reason;
+}
+
+// A library whose daemon kills the supervising process: nothing survives the run, and the run is an
+// error of the backend.
+TEST(PluginIsolation, ADaemonThatKillsItsSupervisorDoesNotSurvive) {
+  TempDir d;
+  EnvVar pid_file("AO_HOSTILE_PID_FILE", (d.path / "daemon.pid").string());
+  auto r = run_plugin(hostile("daemon_kill_reaper"), "op=sdpa docs=40 hq=2 hkv=1 dim=16 seed=1");
+  EXPECT_EQ(r.verdict.kind, Verdict::Error) << r.verdict.reason;
+  std::ifstream in(d.path / "daemon.pid");
+  pid_t p = 0;
+  in >> p;
+  ASSERT_GT(p, 0);
+  for (int i = 0; i < 100 && alive(p); ++i) ::usleep(10000);
+  EXPECT_FALSE(alive(p)) << "daemon " << p << " survived";
+  if (p > 0 && alive(p)) ::kill(p, SIGKILL);
+}
+
+// Library code holds no descriptor of the harness (the report directory's lock above all): only the
+// host's message pipe and its request memfd.
+TEST(PluginIsolation, HoldsNoDescriptorOfTheHarness) {
+  TempDir d;
+  std::ofstream(d.path / "one.case") << "op=sdpa docs=40 hq=2 hkv=1 dim=16 seed=1\n";
+  const auto r = test::run_sh(std::string(AO_CLI) + " gate " + (d.path / "one.case").string() + " --backend " +
+                              hostile("list_fds") + " --report-dir " + (d.path / "reports").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  const auto at = r.out.find("fds: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string fds = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_NE(fds.find("3=pipe:"), std::string::npos) << fds;
+  EXPECT_NE(fds.find("4=/memfd:ao-plugin-request"), std::string::npos) << fds;
+  EXPECT_NE(fds.find("5=/memfd:ao-plugin-outputs"), std::string::npos) << fds;
+  EXPECT_EQ(fds.find("6="), std::string::npos) << fds;
+  EXPECT_EQ(fds.find(d.path.string()), std::string::npos) << fds;
+}
+
+// A plugin daemon that kills its supervisor during a gate leaves no lock behind: the next gate on the
+// same report directory runs (exit 1: the plugin's error), it does not stop at a lock held by a dead pid.
+TEST(PluginIsolation, ADaemonKeepsNoReportDirLock) {
+  TempDir d;
+  std::ofstream(d.path / "one.case") << "op=sdpa docs=40 hq=2 hkv=1 dim=16 seed=1\n";
+  const std::string gate = "AO_HOSTILE_PID_FILE=" + (d.path / "daemon.pid").string() + " " + AO_CLI + " gate " +
+                           (d.path / "one.case").string() + " --no-explain --report-dir " +
+                           (d.path / "reports").string() + " --backend ";
+  const auto first = test::run_sh(gate + hostile("daemon_kill_reaper"));
+  EXPECT_EQ(first.code, 1) << first.out;
+  const auto second = test::run_sh(gate + "cpu-ref");
+  EXPECT_EQ(second.code, 0) << second.out;
+  std::ifstream in(d.path / "daemon.pid");
+  pid_t p = 0;
+  in >> p;
+  ASSERT_GT(p, 0);
+  EXPECT_FALSE(alive(p)) << "daemon " << p << " survived the gate";
+  if (alive(p)) ::kill(p, SIGKILL);
+}
+
+// The ABI version is checked on every load: a library replaced by one of another version after the
+// backend was made is refused at its next run (an error naming the version), never run unchecked.
+TEST(Plugin, AbiVersionIsCheckedOnEveryRun) {
+  TempDir d;
+  const auto lib = d.path / "libswapped.so";
+  std::filesystem::copy_file(AO_EXAMPLE_PLUGIN, lib);
+  auto be = make_backend("plugin:" + lib.string());
+  auto ref = make_backend("cpu-ref");
+  const Case c = parse_case(std::string(kSdpa) + "7");
+  EXPECT_EQ(run_case(c, *be, *ref).verdict.kind, Verdict::Pass);
+  std::filesystem::remove(lib);  // a new file (a running host may still map the old one)
+  std::filesystem::copy_file(AO_EXAMPLE_PLUGIN_ABI99, lib);
+  const auto r = run_case(c, *be, *ref);
+  EXPECT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
+  EXPECT_NE(r.verdict.reason.find("plugin ABI version 99 but this harness speaks version 1"), std::string::npos)
+      << r.verdict.reason;
+}
+
+// Naming a plugin in a `# catches:` claim loads nothing unless the gate runs it: a gate of cpu-ref never
+// runs the claimed library's constructor (which could hang for AO_PLUGIN_TIMEOUT per claim).
+TEST(Plugin, ClaimsOfPluginsTheGateDoesNotRunLoadNothing) {
+  TempDir d;
+  const auto mark = d.path / "constructor-ran";
+  std::ofstream(d.path / "claim.case") << "# catches: " << hostile("mark_ctor") << "\n"
+                                       << "op=sdpa docs=40 hq=2 hkv=1 dim=16 seed=1\n";
+  const std::string env = "AO_HOSTILE_MARK_FILE=" + mark.string() + " ";
+  const auto r = test::run_sh(env + AO_CLI + " gate " + (d.path / "claim.case").string() + " --backend cpu-ref");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(mark)) << "the claimed plugin was loaded";
+  // Running it loads it (the mark is real), and a claim naming a missing library is still refused.
+  const auto run = test::run_sh(env + AO_CLI + " gate " + (d.path / "claim.case").string() + " --backend " +
+                                hostile("mark_ctor"));
+  EXPECT_TRUE(std::filesystem::exists(mark)) << run.out;
+  std::ofstream(d.path / "missing.case") << "# catches: plugin:" << (d.path / "nope.so").string() << "\n"
+                                         << "op=sdpa docs=40 hq=2 hkv=1 dim=16 seed=1\n";
+  const auto missing = test::run_sh(std::string(AO_CLI) + " gate " + (d.path / "missing.case").string() +
+                                    " --backend cpu-ref");
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("no such library file"), std::string::npos) << missing.out;
 }

@@ -1,5 +1,6 @@
 // The subprocess supervisor (subprocess.h) on its own: every outcome kind, the message channel, the
 // bounded stderr tail, stop requests, and no descendant surviving (in or out of the process group).
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -223,4 +224,81 @@ TEST(Subprocess, NestedSupervisionDoesNotDeadlock) {
       o);
   EXPECT_EQ(r.kind, SubprocessOutcome::Exited) << r.describe(20);
   EXPECT_EQ(r.code, 4);
+}
+
+// A descendant that kills the reaper (its supervisor) sets nothing free: the child dies with its reaper,
+// the harness (a subreaper itself) kills what was re-parented to it, and the outcome is a crash (SIGKILL),
+// never a "could not start" (which a bisect step would read as skip).
+TEST(Subprocess, KillingTheReaperLeavesNoDaemonAndIsACrash) {
+  TempDir d;
+  const std::string D = d.path.string();
+  auto r = sh("setsid sh -c 'echo $$ > \"$0\"; exec sleep 1000' " + D + "/daemon.pid &\n"
+              "while [ ! -s " + D + "/daemon.pid ]; do sleep 0.02; done\n"
+              "kill -9 $PPID; sleep 1000");
+  EXPECT_EQ(r.kind, SubprocessOutcome::Signaled) << r.describe(20);
+  EXPECT_EQ(r.code, SIGKILL);
+  EXPECT_NE(r.describe(20).find("supervising process"), std::string::npos) << r.describe(20);
+  const pid_t p = pid_in(d.path / "daemon.pid");
+  ASSERT_GT(p, 0);
+  for (int i = 0; i < 100 && alive(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(p)) << "daemon " << p << " survived its killed supervisor";
+  if (alive(p)) ::kill(p, SIGKILL);
+}
+
+// The wait status is the reaper's own: bytes a descendant writes into the supervisor's status pipe
+// (opened through /proc/<reaper>/fd) change nothing.
+TEST(Subprocess, ForgedStatusRecordsDoNotChangeTheOutcome) {
+  // Little-endian int32 records: started pid 1, wait status 0 (exit 0), stopping 0, written many times.
+  auto r = sh("for f in /proc/$PPID/fd/*; do printf '\\001\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000' "
+              "> \"$f\" 2>/dev/null; done; exit 3");
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited) << r.describe(20);
+  EXPECT_EQ(r.code, 3);
+  auto s = sh("for f in /proc/$PPID/fd/*; do printf '\\001\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000' "
+              "> \"$f\" 2>/dev/null; done; kill -SEGV $$");
+  EXPECT_EQ(s.kind, SubprocessOutcome::Signaled) << s.describe(20);
+  EXPECT_EQ(s.code, SIGSEGV);
+}
+
+// stdout into a file keeps its first stdout_max_bytes and says how much was cut.
+TEST(Subprocess, StdoutFileIsBoundedAndTheCutMarked) {
+  TempDir d;
+  SubprocessOptions o;
+  o.timeout_s = 60;
+  o.stdout_path = (d.path / "stdout.txt").string();
+  o.stdout_max_bytes = 1 << 20;
+  auto r = run_command({"/bin/sh", "-c", "echo first; yes spam | head -c 30000000; exit 0"}, {}, o);
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited) << r.describe(60);
+  EXPECT_TRUE(r.stdout_cut);
+  const auto size = fs::file_size(o.stdout_path);
+  EXPECT_GT(size, o.stdout_max_bytes);
+  EXPECT_LT(size, o.stdout_max_bytes + 200);
+  std::ifstream in(o.stdout_path);
+  std::string first, text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("first\n", 0), 0u);
+  EXPECT_NE(text.find("[attn-oracle: stdout cut after its first 1048576 bytes; 28951430 more bytes dropped]"),
+            std::string::npos)
+      << text.substr(text.size() - 200);
+  o.stdout_max_bytes = 100;  // a short one is whole, unmarked
+  auto small = run_command({"/bin/sh", "-c", "echo short"}, {}, o);
+  EXPECT_FALSE(small.stdout_cut);
+  EXPECT_EQ(fs::file_size(o.stdout_path), 6u);
+}
+
+// A command is given the message pipe (fd 3) and the chosen descriptors (4, ...) and nothing else.
+TEST(Subprocess, CommandGetsExactlyTheDescriptorsItIsGiven) {
+  TempDir d;
+  std::ofstream(d.path / "given.txt") << "given";
+  const int given = ::open((d.path / "given.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  const int other = ::open((d.path / "given.txt").c_str(), O_RDONLY);  // no CLOEXEC: still not passed
+  ASSERT_GE(given, 0);
+  SubprocessOptions o;
+  o.timeout_s = 20;
+  o.command_message_fd = true;
+  o.command_fds = {given};
+  auto r = run_command({"/bin/sh", "-c", "cat <&4 >&3; ls /proc/$$/fd | sort -n | tr '\\n' ' ' >&2"}, {}, o);
+  ::close(given);
+  ::close(other);
+  EXPECT_EQ(r.kind, SubprocessOutcome::Exited) << r.describe(20) << r.stderr_tail;
+  EXPECT_EQ(r.message, "given");
+  EXPECT_EQ(r.stderr_tail, "0 1 2 3 4 ");
 }

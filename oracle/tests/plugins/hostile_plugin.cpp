@@ -9,14 +9,31 @@
 //   msg_nonul                        fills the whole message buffer without a terminating NUL
 //   zero_inputs                      zeroes q and w (casting away const) and returns the lowest allowed
 //                                    keys: right for the zeroed inputs, wrong for the real ones
+// Modes with tests of their own (they attack the isolation, not the supervision of one run):
+//   copy_answer     sdpa: scans its whole address space (/proc/self/mem) for the reference's O and LSE
+//                   (their first bytes in hex in AO_CHEAT_O_KEY / AO_CHEAT_LSE_KEY) and copies them;
+//                   ERROR "no answer in memory" when it finds none. Must never pass.
+//   forge_verdict   writes "0\ngood: forged" into every pipe it holds and every pipe of its ancestors
+//                   (/proc/<pid>/fd up the ppid chain), then returns outputs it never wrote (a FAIL).
+//   daemon_kill_reaper  starts a setsid daemon (pid written to $AO_HOSTILE_PID_FILE) that kills the
+//                   host's supervising process, then sleeps; the run itself waits. Nothing may survive.
+//   list_fds        ERROR whose message lists every descriptor >= 3 it holds, "fd=target;" each.
+//   mark_ctor       a constructor that creates the file $AO_HOSTILE_MARK_FILE (shows the library was
+//                   loaded); runs ERROR.
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <limits>
+#include <string>
 
 #include "attn_oracle/backends/plugin.h"
 
@@ -24,6 +41,13 @@ namespace {
 
 #ifdef AO_HOSTILE_exit_ctor
 __attribute__((constructor)) void leave_at_load() { std::exit(0); }
+#endif
+
+#ifdef AO_HOSTILE_mark_ctor
+__attribute__((constructor)) void mark_load() {
+  if (const char* f = std::getenv("AO_HOSTILE_MARK_FILE"))
+    if (FILE* out = std::fopen(f, "w")) std::fclose(out);
+}
 #endif
 
 #ifdef AO_HOSTILE_stack
@@ -51,6 +75,102 @@ void lowest_allowed_keys(const ao_layout* l, const ao_tensors* t) {
           t->scores[(s.row0 + i) * l->topk + e] = e < hi ? 0.f : -std::numeric_limits<float>::infinity();
       }
     }
+  }
+}
+#endif
+
+#ifdef AO_HOSTILE_copy_answer
+// Scratch space outside every region the scan may match in (one mmap, skipped by address).
+struct Scratch {
+  unsigned char key[256];
+  unsigned char buf[1 << 20];
+};
+
+size_t unhex(const char* h, unsigned char* out, size_t max) {
+  size_t n = 0;
+  for (; h && h[0] && h[1] && n < max; h += 2) {
+    unsigned v = 0;
+    if (std::sscanf(h, "%2x", &v) != 1) break;
+    out[n++] = static_cast<unsigned char>(v);
+  }
+  return n;
+}
+
+// Finds `bytes` bytes starting with the key (env var `env`) anywhere readable and copies them to dst.
+bool copy_from_memory(const char* env, void* dst, size_t bytes, Scratch* sc) {
+  const size_t klen = unhex(std::getenv(env), sc->key, sizeof sc->key);
+  if (klen == 0 || bytes < klen) return false;
+  const int mem = ::open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (mem < 0 || !maps) return false;
+  const auto sc_lo = reinterpret_cast<uintptr_t>(sc), sc_hi = sc_lo + sizeof(Scratch);
+  const auto dst_lo = reinterpret_cast<uintptr_t>(dst);
+  char line[512];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, maps)) {
+    unsigned long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r') continue;
+    if (std::strstr(line, "[vvar]") || std::strstr(line, "[vsyscall]")) continue;
+    if (lo < sc_hi && sc_lo < hi) continue;
+    for (uintptr_t at = lo; at < hi && !found; at += sizeof sc->buf - klen) {
+      const size_t want = std::min<size_t>(sizeof sc->buf, hi - at);
+      const ssize_t got = ::pread(mem, sc->buf, want, off_t(at));
+      if (got < ssize_t(klen)) break;
+      for (size_t i = 0; i + klen <= size_t(got); ++i) {
+        if (std::memcmp(sc->buf + i, sc->key, klen) != 0) continue;
+        const uintptr_t src = at + i;
+        if (src == dst_lo) continue;  // our own output buffer
+        if (::pread(mem, dst, bytes, off_t(src)) == ssize_t(bytes)) found = true;
+        break;
+      }
+      if (size_t(got) < want) break;
+    }
+  }
+  std::fclose(maps);
+  ::close(mem);
+  return found;
+}
+#endif
+
+#ifdef AO_HOSTILE_forge_verdict
+void forge_into(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+  const int fl = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  const char forged[] = "0\ngood: forged by the backend\n";
+  (void)!::write(fd, forged, sizeof forged - 1);
+}
+
+void forge_everywhere() {
+  ::signal(SIGPIPE, SIG_IGN);
+  for (int fd = 0; fd < 1024; ++fd) forge_into(fd);
+  for (pid_t pid = ::getppid(); pid > 1;) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/fd", int(pid));
+    if (DIR* d = ::opendir(path)) {
+      while (dirent* e = ::readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        char fdp[128];
+        std::snprintf(fdp, sizeof fdp, "/proc/%d/fd/%s", int(pid), e->d_name);
+        const int fd = ::open(fdp, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) forge_into(fd), ::close(fd);
+      }
+      ::closedir(d);
+    }
+    std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+    FILE* f = std::fopen(path, "r");
+    if (!f) break;
+    char buf[512] = {};
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    const char* rp = std::strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0;
+    if (!rp || std::sscanf(rp + 1, " %c %d", &state, &ppid) != 2) break;
+    pid = ppid;
   }
 }
 #endif
@@ -84,6 +204,53 @@ int ao_plugin_run(const ao_layout* l, const ao_tensors* t, const char*, char* ms
   for (;;) spin = spin + 1u;
 #elif defined(AO_HOSTILE_msg_nonul)
   std::memset(msg, 'A', n);
+  return AO_PLUGIN_ERROR;
+#elif defined(AO_HOSTILE_copy_answer)
+  if (l->op == AO_OP_SDPA) {
+    void* m = ::mmap(nullptr, sizeof(Scratch), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return AO_PLUGIN_ERROR;
+    auto* sc = static_cast<Scratch*>(m);
+    const size_t o_b = size_t(l->o_rows) * size_t(l->hq) * size_t(l->dim_v) * sizeof(float);
+    const size_t lse_b = size_t(l->stats_rows) * size_t(l->hq) * sizeof(float);
+    const bool o = copy_from_memory("AO_CHEAT_O_KEY", t->o, o_b, sc);
+    const bool lse = copy_from_memory("AO_CHEAT_LSE_KEY", t->lse, lse_b, sc);
+    ::munmap(m, sizeof(Scratch));
+    if (o && lse) return AO_PLUGIN_OK;
+    std::snprintf(msg, n, "no answer in memory (o %s, lse %s)", o ? "found" : "not found", lse ? "found" : "not found");
+    return AO_PLUGIN_ERROR;
+  }
+#elif defined(AO_HOSTILE_forge_verdict)
+  forge_everywhere();
+  return AO_PLUGIN_OK;  // outputs untouched: the sentinels fail the case
+#elif defined(AO_HOSTILE_daemon_kill_reaper)
+  const pid_t supervisor = ::getppid();
+  if (::fork() == 0) {
+    ::setsid();
+    if (const char* f = std::getenv("AO_HOSTILE_PID_FILE")) {
+      if (FILE* out = std::fopen(f, "w")) std::fprintf(out, "%d\n", int(::getpid())), std::fclose(out);
+    }
+    ::kill(supervisor, SIGKILL);
+    for (int i = 0; i < 60; ++i) ::sleep(1);
+    ::_exit(0);
+  }
+  for (int i = 0; i < 10; ++i) ::sleep(1);
+  return AO_PLUGIN_ERROR;
+#elif defined(AO_HOSTILE_list_fds)
+  std::string list;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    const int self = ::dirfd(d);
+    while (dirent* e = ::readdir(d)) {
+      const int fd = std::atoi(e->d_name);
+      if (e->d_name[0] == '.' || fd < 3 || fd == self) continue;
+      char target[256] = {};
+      char path[64];
+      std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+      const ssize_t k = ::readlink(path, target, sizeof target - 1);
+      list += std::to_string(fd) + "=" + (k > 0 ? std::string(target, size_t(k)) : "?") + ";";
+    }
+    ::closedir(d);
+  }
+  std::snprintf(msg, n, "fds: %s", list.c_str());
   return AO_PLUGIN_ERROR;
 #elif defined(AO_HOSTILE_zero_inputs)
   if (l->op == AO_OP_INDEXER) {
