@@ -594,12 +594,13 @@ SubprocessOutcome run_command_until(const std::vector<std::string>& argv, const 
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
         ::signal(SIGPIPE, SIG_DFL);
-        // The descriptors the command is given, moved out of the way first, then into 3, 4, ...
+        // The descriptors the command is given: first copied above 3 + 64 (the most it may be given), so
+        // that moving them into 3, 4, ... never overwrites one still to be moved.
         int given[64];
         int n = 0;
-        if (opt.command_message_fd) given[n++] = ::fcntl(message_fd, F_DUPFD, 1024);
+        if (opt.command_message_fd) given[n++] = ::fcntl(message_fd, F_DUPFD, 3 + 64);
         for (int fd : opt.command_fds)
-          if (n < 64) given[n++] = ::fcntl(fd, F_DUPFD, 1024);
+          if (n < 64) given[n++] = ::fcntl(fd, F_DUPFD, 3 + 64);
         for (int i = 0; i < n; ++i)
           if (given[i] < 0 || ::dup2(given[i], 3 + i) < 0) {
             const std::string why = fmt::format("cannot pass descriptors to {}: {}\n", args[0], std::strerror(errno));
