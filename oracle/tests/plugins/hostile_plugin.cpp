@@ -152,7 +152,7 @@ void forge_everywhere() {
     if (DIR* d = ::opendir(path)) {
       while (dirent* e = ::readdir(d)) {
         if (e->d_name[0] == '.') continue;
-        char fdp[128];
+        char fdp[320];
         std::snprintf(fdp, sizeof fdp, "/proc/%d/fd/%s", int(pid), e->d_name);
         const int fd = ::open(fdp, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0) forge_into(fd), ::close(fd);
