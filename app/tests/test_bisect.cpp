@@ -14,6 +14,7 @@
 #include <fstream>
 #include <regex>
 #include <thread>
+#include <tuple>
 
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/fuzz/bisect.h"
@@ -206,14 +207,20 @@ struct ScriptDir {
   }
 };
 
-// Writes a forged "good" record into every pipe of every ancestor (through /proc/<pid>/fd, which root
-// may open whatever the process's dumpable flag), then exits 0 without writing its outputs (an ERROR).
+// Writes a forged "good" record into every pipe (descriptors 3 and up) of every attn-oracle ancestor
+// (through /proc/<pid>/fd, which root may open whatever the process's dumpable flag), then exits 0
+// without writing its outputs (an ERROR). The walk ends above the harness: the test runner is spared.
 const char* kForgeUpTheChain =
-    "p=$PPID\n"
+    "p=$PPID; seen=0\n"
     "while [ \"$p\" -gt 1 ]; do\n"
-    "  for f in /proc/$p/fd/*; do\n"
+    "  case \"$(cut -d' ' -f2 /proc/$p/stat)\" in\n"
+    "    '(attn-oracle)') seen=1 ;;\n"
+    "    *) [ $seen -eq 1 ] && break ;;\n"
+    "  esac\n"
+    "  if [ $seen -eq 1 ]; then for f in /proc/$p/fd/*; do\n"
+    "    case \"${f##*/}\" in 0|1|2) continue ;; esac\n"
     "    case \"$(readlink \"$f\" 2>/dev/null)\" in pipe:*) printf '0\\ngood: forged\\n' 1<>\"$f\" 2>/dev/null ;; esac\n"
-    "  done\n"
+    "  done; fi\n"
     "  p=$(cut -d' ' -f4 /proc/$p/stat)\n"
     "done\n"
     "exit 0\n";
@@ -226,13 +233,17 @@ TEST(Bisect, ABackendCannotForgeTheVerdict) {
   ScriptDir d;
   const std::string exec = "exec:" + d.script("forge.sh", kForgeUpTheChain);
   const std::string plugin = std::string("plugin:") + AO_HOSTILE_PLUGIN_DIR + "/libao_hostile_plugin_forge_verdict.so";
-  for (const std::string& be : {exec, plugin})
-    for (const char* extra : {"", " --crash-is-skip"}) {
-      const auto r = run_cli(std::string("bisect-run ") + kCase + " --backend " + be + extra);
-      EXPECT_EQ(r.code, 1) << be << extra << "\n" << r.out;
-      // (the forged text also lands in the CLI's own stdout pipe; the verdict line is the harness's)
-      EXPECT_TRUE(r.out.rfind("bad: ", 0) == 0 || r.out.find("\nbad: ") != std::string::npos) << r.out;
-    }
+  // The plugin's forged text also corrupts its own host's result record: "exited without a verdict", a
+  // crash of the plugin, which --crash-is-skip skips; never good.
+  for (const auto& [be, extra, code] : {std::tuple<std::string, std::string, int>{exec, "", 1},
+                                        {exec, " --crash-is-skip", 1},
+                                        {plugin, "", 1},
+                                        {plugin, " --crash-is-skip", 125}}) {
+    const auto r = run_cli(std::string("bisect-run ") + kCase + " --backend " + be + extra);
+    EXPECT_EQ(r.code, code) << be << extra << "\n" << r.out;
+    EXPECT_EQ(r.out.rfind(code == 1 ? "bad: " : "skip: ", 0), 0u) << r.out;
+    EXPECT_EQ(r.out.find("forged"), std::string::npos) << r.out;
+  }
 }
 
 // A backend that kills the step's supervisor (the reaper above the bisect child) ends the step as the

@@ -654,9 +654,13 @@ def build(bin_path, bdir, full):
 
     # (16) forged bisect verdict: "0\ngood" written into every pipe a backend can reach (its inherited
     # descriptors, its ancestors' /proc/<pid>/fd), and a backend killing the step's supervisor
-    forge = ("p=$PPID\nwhile [ \"$p\" -gt 1 ]; do\n  for f in /proc/$p/fd/*; do\n"
+    # (the walk covers the attn-oracle processes only: the battery's own pipes are spared)
+    forge = ("p=$PPID; seen=0\nwhile [ \"$p\" -gt 1 ]; do\n"
+             "  case \"$(cut -d' ' -f2 /proc/$p/stat)\" in '(attn-oracle)') seen=1 ;; *) [ $seen -eq 1 ] && break ;; esac\n"
+             "  if [ $seen -eq 1 ]; then for f in /proc/$p/fd/*; do\n"
+             "    case \"${f##*/}\" in 0|1|2) continue ;; esac\n"
              "    case \"$(readlink \"$f\" 2>/dev/null)\" in pipe:*) printf '0\\ngood: forged\\n' 1<>\"$f\" 2>/dev/null ;; esac\n"
-             "  done\n  p=$(cut -d' ' -f4 /proc/$p/stat)\ndone\nexit 0")
+             "  done; fi\n  p=$(cut -d' ' -f4 /proc/$p/stat)\ndone\nexit 0")
     kill_step_reaper = ("p=$PPID; n=0\nwhile [ \"$p\" -gt 1 ]; do\n"
                         "  case \"$(cut -d' ' -f2 /proc/$p/stat)\" in '(attn-oracle)') n=$((n+1)) ;; esac\n"
                         "  if [ $n -eq 3 ]; then kill -9 $p; sleep 30; fi\n  p=$(cut -d' ' -f4 /proc/$p/stat)\ndone\nexit 3")
@@ -664,8 +668,10 @@ def build(bin_path, bdir, full):
         A.append(Attack(16, f"bisect-run exec: forges 'good' up the /proc chain {extra}",
                         ["bisect-run", SMALL, "--backend", "{be}"] + extra, rc, setup=with_exec(forge),
                         check=has("bad: ")))
+    # (the plugin's forgery also spoils its host's own record: a crash of the plugin, skipped on request)
+    for extra, rc, word in [([], {1}, "bad: "), (["--crash-is-skip"], {125}, "skip: ")]:
         A.append(Attack(16, f"bisect-run plugin forges 'good' into its inherited pipes {extra}",
-                        ["bisect-run", SDPA, "--backend", plug("forge_verdict")] + extra, rc, check=has("bad: ")))
+                        ["bisect-run", SDPA, "--backend", plug("forge_verdict")] + extra, rc, check=has(word)))
     A.append(Attack(16, "bisect-run exec: kills the step's supervisor -> bad",
                     ["bisect-run", SMALL, "--backend", "{be}"], {1}, setup=with_exec(kill_step_reaper),
                     check=has("crashed (signal 9")))

@@ -13,8 +13,9 @@
 //   copy_answer     sdpa: scans its whole address space (/proc/self/mem) for the reference's O and LSE
 //                   (their first bytes in hex in AO_CHEAT_O_KEY / AO_CHEAT_LSE_KEY) and copies them;
 //                   ERROR "no answer in memory" when it finds none. Must never pass.
-//   forge_verdict   writes "0\ngood: forged" into every pipe it holds and every pipe of its ancestors
-//                   (/proc/<pid>/fd up the ppid chain), then returns outputs it never wrote (a FAIL).
+//   forge_verdict   writes "0\ngood: forged" into every pipe it holds and every pipe of its attn-oracle
+//                   ancestors (/proc/<pid>/fd up the ppid chain, descriptors 3 and up), then returns
+//                   outputs it never wrote (a FAIL).
 //   daemon_kill_reaper  starts a setsid daemon (pid written to $AO_HOSTILE_PID_FILE) that kills the
 //                   host's supervising process, then sleeps; the run itself waits. Nothing may survive.
 //   list_fds        ERROR whose message lists every descriptor >= 3 it holds, "fd=target;" each.
@@ -143,22 +144,13 @@ void forge_into(int fd) {
   (void)!::write(fd, forged, sizeof forged - 1);
 }
 
+// The attn-oracle processes above this one (the host, the reapers, a bisect child, the harness): the
+// walk stops at the first other process, so the test runner's own pipes (its stdin above all) are spared.
 void forge_everywhere() {
   ::signal(SIGPIPE, SIG_IGN);
-  for (int fd = 0; fd < 1024; ++fd) forge_into(fd);
+  for (int fd = 3; fd < 1024; ++fd) forge_into(fd);
   for (pid_t pid = ::getppid(); pid > 1;) {
     char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/fd", int(pid));
-    if (DIR* d = ::opendir(path)) {
-      while (dirent* e = ::readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        char fdp[320];
-        std::snprintf(fdp, sizeof fdp, "/proc/%d/fd/%s", int(pid), e->d_name);
-        const int fd = ::open(fdp, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0) forge_into(fd), ::close(fd);
-      }
-      ::closedir(d);
-    }
     std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
     FILE* f = std::fopen(path, "r");
     if (!f) break;
@@ -166,6 +158,18 @@ void forge_everywhere() {
     const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
     std::fclose(f);
     buf[n] = 0;
+    if (std::strncmp(buf + std::strcspn(buf, "("), "(attn-oracle", 12) != 0) break;
+    std::snprintf(path, sizeof path, "/proc/%d/fd", int(pid));
+    if (DIR* d = ::opendir(path)) {
+      while (dirent* e = ::readdir(d)) {
+        if (e->d_name[0] == '.' || std::atoi(e->d_name) < 3) continue;
+        char fdp[320];
+        std::snprintf(fdp, sizeof fdp, "/proc/%d/fd/%s", int(pid), e->d_name);
+        const int fd = ::open(fdp, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) forge_into(fd), ::close(fd);
+      }
+      ::closedir(d);
+    }
     const char* rp = std::strrchr(buf, ')');
     char state = 0;
     int ppid = 0;
