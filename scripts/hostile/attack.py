@@ -686,7 +686,7 @@ def build(bin_path, bdir, full):
                     ["gate", "{corpus}", "--no-explain", "--report-dir", "rep", "--backend", plug("list_fds")], {1},
                     setup=corpus([two]),
                     check=lambda r, c: None if re.search(r"fds: 3=pipe:\[\d+\];4=/memfd:ao-plugin-request[^;]*;"
-                                                         r"5=/memfd:ao-plugin-outputs[^;]*;\s", r.out)
+                                                         r"5=/memfd:ao-plugin-outputs[^;]*;\)", r.out)
                     else f"unexpected descriptors: {r.out[-300:]!r}"))
     A.append(Attack(17, "claim of a plugin the gate does not run loads nothing",
                     ["gate", "{corpus}", "--backend", "cpu-ref"], {0},
