@@ -320,7 +320,9 @@ TEST(PluginIsolation, TheReferenceAnswerIsNotInTheLibrarysMemory) {
   ASSERT_GE(ref.out.o.size(), 16u);
   ASSERT_GE(ref.out.lse.size(), 8u);
   EnvVar o_key("AO_CHEAT_O_KEY", hex_of(ref.out.o.data(), 64));
+  EnvVar o_end("AO_CHEAT_O_KEY_END", hex_of(ref.out.o.data() + ref.out.o.size() - 16, 64));
   EnvVar lse_key("AO_CHEAT_LSE_KEY", hex_of(ref.out.lse.data(), 32));
+  EnvVar lse_end("AO_CHEAT_LSE_KEY_END", hex_of(ref.out.lse.data() + ref.out.lse.size() - 8, 32));
   auto cheat = make_backend(hostile("copy_answer"));
   TrialRun got = trial.run(*cheat);
   const Verdict v = Trial::unjudged(got).value_or(trial.judge(got, ref));

@@ -11,7 +11,8 @@
 //                                    keys: right for the zeroed inputs, wrong for the real ones
 // Modes with tests of their own (they attack the isolation, not the supervision of one run):
 //   copy_answer     sdpa: scans its whole address space (/proc/self/mem) for the reference's O and LSE
-//                   (their first bytes in hex in AO_CHEAT_O_KEY / AO_CHEAT_LSE_KEY) and copies them;
+//                   (their first and last bytes in hex in AO_CHEAT_O_KEY, AO_CHEAT_O_KEY_END,
+//                   AO_CHEAT_LSE_KEY, AO_CHEAT_LSE_KEY_END) and copies them;
 //                   ERROR "no answer in memory" when it finds none. Must never pass.
 //   forge_verdict   writes "0\ngood: forged" into every pipe it holds and every pipe of its attn-oracle
 //                   ancestors (/proc/<pid>/fd up the ppid chain, descriptors 3 and up), then returns
@@ -83,7 +84,7 @@ void lowest_allowed_keys(const ao_layout* l, const ao_tensors* t) {
 #ifdef AO_HOSTILE_copy_answer
 // Scratch space outside every region the scan may match in (one mmap, skipped by address).
 struct Scratch {
-  unsigned char key[256];
+  unsigned char key[256], end[256], tail[256];
   unsigned char buf[1 << 20];
 };
 
@@ -98,9 +99,12 @@ size_t unhex(const char* h, unsigned char* out, size_t max) {
 }
 
 // Finds `bytes` bytes starting with the key (env var `env`) anywhere readable and copies them to dst.
+// A candidate counts only when its last bytes match the end key too (env + "_END").
 bool copy_from_memory(const char* env, void* dst, size_t bytes, Scratch* sc) {
   const size_t klen = unhex(std::getenv(env), sc->key, sizeof sc->key);
-  if (klen == 0 || bytes < klen) return false;
+  const std::string end_env = std::string(env) + "_END";
+  const size_t elen = unhex(std::getenv(end_env.c_str()), sc->end, sizeof sc->end);
+  if (klen == 0 || elen == 0 || bytes < klen || bytes < elen) return false;
   const int mem = ::open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
   FILE* maps = std::fopen("/proc/self/maps", "r");
   if (mem < 0 || !maps) return false;
@@ -122,6 +126,9 @@ bool copy_from_memory(const char* env, void* dst, size_t bytes, Scratch* sc) {
         if (std::memcmp(sc->buf + i, sc->key, klen) != 0) continue;
         const uintptr_t src = at + i;
         if (src == dst_lo) continue;  // our own output buffer
+        if (::pread(mem, sc->tail, elen, off_t(src + bytes - elen)) != ssize_t(elen) ||
+            std::memcmp(sc->tail, sc->end, elen) != 0)
+          continue;
         if (::pread(mem, dst, bytes, off_t(src)) == ssize_t(bytes)) found = true;
         break;
       }
