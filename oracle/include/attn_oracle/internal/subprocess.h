@@ -3,7 +3,9 @@
 //  * The child runs under a small reaper process of ours: the reaper leads a new process group and is
 //    a child subreaper (PR_SET_CHILD_SUBREAPER), so descendants that leave the group (setsid, double
 //    fork) are re-parented to it. When the child ends (or on a stop), the reaper kills the group and
-//    then every process re-parented to it, reaps them all and reports the child's wait status.
+//    then every process re-parented to it, reaps them all and reports the child's wait status. That
+//    status is the reaper's own exit status (an exit code passed on, a signal re-raised), never bytes
+//    from a pipe: the child's descendants can open the supervisor's pipes through /proc/<pid>/fd.
 //  * The harness is a child subreaper too, so a reaper that is killed (by the child or anything it
 //    started) cannot set descendants free: they are re-parented to the harness, which then kills and
 //    reaps every child of its own that is not one of its live reapers (and does so again at exit). The
