@@ -332,6 +332,10 @@ void validate(const Case& c) {
     throw CaseError("cp_scheme", "contiguous", "applies only under context parallelism (cp > 1)");
   if (c.crop && c.mask == MaskKind::None)
     throw CaseError("crop", "1", "crops keys at the causal chunk end; with mask=none every key is allowed");
+  if (c.crop && c.window_right != 0)  // key_len = the chunk's causal end, which a right bound moves
+    throw CaseError("crop", "1",
+                    fmt::format("crops keys at the causal chunk end; with window_right={} rows are allowed keys past it",
+                                c.window_right));
   if (c.op == Op::Indexer && c.ratio > 1 && c.mask == MaskKind::None)
     throw CaseError("ratio", fmt::format("{}", c.ratio),
                     "compresses the causal key range; with mask=none every key is allowed (use a causal mask)");
