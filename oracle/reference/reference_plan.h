@@ -72,7 +72,9 @@ inline void window_quirks(const Layout& l, int64_t kv, int64_t p, const Quirks& 
 }
 
 // The key ranges a row reads, as the (possibly buggy) kernel addresses them; keys outside the
-// KV buffer are dropped (a real kernel would read out of bounds; the CPU model must not).
+// KV buffer are dropped (a real kernel would read out of bounds; the CPU model must not), so a model
+// re-creates the kernel's wrong answer without its memory error, and nothing is sized by a
+// max_seqlen beyond what the buffer holds.
 inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Quirks& qk) {
   const auto& seg = l.seg_of(r);
   const auto& d = l.docs[size_t(seg.doc)];
@@ -120,9 +122,12 @@ inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Qu
   } else {
     out.push_back({base_of(d), lo, hi});
   }
+  // Every range, empty ones included, ends up inside the buffer: 0 <= base + lo <= base + hi <= kv_rows
+  // (a base past the buffer's end, as a capacity-derived stride gives, leaves an empty range at the end).
   for (auto& k : out) {
     k.hi = std::min(k.hi, l.kv_rows - k.base);
-    k.lo = std::min(k.lo, k.hi);
+    k.lo = std::clamp(k.lo, -k.base, std::max(k.hi, -k.base));
+    k.hi = std::max(k.hi, k.lo);
   }
   return out;
 }
