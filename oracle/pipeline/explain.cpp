@@ -198,22 +198,37 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
 }
 
 Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, ExplainMatch m) {
+  return explain_trial(t, got, ref, m, bug_models());
+}
+
+Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, ExplainMatch m,
+                          const std::vector<BugModel>& candidates) {
   const ExplainRegion region(t.layout(), resolve_explain_match(m, got.backend));
   std::vector<TrialRun> runs;
   std::vector<std::string> skipped;
-  const auto& all = bug_models();
-  runs.reserve(all.size());
+  runs.reserve(candidates.size());
   std::vector<ModelOutputs> models;
-  for (const auto& bm : all) {
-    auto be = make_backend("cpu-bug:" + bm.name);
-    if (auto why = be->declines(t.layout()); !why.empty()) {
-      skipped.push_back(fmt::format("{}: {}", bm.name, why));
-      continue;
+  for (const auto& bm : candidates) {
+    // Building, asking and running a model are all guarded: run_backend turns a throw during the run
+    // into an error status; whatever else throws skips this model only.
+    std::string why;
+    try {
+      auto be = make_bug_model_backend(bm);
+      why = be->declines(t.layout());
+      if (why.empty()) {
+        TrialRun r = t.run(*be);
+        if (r.ok())
+          runs.push_back(std::move(r));
+        else
+          why = r.status.reason.empty() ? "did not run" : r.status.reason;
+      }
+    } catch (const std::exception& e) {
+      why = fmt::format("threw: {}", e.what());
+    } catch (...) {
+      why = "threw an exception that is not a std::exception";
     }
-    runs.push_back(t.run(*be));
-    if (!runs.back().ok()) {
-      skipped.push_back(fmt::format("{}: {}", bm.name, runs.back().status.reason));
-      runs.pop_back();
+    if (!why.empty()) {
+      skipped.push_back(fmt::format("{}: {}", bm.name, why));
       continue;
     }
     models.push_back({bm.name, bm.catalog, &runs.back().out, {}});
