@@ -22,8 +22,8 @@ std::string explain_match_rule(ExplainMatch m) {
   if (m == ExplainMatch::Kernel)
     return "kernel tolerance: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O elements within "
            "4*u_d*(|x| + 1/16) (u_d the dtype's unit roundoff, at least 2^-16), LSE within 2^-10*(1 + |LSE|), "
-           "NaN = NaN, infinities exact";
-  return "bitwise: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O and LSE bit-equal, NaN = NaN";
+           "NaN = NaN (the unwritten sentinel equals only itself), infinities exact";
+  return "bitwise: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O and LSE bit-equal, NaN = NaN (the unwritten sentinel equals only itself)";
 }
 
 ExplainRegion::ExplainRegion(const Layout& l, ExplainMatch m) : l_(l), m_(m) {
@@ -58,6 +58,9 @@ ExplainRegion::ExplainRegion(const Layout& l, ExplainMatch m) : l_(l), m_(m) {
 
 bool ExplainRegion::elem_equal(float x, float y, bool lse) const {
   if (f32_bits(x) == f32_bits(y)) return true;
+  // The output sentinel is a NaN with its own payload: an unwritten element never equals a written one,
+  // not even a computed NaN (whose payload is the arithmetic's, and equals any other computed NaN).
+  if (is_sentinel(x) || is_sentinel(y)) return false;
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
   if (m_ != ExplainMatch::Kernel || std::isinf(x) || std::isinf(y)) return false;
   const double d = std::fabs(double(x) - double(y)), mag = std::max(std::fabs(double(x)), std::fabs(double(y)));
