@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "attn_oracle/case/enum_names.h"
+#include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/internal/rng.h"
 
 namespace ao {
@@ -163,7 +164,7 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
   const double C = double(nsample), B = double(l.docs.size());
   const double bt = c.precision == Precision::F64 ? 8 : 4;  // reference arithmetic
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const double threads = lim.threads > 0 ? lim.threads : std::max<double>(hw, omp_get_max_threads());
+  const double threads = lim.threads > 0 ? lim.threads : std::max<double>(hw, omp_team_size());  // the teams' bound
   int64_t max_kv = 0;  // most keys a row of a segment may see (the last valid row sees the most)
   for (const auto& g : l.segments) {
     int64_t lo = 0, hi = 0;

@@ -17,6 +17,7 @@
 
 #include <omp.h>
 
+#include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/reference/reference.h"
 
 namespace ao::detail {
@@ -150,7 +151,7 @@ inline int64_t stats_write_row(const Layout& l, int64_t r, const Quirks& qk) {
   return seg.stats_row0 + (r - seg.row0);
 }
 
-// Threads of the references' row-block loops: OMP_NUM_THREADS when set, else the physical cores
+// Threads of the references' row-block loops: OMP_NUM_THREADS when set (at most the CPUs), else the physical cores
 // (hyperthread siblings share one core's FMA units, so they only add contention to a GEMM).
 inline std::atomic<int>& reference_threads_override() {  // > 0: tests pin the thread count
   static std::atomic<int> n{0};
@@ -159,7 +160,7 @@ inline std::atomic<int>& reference_threads_override() {  // > 0: tests pin the t
 inline int reference_threads() {
   if (const int o = reference_threads_override().load(); o > 0) return o;
   static const int n = [] {
-    if (std::getenv("OMP_NUM_THREADS")) return omp_get_max_threads();
+    if (std::getenv("OMP_NUM_THREADS")) return omp_team_size();  // bounded by the CPUs (omp_threads.h)
     std::set<std::string> cores;
     const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
     for (unsigned c = 0; c < cpus; ++c) {
