@@ -410,6 +410,7 @@ TEST(CaseLineReject, KeysThatWouldBeIgnored) {
       {[] {
          Case c = defaults_for(Op::Sdpa);
          c.q_lens = c.kv_lens = {16};
+         c.hkv = c.hq, c.dim_v = c.dim;  // as parse_case resolves them
          c.cp = 2, c.crop = true, c.window_right = -1;
          return c;
        }(),
