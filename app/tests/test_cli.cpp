@@ -157,3 +157,16 @@ TEST(Cli, ShowPrintsTheSeedLayout) {
 }
 
 }  // namespace
+
+// An OpenMP team too large to create would make libgomp end the process with exit 1 (the FAIL code):
+// every team the core starts is bounded by the CPUs, so a valid OMP_NUM_THREADS never changes a verdict.
+TEST(Cli, HugeOmpNumThreadsIsBoundedNotAFail) {
+  for (const char* v : {"3000", "100000"})
+    for (const char* line : {"op=sdpa docs=70,50 hq=4 hkv=2", "op=indexer docs=300,200 topk=16"}) {
+      ASSERT_EQ(setenv("OMP_NUM_THREADS", v, 1), 0);
+      const CliRun r = cli("repro "s + line);
+      unsetenv("OMP_NUM_THREADS");
+      EXPECT_EQ(r.rc, 0) << v << " " << line << "\n" << r.out << r.err;
+      EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out << r.err;
+    }
+}

@@ -151,3 +151,38 @@ TEST(CatalogCli, ReadmeCatalogMatchesCatalogMarkdown) {
       << "README.md's defect catalog drifted from bug_models(): replace it with the output of "
          "`attn-oracle catalog --markdown`";
 }
+
+// Models whose wrong addressing points outside a buffer (a batch stride from max_seqlen_kv, the combine's
+// stride 0 under CP): with explain on (it runs every model on each failing case), gate ends with its
+// summary and all its reports, repro and explain name the model.
+TEST(ExplainCli, ModelsOffTheBufferKeepGateAndItsReports) {
+  const std::string stride = "op=sdpa docs=5,3 max_seqlen_kv=100000 hq=1 dim=8";
+  const std::string stride0 =
+      "op=sdpa docs=3,63,260,106,5 padded_offsets=0,32,96,448,576,608 cp=16 rank=2 window=1 max_seqlen_kv=324 "
+      "num_splits=8 hq=2 hkv=1 dtype=fp16 seed=792779 poison=large";
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ao_explain_bounds_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path f = dir / "c.case";
+  std::ofstream(f) << stride << "\n" << stride0 << "\n";
+  for (const char* model : {"batch-stride-max-seqlen", "split-combine-stride0"}) {
+    SCOPED_TRACE(model);
+    const fs::path rep = dir / model;
+    Cmd r = run_cli(fmt::format("gate {} --backend cpu-bug:{} --report-dir {}", f.string(), model, rep.string()));
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("explain: best explanation: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("gate: "), std::string::npos) << r.out;
+    const auto j = nlohmann::json::parse(slurp(rep / "report.json"));
+    EXPECT_EQ(j.at("status"), "complete");
+    EXPECT_GE(j.at("summary").at("fail").get<int>(), 1);
+    EXPECT_EQ(j.at("summary").at("error").get<int>(), 0);
+    for (const char* name : {"report.md", "report.xml", "report.html"}) EXPECT_TRUE(fs::exists(rep / name)) << name;
+  }
+  Cmd r = run_cli(fmt::format("explain {} --backend cpu-bug:batch-stride-max-seqlen", stride));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("best explanation: [38] batch-stride-max-seqlen"), std::string::npos) << r.out;
+  r = run_cli(fmt::format("explain {} --backend cpu-bug:split-combine-stride0", stride0));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("best explanation: [30] split-combine-stride0"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}

@@ -143,6 +143,8 @@ RunStatus run_backend(Backend& b, const Layout& l, const Inputs& in, Outputs& ou
     st = b.run(l, in, out);
   } catch (const std::exception& e) {
     st = {RunStatus::Error, fmt::format("{} threw: {}", b.name(), e.what()), 0};
+  } catch (...) {  // a backend's failure never ends the harness, whatever it throws
+    st = {RunStatus::Error, fmt::format("{} threw an exception that is not a std::exception", b.name()), 0};
   }
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st;

@@ -44,23 +44,37 @@ void lse_unwritten(const Layout& l, const Inputs&, Outputs& out) {
 
 // FlashAttention #1217 (PRs #2542, #2550): varlen with num_splits > 1, the combine kernel addresses O
 // with a batch stride that is 0: document b's row i is stored at document 0's row i (later documents
-// overwrite earlier ones), and document b's own O rows are never written.
+// overwrite earlier ones), and document b's own O rows are never written. Under CP the kernel's call
+// holds this rank's rows only: a document's row i counts from its first local O row, and "document 0"
+// is the first document with rows on this rank. A store that would land outside the O buffer is
+// dropped (the kernel's out-of-bounds write is not re-created).
 void split_combine_stride0(const Layout& l, const Inputs&, Outputs& out) {
   if (l.c.num_splits <= 1 || l.docs.size() < 2) return;
   const size_t W = size_t(l.c.hq) * size_t(l.c.dim_v);
+  std::vector<int64_t> start(l.docs.size(), -1);  // each document's first O row in this buffer
+  for (size_t d = 0; d < l.docs.size(); ++d)
+    if (!l.is_cp()) start[d] = l.docs[d].o_off;
+  if (l.is_cp())
+    for (const auto& s : l.segments)
+      if (s.rows > 0 && (start[size_t(s.doc)] < 0 || s.o_row0 < start[size_t(s.doc)])) start[size_t(s.doc)] = s.o_row0;
+  int first = l.is_cp() ? -1 : 0;
+  for (size_t d = 0; first < 0 && d < l.docs.size(); ++d) first = start[d] >= 0 ? int(d) : -1;
+  for (size_t d = 0; l.is_cp() && d < l.docs.size(); ++d)
+    if (start[d] >= 0 && start[d] < start[size_t(first)]) first = int(d);
+  if (first < 0) return;
   struct Store { int64_t to; std::vector<float> o; };
   std::vector<Store> stores;
   for (int64_t r : l.check_rows) {
     if (!l.valid_row(r)) continue;
     const auto& s = l.seg_of(r);
-    if (s.doc == 0) continue;
+    if (s.doc == first) continue;
     const int64_t orow = s.o_row0 + (r - s.row0);
-    const int64_t to = l.docs[0].o_off + (orow - l.docs[size_t(s.doc)].o_off);
+    const int64_t to = start[size_t(first)] + (orow - start[size_t(s.doc)]);
     const auto src = out.o.begin() + long(size_t(orow) * W);
-    if (to < l.o_rows) stores.push_back({to, std::vector<float>(src, src + long(W))});
+    if (to >= 0 && to < l.o_rows) stores.push_back({to, std::vector<float>(src, src + long(W))});
   }
   for_each_valid_row(l, RowBuffer::O, [&](int64_t q, int64_t orow) {
-    if (l.seg_of(q).doc != 0) std::fill_n(out.o.begin() + long(size_t(orow) * W), W, sentinel_float());
+    if (l.seg_of(q).doc != first) std::fill_n(out.o.begin() + long(size_t(orow) * W), W, sentinel_float());
   });
   for (const auto& st : stores) std::copy(st.o.begin(), st.o.end(), out.o.begin() + long(size_t(st.to) * W));
 }

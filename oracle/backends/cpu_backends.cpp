@@ -112,6 +112,10 @@ class CpuBackend : public Backend {
 
 }  // namespace
 
+std::unique_ptr<Backend> make_bug_model_backend(const BugModel& m) {
+  return std::make_unique<CpuBackend>("cpu-bug:" + m.name, m.quirks, m.indexer, m.sdpa, m.transform);
+}
+
 // The knob-less entries: the registry's parser refuses any knob text for them.
 std::vector<BackendInfo> detail::cpu_backends() {
   std::vector<BackendInfo> v;
@@ -125,9 +129,7 @@ std::vector<BackendInfo> detail::cpu_backends() {
     b.name = "cpu-bug:" + m.name;
     b.description = "bug model: " + m.what;
     b.defects = {m.name};
-    b.make = [name = b.name, m](const Knobs&) {
-      return std::make_unique<CpuBackend>(name, m.quirks, m.indexer, m.sdpa, m.transform);
-    };
+    b.make = [m](const Knobs&) { return make_bug_model_backend(m); };
     v.push_back(std::move(b));
   }
   return v;

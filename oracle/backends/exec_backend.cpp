@@ -128,12 +128,17 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
       "Row i of a segment sits at document position pos0+i; rows i >= valid are pad rows. Positions: a document's "
       "q tokens t sit at shift+t; shift = 0 for mask topleft/none; bottom-right: the queries are the document's "
       "last q_len positions, shift = kv_len*ratio - q_len (sdpa: kv_len - q_len), also under CP (CP splits tokens, "
-      "pos0 = shift + the chunk's first token). Allowed keys (document "
-      "coordinates s, KV buffer row kv_off+s): indexer s < clamp(floor((p+1)/ratio), 0, kv_len) (mask none: all "
-      "kv_len); sdpa s <= p and s > p-window when window > 0 (mask none: all). Indexer top-k returns KV buffer "
-      "rows, best first by exact score, ties to the lower index, -1 fill; pad rows of a segment return all -1. SDPA rows with no allowed key: "
-      "O = 0, LSE = -inf (natural log). GQA: query head h reads kv head h / (hq/hkv). Under CP the K/V buffer is "
-      "the all-gathered global one and Q/O/stats rows are this rank's local buffer.";
+      "pos0 = shift + the chunk's first token). Allowed keys (document coordinates s, KV buffer row kv_off+s): "
+      "indexer s < clamp(floor((p+1)/ratio), 0, kv_len) (mask none: all kv_len). SDPA (mask none: all kv_len): "
+      "right bound s <= p + window_right (0 = causal, -1 = no right bound, > 0 = a band past p); left bound by "
+      "window_convention: cudnn s > p - window when window > 0 (0 or -1: none), fa s >= p - window when "
+      "window >= 0 (0: the diagonal only; -1: none). Indexer top-k returns KV buffer rows, best first by exact "
+      "score, ties to the lower index, -1 fill; pad rows of a segment return all -1. SDPA LSE is the natural "
+      "log; rows with no allowed key: O = 0 and LSE = -inf under empty_rows=neginf, +inf under empty_rows=posinf. "
+      "max_seqlen (q, kv; >= every length) and num_splits (split-KV ranges of ceil(max_seqlen.kv / num_splits) "
+      "keys) are what a kernel is given: they do not change the exact result. GQA: query head h reads kv head "
+      "h / (hq/hkv). Under CP the K/V buffer is the all-gathered global one and Q/O/stats rows are this rank's "
+      "local buffer.";
 
   json tensors;
   if (c.op == Op::Indexer) {

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/compare/compare.h"
 #include "attn_oracle/reference/reference.h"
 #include "attn_oracle/compare/tolerance.h"
@@ -39,7 +40,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
   };
   const auto& rows = l.check_rows;
   std::vector<RowStats> st(rows.size());
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(omp_team_size())
   for (size_t ri = 0; ri < rows.size(); ++ri) {
     const int64_t r = rows[ri];
     RowStats& x = st[ri];

@@ -1,4 +1,5 @@
 #include "attn_oracle/inputs/input_fingerprint.h"
+#include "attn_oracle/internal/omp_threads.h"
 
 #include <algorithm>
 #include <cstring>
@@ -43,7 +44,7 @@ uint64_t hash_tensor(const std::vector<float>& t) {
   constexpr size_t kBlock = size_t(1) << 18;
   const size_t n = t.size(), blocks = (n + kBlock - 1) / kBlock;
   std::vector<uint64_t> part(blocks);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(omp_team_size())
   for (size_t b = 0; b < blocks; ++b)
     part[b] = hash_block(t.data() + b * kBlock, std::min(n, (b + 1) * kBlock) - b * kBlock, 0x9e3779b97f4a7c15ull * (b + 1));
   uint64_t h = mix(n);

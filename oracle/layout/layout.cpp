@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "attn_oracle/case/enum_names.h"
+#include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/internal/rng.h"
 
 namespace ao {
@@ -163,7 +164,7 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
   const double C = double(nsample), B = double(l.docs.size());
   const double bt = c.precision == Precision::F64 ? 8 : 4;  // reference arithmetic
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const double threads = lim.threads > 0 ? lim.threads : std::max<double>(hw, omp_get_max_threads());
+  const double threads = lim.threads > 0 ? lim.threads : std::max<double>(hw, omp_team_size());  // the teams' bound
   int64_t max_kv = 0;  // most keys a row of a segment may see (the last valid row sees the most)
   for (const auto& g : l.segments) {
     int64_t lo = 0, hi = 0;
@@ -332,6 +333,10 @@ void validate(const Case& c) {
     throw CaseError("cp_scheme", "contiguous", "applies only under context parallelism (cp > 1)");
   if (c.crop && c.mask == MaskKind::None)
     throw CaseError("crop", "1", "crops keys at the causal chunk end; with mask=none every key is allowed");
+  if (c.crop && c.window_right != 0)  // key_len = the chunk's causal end, which a right bound moves
+    throw CaseError("crop", "1",
+                    fmt::format("crops keys at the causal chunk end; with window_right={} rows are allowed keys past it",
+                                c.window_right));
   if (c.op == Op::Indexer && c.ratio > 1 && c.mask == MaskKind::None)
     throw CaseError("ratio", fmt::format("{}", c.ratio),
                     "compresses the causal key range; with mask=none every key is allowed (use a causal mask)");

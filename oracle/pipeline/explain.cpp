@@ -22,8 +22,8 @@ std::string explain_match_rule(ExplainMatch m) {
   if (m == ExplainMatch::Kernel)
     return "kernel tolerance: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O elements within "
            "4*u_d*(|x| + 1/16) (u_d the dtype's unit roundoff, at least 2^-16), LSE within 2^-10*(1 + |LSE|), "
-           "NaN = NaN, infinities exact";
-  return "bitwise: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O and LSE bit-equal, NaN = NaN";
+           "NaN = NaN (the unwritten sentinel equals only itself), infinities exact";
+  return "bitwise: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O and LSE bit-equal, NaN = NaN (the unwritten sentinel equals only itself)";
 }
 
 ExplainRegion::ExplainRegion(const Layout& l, ExplainMatch m) : l_(l), m_(m) {
@@ -58,6 +58,9 @@ ExplainRegion::ExplainRegion(const Layout& l, ExplainMatch m) : l_(l), m_(m) {
 
 bool ExplainRegion::elem_equal(float x, float y, bool lse) const {
   if (f32_bits(x) == f32_bits(y)) return true;
+  // The output sentinel is a NaN with its own payload: an unwritten element never equals a written one,
+  // not even a computed NaN (whose payload is the arithmetic's, and equals any other computed NaN).
+  if (is_sentinel(x) || is_sentinel(y)) return false;
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
   if (m_ != ExplainMatch::Kernel || std::isinf(x) || std::isinf(y)) return false;
   const double d = std::fabs(double(x) - double(y)), mag = std::max(std::fabs(double(x)), std::fabs(double(y)));
@@ -198,22 +201,37 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
 }
 
 Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, ExplainMatch m) {
+  return explain_trial(t, got, ref, m, bug_models());
+}
+
+Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, ExplainMatch m,
+                          const std::vector<BugModel>& candidates) {
   const ExplainRegion region(t.layout(), resolve_explain_match(m, got.backend));
   std::vector<TrialRun> runs;
   std::vector<std::string> skipped;
-  const auto& all = bug_models();
-  runs.reserve(all.size());
+  runs.reserve(candidates.size());
   std::vector<ModelOutputs> models;
-  for (const auto& bm : all) {
-    auto be = make_backend("cpu-bug:" + bm.name);
-    if (auto why = be->declines(t.layout()); !why.empty()) {
-      skipped.push_back(fmt::format("{}: {}", bm.name, why));
-      continue;
+  for (const auto& bm : candidates) {
+    // Building, asking and running a model are all guarded: run_backend turns a throw during the run
+    // into an error status; whatever else throws skips this model only.
+    std::string why;
+    try {
+      auto be = make_bug_model_backend(bm);
+      why = be->declines(t.layout());
+      if (why.empty()) {
+        TrialRun r = t.run(*be);
+        if (r.ok())
+          runs.push_back(std::move(r));
+        else
+          why = r.status.reason.empty() ? "did not run" : r.status.reason;
+      }
+    } catch (const std::exception& e) {
+      why = fmt::format("threw: {}", e.what());
+    } catch (...) {
+      why = "threw an exception that is not a std::exception";
     }
-    runs.push_back(t.run(*be));
-    if (!runs.back().ok()) {
-      skipped.push_back(fmt::format("{}: {}", bm.name, runs.back().status.reason));
-      runs.pop_back();
+    if (!why.empty()) {
+      skipped.push_back(fmt::format("{}: {}", bm.name, why));
       continue;
     }
     models.push_back({bm.name, bm.catalog, &runs.back().out, {}});

@@ -365,7 +365,8 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
         if (valid[i]) { nr = ranges[i].size(); break; }
       S.resize(R * size_t(H) * size_t(kKeyTile));
       for (size_t j = 0; j < nr; ++j) {
-        int64_t base = 0, lo = std::numeric_limits<int64_t>::max(), hi = 0;
+        // The union of the rows' ranges, each inside the K buffer (row_key_ranges), so inside too.
+        int64_t base = 0, lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
         for (size_t i = 0; i < R; ++i) {
           if (!valid[i]) continue;
           base = ranges[i][j].base;

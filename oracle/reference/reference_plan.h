@@ -17,6 +17,7 @@
 
 #include <omp.h>
 
+#include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/reference/reference.h"
 
 namespace ao::detail {
@@ -72,7 +73,9 @@ inline void window_quirks(const Layout& l, int64_t kv, int64_t p, const Quirks& 
 }
 
 // The key ranges a row reads, as the (possibly buggy) kernel addresses them; keys outside the
-// KV buffer are dropped (a real kernel would read out of bounds; the CPU model must not).
+// KV buffer are dropped (a real kernel would read out of bounds; the CPU model must not), so a model
+// re-creates the kernel's wrong answer without its memory error, and nothing is sized by a
+// max_seqlen beyond what the buffer holds.
 inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Quirks& qk) {
   const auto& seg = l.seg_of(r);
   const auto& d = l.docs[size_t(seg.doc)];
@@ -120,9 +123,12 @@ inline std::vector<KeyRange> row_key_ranges(const Layout& l, int64_t r, const Qu
   } else {
     out.push_back({base_of(d), lo, hi});
   }
+  // Every range, empty ones included, ends up inside the buffer: 0 <= base + lo <= base + hi <= kv_rows
+  // (a base past the buffer's end, as a capacity-derived stride gives, leaves an empty range at the end).
   for (auto& k : out) {
     k.hi = std::min(k.hi, l.kv_rows - k.base);
-    k.lo = std::min(k.lo, k.hi);
+    k.lo = std::clamp(k.lo, -k.base, std::max(k.hi, -k.base));
+    k.hi = std::max(k.hi, k.lo);
   }
   return out;
 }
@@ -145,7 +151,7 @@ inline int64_t stats_write_row(const Layout& l, int64_t r, const Quirks& qk) {
   return seg.stats_row0 + (r - seg.row0);
 }
 
-// Threads of the references' row-block loops: OMP_NUM_THREADS when set, else the physical cores
+// Threads of the references' row-block loops: OMP_NUM_THREADS when set (at most the CPUs), else the physical cores
 // (hyperthread siblings share one core's FMA units, so they only add contention to a GEMM).
 inline std::atomic<int>& reference_threads_override() {  // > 0: tests pin the thread count
   static std::atomic<int> n{0};
@@ -154,7 +160,7 @@ inline std::atomic<int>& reference_threads_override() {  // > 0: tests pin the t
 inline int reference_threads() {
   if (const int o = reference_threads_override().load(); o > 0) return o;
   static const int n = [] {
-    if (std::getenv("OMP_NUM_THREADS")) return omp_get_max_threads();
+    if (std::getenv("OMP_NUM_THREADS")) return omp_team_size();  // bounded by the CPUs (omp_threads.h)
     std::set<std::string> cores;
     const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
     for (unsigned c = 0; c < cpus; ++c) {

@@ -1,4 +1,5 @@
 #include "attn_oracle/reference/reference_sanity.h"
+#include "attn_oracle/internal/omp_threads.h"
 
 #include <algorithm>
 #include <climits>
@@ -77,7 +78,7 @@ std::string reference_sanity(const Layout& l, const Outputs& ref) {
   const bool indexer = l.c.op == Op::Indexer;
   // Rows are independent: checked in parallel; the first bad one (in row order) is reported.
   int64_t first = LLONG_MAX;
-#pragma omp parallel for schedule(dynamic, 64) reduction(min : first)
+#pragma omp parallel for schedule(dynamic, 64) reduction(min : first) num_threads(omp_team_size())
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t r = rows[i];
     const bool bad = indexer ? !indexer_row_fault(l, ref, r).empty() : !sdpa_row_fault(l, ref, r).empty();

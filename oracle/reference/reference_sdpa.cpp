@@ -96,12 +96,13 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
         continue;
       }
       const int64_t R = int64_t(rows.size());
-      // Concatenate the block's key spans (same bases for all rows of a document).
+      // Concatenate the block's key spans (same bases for all rows of a document). A span is the union
+      // of its rows' ranges, each inside the KV buffer (row_key_ranges), so it stays inside too.
       struct Span { int64_t base, lo, hi, at; };
       std::vector<Span> spans;
       int64_t nkeys = 0;
       for (size_t j = 0; j < ranges[0].size(); ++j) {
-        Span sp{ranges[0][j].base, std::numeric_limits<int64_t>::max(), 0, nkeys};
+        Span sp{ranges[0][j].base, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), nkeys};
         for (auto& rr : ranges) { sp.lo = std::min(sp.lo, rr[j].lo); sp.hi = std::max(sp.hi, rr[j].hi); }
         if (sp.hi <= sp.lo) { sp.lo = sp.hi = 0; }
         nkeys += sp.hi - sp.lo;

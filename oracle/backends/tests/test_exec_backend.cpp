@@ -211,6 +211,29 @@ TEST(ExecCaseDir, MetaAndInputsDescribeTheLayout) {
   EXPECT_EQ(parse_case(line), l.c);
 }
 
+// The semantics string states the rule of every convention key an exec: peer receives in meta.json,
+// with the values the case gave them.
+TEST(ExecCaseDir, SemanticsDescribeEveryConventionKey) {
+  TempDir d;
+  const Layout l = make_layout(parse_case(
+      "op=sdpa docs=8,5 window=2 window_right=3 window_convention=fa empty_rows=posinf max_seqlen_kv=16 "
+      "num_splits=2 hq=1 dim=8"));
+  const auto m = nlohmann::json::parse(write_case_dir(d.path, l, make_inputs(l)));
+  EXPECT_EQ(m["window_right"], 3);
+  EXPECT_EQ(m["window_convention"], "fa");
+  EXPECT_EQ(m["empty_rows"], "posinf");
+  EXPECT_EQ(m["num_splits"], 2);
+  EXPECT_EQ(m["max_seqlen"]["kv"], 16);
+  const std::string sem = m["semantics"].get<std::string>();
+  for (const char* rule : {"s <= p + window_right", "-1 = no right bound", "window_convention", "cudnn s > p - window",
+                           "fa s >= p - window", "+inf under empty_rows=posinf", "-inf under empty_rows=neginf",
+                           "num_splits", "max_seqlen", "ceil(max_seqlen.kv / num_splits)"})
+    EXPECT_NE(sem.find(rule), std::string::npos) << "semantics lacks '" << rule << "': " << sem;
+  // Every key the string names is in meta.json.
+  for (const char* key : {"window", "window_right", "window_convention", "empty_rows", "num_splits", "max_seqlen"})
+    EXPECT_TRUE(m.contains(key)) << key;
+}
+
 // ---- the numpy adapter through exec: ----
 
 TEST(ExecNumpy, PassesOnFreshIndexerAndSdpaCases) {

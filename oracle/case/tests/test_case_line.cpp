@@ -391,6 +391,9 @@ TEST(CaseLineReject, KeysThatWouldBeIgnored) {
       {"op=indexer q_lens=64 kv_lens=16 ratio=4 mask=none", {"ratio"}},
       {"op=indexer docs=64 cp=2 crop=1 mask=none", {"crop"}},
       {"op=sdpa docs=64 cp=2 rank=1 crop=1 mask=none", {"crop"}},
+      // The chunk's key_len is its causal end; a right bound allows keys past it.
+      {"op=sdpa docs=16 cp=2 rank=0 crop=1 window_right=-1 hq=1 dim=8", {"crop"}},
+      {"op=sdpa docs=16 cp=2 rank=1 crop=1 window_right=3 hq=1 dim=8", {"crop"}},
   };
   for (const auto& b : bad) expect_rejected(b);
   // The same combinations built in code (no explicit keys): make_layout names them.
@@ -404,6 +407,14 @@ TEST(CaseLineReject, KeysThatWouldBeIgnored) {
       {built([](Case& c) { c.cp_scheme = CpScheme::Contiguous; }), "cp_scheme"},
       {built([](Case& c) { c.ratio = 2; c.mask = MaskKind::None; }), "ratio"},
       {built([](Case& c) { c.cp = 2; c.crop = true; c.mask = MaskKind::None; }), "crop"},
+      {[] {
+         Case c = defaults_for(Op::Sdpa);
+         c.q_lens = c.kv_lens = {16};
+         c.hkv = c.hq, c.dim_v = c.dim;  // as parse_case resolves them
+         c.cp = 2, c.crop = true, c.window_right = -1;
+         return c;
+       }(),
+       "crop"},
       {built([](Case& c) { c.o_offsets = {0}; }), "o_offsets"},
   };
   for (const auto& [c, key] : cases) {
@@ -419,8 +430,16 @@ TEST(CaseLineReject, KeysThatWouldBeIgnored) {
   for (const char* line : {"op=indexer docs=64 cp=2 crop=1", "op=indexer docs=64 cp=2 crop=0 cp_scheme=contiguous",
                            "op=indexer docs=64 ratio=2", "op=indexer docs=64 ratio=1 mask=none",
                            "op=sdpa docs=16,16 pad=2 o_offsets=0,16 stats_offsets=0,16",
-                           "op=indexer docs=64 cp=2 crop=1 mask=topleft"})
+                           "op=indexer docs=64 cp=2 crop=1 mask=topleft", "op=sdpa docs=16 cp=2 crop=1 hq=1 dim=8",
+                           "op=sdpa docs=16 cp=2 crop=1 window=3 hq=1 dim=8"})
     EXPECT_NO_THROW(make_layout(parse_case(line))) << line;
+  // The crop/window_right message names the right bound it conflicts with.
+  try {
+    (void)make_layout(parse_case("op=sdpa docs=16 cp=2 rank=0 crop=1 window_right=-1 hq=1 dim=8"));
+    ADD_FAILURE() << "accepted";
+  } catch (const CaseError& e) {
+    EXPECT_NE(std::string(e.what()).find("window_right=-1"), std::string::npos) << e.what();
+  }
 }
 
 // A UTF-8 byte-order mark at the start of a line is dropped (not shown as part of the key 'op').

@@ -3,7 +3,10 @@
 // the selftest's diagnosis matrix names every detected model and its check can fail.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -240,4 +243,69 @@ TEST(Explain, SdpaRowsAreScoredPerOutput) {
   }
   EXPECT_EQ(e.outcome, Explanation::NotExplained);
   EXPECT_NE(format_explanation(e).find("(O "), std::string::npos) << format_explanation(e);
+}
+
+// A model that throws (a std::exception or anything else) is skipped with its reason and explains
+// nothing; explain still ranks the others and names the one that reproduces the failure.
+TEST(Explain, ThrowingModelIsSkippedNotFatal) {
+  Trial t(parse_case("op=indexer docs=300 topk=32 seed=3"));
+  auto bug_be = make_backend("cpu-bug:off-by-one-causal");
+  auto ref_be = make_backend("cpu-ref");
+  const TrialRun got = t.run(*bug_be), ref = t.run(*ref_be);
+  ASSERT_TRUE(got.ok() && ref.ok());
+  std::vector<BugModel> candidates;
+  BugModel throws_std, throws_int;
+  throws_std.name = "throws-std";
+  throws_int.name = "throws-int";
+  throws_std.indexer = throws_std.sdpa = throws_int.indexer = throws_int.sdpa = true;
+  throws_std.transform = [](const Layout&, const Inputs&, Outputs&) { throw std::runtime_error("planted"); };
+  throws_int.transform = [](const Layout&, const Inputs&, Outputs&) { throw 42; };
+  candidates.push_back(throws_std);
+  candidates.push_back(throws_int);
+  for (const auto& m : bug_models())
+    if (m.name == "off-by-one-causal") candidates.push_back(m);
+  ASSERT_EQ(candidates.size(), 3u);
+  const Explanation e = explain_trial(t, got, ref, ExplainMatch::Auto, candidates);
+  ASSERT_EQ(e.outcome, Explanation::Explained) << format_explanation(e);
+  EXPECT_TRUE(names(e, "off-by-one-causal")) << format_explanation(e);
+  ASSERT_EQ(e.ranked.size(), 1u);
+  ASSERT_EQ(e.skipped.size(), 2u);
+  EXPECT_NE(e.skipped[0].find("throws-std: "), std::string::npos) << e.skipped[0];
+  EXPECT_NE(e.skipped[0].find("planted"), std::string::npos) << e.skipped[0];
+  EXPECT_NE(e.skipped[1].find("throws-int: "), std::string::npos) << e.skipped[1];
+  EXPECT_NE(e.skipped[1].find("not a std::exception"), std::string::npos) << e.skipped[1];
+}
+
+// The output sentinel is a NaN with its own payload: a model that leaves an element unwritten does not
+// reproduce a kernel that computed NaN there; a model that computed a NaN (any payload) does.
+TEST(Explain, UnwrittenSentinelDoesNotMatchAComputedNan) {
+  Trial t(parse_case("op=sdpa docs=70,50 hq=2 hkv=1 seed=9"));
+  auto ref_be = make_backend("cpu-ref");
+  const TrialRun ref = t.run(*ref_be);
+  ASSERT_TRUE(ref.ok());
+  const Layout& l = t.layout();
+  const int64_t orow = l.segments[0].o_row0 + 3;  // a valid row of document 0
+  const size_t at = size_t(orow) * size_t(l.c.hq) * size_t(l.c.dim_v);
+  Outputs got = ref.out, unwritten = ref.out, computed = ref.out;
+  got.o[at] = std::numeric_limits<float>::quiet_NaN();
+  unwritten.o[at] = sentinel_float();
+  uint32_t other_nan_bits = 0xffc00001u;  // another NaN payload, as other arithmetic leaves it
+  std::memcpy(&computed.o[at], &other_nan_bits, 4);
+  ASSERT_TRUE(std::isnan(computed.o[at]));
+  for (auto m : {ExplainMatch::Bitwise, ExplainMatch::Kernel}) {
+    const ExplainRegion region(l, m);
+    const Explanation e = explain_outputs(region, got, ref.out,
+                                          {{"unwritten", "", &unwritten, {}}, {"computed-nan", "", &computed, {}}});
+    ASSERT_EQ(e.wrong_rows, 1);
+    for (const auto& s : e.ranked) {
+      if (s.model == "unwritten") {
+        EXPECT_EQ(s.reproduced, 0) << format_explanation(e);
+      }
+      if (s.model == "computed-nan") {
+        EXPECT_EQ(s.reproduced, 1) << format_explanation(e);
+      }
+    }
+    EXPECT_TRUE(names(e, "computed-nan")) << format_explanation(e);
+    EXPECT_FALSE(names(e, "unwritten")) << format_explanation(e);
+  }
 }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include "attn_oracle/backends/backend.h"
 #include "attn_oracle/reference/reference.h"
 
 namespace ao {
@@ -32,6 +33,9 @@ struct BugModel {
 
 // Every bug model: the Quirks ones (cpu_backends.cpp), then the output-transform ones.
 const std::vector<BugModel>& bug_models();
+// The backend that runs one model (`cpu-bug:<name>` for the listed ones): the reference path with its
+// Quirks, then its transform.
+std::unique_ptr<Backend> make_bug_model_backend(const BugModel& m);
 std::vector<BugModel> transform_bug_models();
 // issue 15 (win): the window, alignment, CP and offset models of the catalog (catalog_window_models.cpp).
 std::vector<BugModel> catalog_window_models();

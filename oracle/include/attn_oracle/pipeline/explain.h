@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/pipeline/trial.h"
 
 namespace ao {
@@ -95,7 +96,12 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
 
 // Runs every applicable bug model through the trial (inputs generated once) and explains got against
 // ref (runs of the same trial). got must have run (ok()).
+// A model that throws (or errors) is listed in `skipped` with its reason and scored as explaining nothing:
+// explain never ends the command that asked for it.
 Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, ExplainMatch m = ExplainMatch::Auto);
+// The same over the given candidates (bug_models() above).
+Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, ExplainMatch m,
+                          const std::vector<BugModel>& candidates);
 
 // The headline, the match rule, and the top `top` ranked models that reproduce or break anything.
 std::string format_explanation(const Explanation& e, size_t top = 5);

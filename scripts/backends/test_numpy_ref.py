@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""CPU tests of numpy_ref.py (numpy only): the conventions it must honour from meta.json, through the CLI
+(`attn-oracle repro ... --backend exec:numpy_ref.py`), and a convention it does not know ending in a skip
+that names it (never a silent wrong answer).
+
+  AO_CLI=build/attn-oracle python3 -m unittest scripts/backends/test_numpy_ref.py
+Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from ao_test_cases import AO, CaseDirTest  # noqa: E402
+ADAPTER = os.path.join(HERE, "numpy_ref.py")
+
+try:
+    import numpy as np
+except ImportError as e:  # noqa: F841 - reported by the runner below
+    np = None
+    IMPORT_ERROR = str(e)
+
+
+def repro(line, *extra):
+    return subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}", *extra],
+                          capture_output=True, text=True)
+
+
+class EmptyRows(CaseDirTest):
+    prefix = "ao-test-numpy-ref-"
+    # Cases with rows that have no allowed key: an empty document, bottom-right with q_len > kv_len, a
+    # window that leaves the first rows of a bottom-right document without keys.
+    LINES = ["op=sdpa q_lens=1,2 kv_lens=0,1 hq=1 dim=8",
+             "op=sdpa q_lens=6 kv_lens=2 mask=bottomright hq=2 hkv=1 dim=8",
+             "op=sdpa q_lens=5,3 kv_lens=2,3 mask=bottomright window=1 hq=1 dim=8 seed=4"]
+
+    def test_both_conventions_pass(self):
+        for line in self.LINES:
+            for rows in ("neginf", "posinf"):
+                r = repro(f"{line} empty_rows={rows}")
+                self.assertEqual(r.returncode, 0, f"{line} empty_rows={rows}\n{r.stdout}{r.stderr}")
+                self.assertIn("PASS", r.stdout)
+
+    def test_posinf_is_written(self):
+        case = self.case(self.LINES[0] + " empty_rows=posinf")
+        subprocess.run([sys.executable, ADAPTER, case.path], check=True)
+        lse = np.load(os.path.join(case.path, "lse.npy"))
+        d0 = case.segments[0]  # document 0 has no key: its row's LSE is +inf
+        self.assertEqual(case.docs[d0["doc"]]["kv_len"], 0)
+        self.assertTrue(np.all(lse[d0["stats_row0"]] == np.inf), lse[d0["stats_row0"]])
+
+    def test_unknown_convention_is_a_named_skip(self):
+        case = self.case(self.LINES[0])
+        meta = os.path.join(case.path, "meta.json")
+        with open(meta) as f:
+            m = json.load(f)
+        m["empty_rows"] = "zero"
+        with open(meta, "w") as f:
+            json.dump(m, f)
+        r = subprocess.run([sys.executable, ADAPTER, case.path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("empty_rows=zero", r.stderr.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    if np is None:
+        print(f"test_numpy_ref: skipped: {IMPORT_ERROR}", file=sys.stderr)
+        sys.exit(125)
+    if not os.access(AO, os.X_OK):
+        print(f"test_numpy_ref: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
+        sys.exit(125)
+    unittest.main()
