@@ -85,8 +85,9 @@ std::vector<std::string> BackendInfo::implemented_defects() const {
 
 const std::vector<BackendInfo>& registered_backends() { return registry(); }
 
-std::unique_ptr<Backend> make_backend(const std::string& spec) {
-  // Longest registered name that prefixes the spec, followed by end or ':' (names may contain ':').
+namespace {
+// Longest registered name that prefixes the spec, followed by end or ':' (names may contain ':').
+const BackendInfo& find_backend(const std::string& spec) {
   const BackendInfo* best = nullptr;
   for (const auto& b : registry()) {
     if (spec.compare(0, b.name.size(), b.name) != 0) continue;
@@ -98,9 +99,28 @@ std::unique_ptr<Backend> make_backend(const std::string& spec) {
     for (const auto& b : registry()) names += (names.empty() ? "" : ", ") + b.name;
     throw CaseError("backend", spec, "unknown backend (known: " + names + ")");
   }
+  return *best;
+}
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& spec) {
+  const BackendInfo* best = &find_backend(spec);
   std::string text = spec.size() > best->name.size() ? spec.substr(best->name.size() + 1) : "";
   if (!best->argument.empty()) return best->make(Knobs(text));
   return best->make(parse_knobs(best->name, text, best->knobs, best->aliases));
+}
+
+std::string normalize_backend_spec(const std::string& raw, SpecForm form) {
+  const auto b = raw.find_first_not_of(" \t\r\n"), e = raw.find_last_not_of(" \t\r\n");
+  const std::string spec = b == std::string::npos ? std::string() : raw.substr(b, e - b + 1);
+  const BackendInfo& info = find_backend(spec);
+  const std::string text = spec.size() > info.name.size() ? spec.substr(info.name.size() + 1) : "";
+  std::string norm;
+  if (!info.argument.empty())
+    norm = info.normalize_argument ? info.normalize_argument(text, form) : text;
+  else
+    norm = parse_knobs(info.name, text, info.knobs, info.aliases).identity_text();
+  return norm.empty() ? info.name : info.name + ":" + norm;
 }
 
 std::vector<std::pair<std::string, std::vector<std::string>>> defect_table() {
