@@ -1,4 +1,5 @@
 #include "attn_oracle/fuzz/campaign.h"
+#include "attn_oracle/backends/backend_spec.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -176,13 +177,14 @@ std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
   w.comment("campaign", fmt::format("--seed {} --shard {}/{} --dims {}, case #{}", opt.seed, opt.shard, opt.shards,
                                     dims_name(opt.gen.dims), f.index));
   w.comment("original", f.original);
-  w.comment("original failing", failing_summary(f.original_result.verdict));
+  w.comment("original failing", portable_paths_in_text(failing_summary(f.original_result.verdict)));
   w.comment("original reproduced", repro_note(f.repro_fails, f.repro_runs));
   if (f.shrunk_repro_runs == 0) {
     w.comment("not shrunk", "the failure is nondeterministic; shrinking would chase noise");
   } else {
     w.comment("shrunk", fmt::format("in {} steps ({} runs{}); shrunk failing: {}", f.steps, f.runs,
-                                    shrink_stop_note(f.shrink_stop), failing_summary(f.shrunk_result.verdict)));
+                                    shrink_stop_note(f.shrink_stop),
+                                    portable_paths_in_text(failing_summary(f.shrunk_result.verdict))));
     w.comment("shrunk reproduced", repro_note(f.shrunk_repro_fails, f.shrunk_repro_runs));
   }
   if (f.nondeterministic()) w.comment("nondeterministic", "this case does not fail on every run of the backend");
@@ -220,12 +222,13 @@ std::map<std::string, std::string> known_signatures(const std::string& dir, cons
   return out;
 }
 
-// An exclusive lock on <dir>/.fuzz.lock (flock: released when its holder ends, however it ends). Without
-// a lock file (a read-only directory) it holds nothing; the save that follows fails and says why.
+// An exclusive lock on the output directory itself (flock on its descriptor: no lock file among the
+// cases, and released when its holder ends, however it ends). A directory that cannot be opened holds
+// no lock; the save that follows fails and says why.
 struct DirLock {
   int fd = -1;
   explicit DirLock(const std::string& dir) {
-    fd = ::open((fs::path(dir) / ".fuzz.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0)
       while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
       }
@@ -317,16 +320,18 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if (file_text(file) == it->second) fs::remove(file);
     ours.erase(it);
   };
-  // Re-runs a failing case: how many of `runs` runs fail like `r` did.
+  // Re-runs a failing case up to `runs` times (none after the deadline or a stop request): {runs that
+  // failed like `r`, runs made}.
   auto reproductions = [&](const Case& c, const CaseResult& r, int runs) {
     const StillFails again = fails_like(r, *backend, *vs, opt.lim);
-    int fails = 0;
-    for (int i = 0; i < runs && !interrupted(); ++i) {
+    std::pair<int, int> n{0, 0};
+    for (; n.second < runs && !interrupted() && !(opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds);
+         ++n.second) {
       const double t = elapsed();
-      fails += again(c) ? 1 : 0;
+      n.first += again(c) ? 1 : 0;
       s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
     }
-    return fails;
+    return n;
   };
   double last_progress = -1;
   for (uint64_t k = 0;; ++k) {
@@ -362,8 +367,9 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       f.original = r.case_line;
       f.original_result = r;
       f.shrunk_result = r;
-      f.repro_runs = 1 + opt.confirm_runs;
-      f.repro_fails = 1 + reproductions(g.c, r, opt.confirm_runs);
+      const auto [again, reruns] = reproductions(g.c, r, opt.confirm_runs);
+      f.repro_fails = 1 + again;
+      f.repro_runs = 1 + reruns;
       if ((s.interrupted = interrupted()) != 0) break;  // re-runs cut short prove nothing
       if (f.repro_fails < f.repro_runs) {
         // A flaky failure is kept as it was generated: a shrinker steered by it would keep whatever
@@ -401,8 +407,9 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         f.signature = failure_signature(backend_id, st.minimal, f.shrunk_result.verdict);
         // The shrunk case is confirmed like the original: a case the shrinker kept on one lucky failure
         // is marked, not passed off as a deterministic regression.
-        f.shrunk_repro_runs = 1 + opt.confirm_runs;
-        f.shrunk_repro_fails = 1 + reproductions(st.minimal, r, opt.confirm_runs);
+        const auto [shrunk_again, shrunk_reruns] = reproductions(st.minimal, r, opt.confirm_runs);
+        f.shrunk_repro_fails = 1 + shrunk_again;
+        f.shrunk_repro_runs = 1 + shrunk_reruns;
         if ((s.interrupted = interrupted()) != 0) break;
       }
       s.shrink_seconds += elapsed() - ts;

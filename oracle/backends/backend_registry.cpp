@@ -111,7 +111,8 @@ std::unique_ptr<Backend> make_backend(const std::string& spec) {
 }
 
 std::string normalize_backend_spec(const std::string& raw, SpecForm form) {
-  const auto b = raw.find_first_not_of(" \t\r\n"), e = raw.find_last_not_of(" \t\r\n");
+  // A trailing newline is kept: after an exec: command it separates the appended case directory.
+  const auto b = raw.find_first_not_of(" \t\r\n"), e = raw.find_last_not_of(" \t");
   const std::string spec = b == std::string::npos ? std::string() : raw.substr(b, e - b + 1);
   const BackendInfo& info = find_backend(spec);
   const std::string text = spec.size() > info.name.size() ? spec.substr(info.name.size() + 1) : "";

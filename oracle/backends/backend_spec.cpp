@@ -1,9 +1,11 @@
 // Spellings of backend specs (backend.h: normalize_backend_spec): paths and shell command lines.
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/backend_spec.h"
 
 namespace ao {
 
@@ -61,6 +63,35 @@ std::string normalize_spec_path(const std::string& path, SpecForm form) {
   return fs::path(path).is_absolute() ? abs.string() : fs::path(path).lexically_normal().string();
 }
 
+std::string portable_paths_in_text(const std::string& text) {
+  std::error_code ec;
+  std::string out = text;
+  auto replace_all = [&](const std::string& from, auto&& with) {
+    if (from.size() < 3) return;  // "/" (a working dir of /) is no directory to hide
+    std::string res;
+    size_t at = 0;
+    for (size_t hit; (hit = out.find(from, at)) != std::string::npos;) {
+      res += out.substr(at, hit - at);
+      at = with(hit + from.size(), res);
+    }
+    out = res + out.substr(at);
+  };
+  const fs::path cwd = fs::current_path(ec);
+  for (const fs::path& root : {cwd.lexically_normal(), fs::weakly_canonical(cwd, ec)})
+    replace_all(root.string() + "/", [](size_t end, std::string&) { return end; });
+  const fs::path tmp = temp_root();
+  for (const fs::path& root : {tmp, fs::weakly_canonical(tmp, ec)})
+    replace_all(root.string() + "/", [&](size_t end, std::string& res) {
+      res += "<tmp>";
+      size_t e = end;
+      while (e < out.size() && out[e] != '/' && !std::isspace(static_cast<unsigned char>(out[e])) &&
+             std::string(":'\"`;,)").find(out[e]) == std::string::npos)
+        ++e;
+      return e;
+    });
+  return out;
+}
+
 std::string normalize_shell_command(const std::string& command, SpecForm form) {
   std::string out, word, sep;
   bool quoted_word = false;
@@ -94,6 +125,7 @@ std::string normalize_shell_command(const std::string& command, SpecForm form) {
     }
   }
   flush_word();
+  if (!out.empty() && sep.find('\n') != std::string::npos) out += "\n";  // `"$@"` is appended after it
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/backend_spec.h"
 #include "attn_oracle/backends/bug_models.h"
 #include "cli_run.h"
 
@@ -234,7 +235,7 @@ TEST(BackendSpec, SpellingsOfOneBackendHaveOneIdentity) {
   EXPECT_EQ(id("exec:/usr/bin/../bin/env true"), id("exec:/usr/bin/env true"));
   EXPECT_EQ(id("exec:/bin/sh tests/./lib.sh"), id("exec:/bin/sh tests/lib.sh"));
   EXPECT_EQ(id("exec:/bin/sh tests/lib.sh"), id("exec:/bin/sh " + (fs::current_path() / "tests/lib.sh").string()));
-  EXPECT_EQ(id("exec:/bin/sh x.sh\n"), id("exec:/bin/sh x.sh"));
+  EXPECT_NE(id("exec:/bin/sh x.sh\n"), id("exec:/bin/sh x.sh"));  // the appended directory becomes a command
   EXPECT_EQ(id("  cpu-ref "), "cpu-ref");
   EXPECT_EQ(id("plugin:tests/./lib.so:bug=none"), id("plugin:tests/lib.so"));
   EXPECT_EQ(id("plugin:lib.so:bug=topleft"), id("plugin:./lib.so:bug=topleft-cp"));  // the alias
@@ -264,8 +265,17 @@ TEST(BackendSpec, PortableSpellingIsRelativeToTheWorkingDirAndHidesTempPaths) {
                      "/tmp.XJCRoYhWuN/fa4.sock fa4_varlen"),
             "exec:python3 scripts/backends/ao_client.py --socket <tmp>/fa4.sock fa4_varlen");
   EXPECT_EQ(portable("exec:python3 x.py --socket=" + tmp + "/tmp.A1/s.sock"), "exec:python3 x.py --socket=<tmp>/s.sock");
-  EXPECT_EQ(portable("exec:python3 " + tmp + "/tmp.A1/s.py\n"), portable("exec:python3 " + tmp + "/tmp.B2/s.py"));
+  EXPECT_EQ(portable("exec:python3 " + tmp + "/tmp.A1/s.py"), portable("exec:python3 " + tmp + "/tmp.B2/s.py"));
   EXPECT_EQ(portable("exec:/usr/bin/../bin/python3  a//b.py"), "exec:/usr/bin/python3 a/b.py");
   EXPECT_EQ(portable("plugin:" + cwd + "/sub/./lib.so:bug=none"), "plugin:sub/lib.so");
   EXPECT_EQ(portable("cpu-bug:topleft-cp"), "cpu-bug:topleft-cp");
+}
+
+TEST(BackendSpec, PortablePathsInFreeText) {
+  const std::string tmp = fs::temp_directory_path().string();
+  const std::string cwd = fs::current_path().string();
+  EXPECT_EQ(portable_paths_in_text("ao-exec: 2: " + tmp + "/ao-exec-7QNTBz: Permission denied\nat " + cwd +
+                                   "/scripts/x.py line 3, socket " + tmp + "/tmp.A1/s.sock"),
+            "ao-exec: 2: <tmp>: Permission denied\nat scripts/x.py line 3, socket <tmp>/s.sock");
+  EXPECT_EQ(portable_paths_in_text("no paths here"), "no paths here");
 }

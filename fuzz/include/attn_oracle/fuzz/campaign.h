@@ -10,7 +10,8 @@
 // time is nondeterministic; it is kept unshrunk (the shrinker would chase noise) and marked so in its
 // file and the summary, with its reproduction rate. A shrunk case is re-run the same way and marked
 // when it is nondeterministic.
-// Saving: shards sharing an output directory check and write under one lock (<out>/.fuzz.lock), and a
+// Re-runs are runs: none starts after the time budget (a case found near it is confirmed fewer times).
+// Saving: shards sharing an output directory check and write under one lock (flock on it), and a
 // file reported at the end is checked to exist then. A case that cannot be saved (disk full, directory
 // made read-only) is printed on the error stream at once with its line; the campaign goes on and the
 // summary lists it as NOT SAVED.

@@ -68,9 +68,9 @@ std::unique_ptr<Backend> make_backend(const std::string& spec);
 
 // The one spelling of a backend spec: the registry's name, then its knobs as Knobs::identity_text()
 // (defaults dropped, sorted; aliases read as their canonical spelling), or a free argument normalized
-// by its backend (exec: words and paths, plugin: library path and knobs). Leading and trailing white
-// space is dropped. Two specs that make the same backend are equal in SpecForm::Identity; Portable is
-// how a user re-runs it from the working directory (what found files and failure signatures name).
+// by its backend (exec: words and paths, plugin: library path and knobs); leading blanks and trailing
+// blanks but not a trailing newline (exec: appends "$@" after it) dropped. Identity: equal for specs of
+// one backend; Portable: how a user re-runs it from the working dir (found files, failure signatures).
 // Never loads or runs the backend. Throws CaseError(key="backend") for an unknown name or bad knobs.
 std::string normalize_backend_spec(const std::string& spec, SpecForm form);
 // A path in `form`'s spelling (SpecForm above); relative paths are taken from the working directory.
