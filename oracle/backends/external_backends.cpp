@@ -32,7 +32,7 @@ std::vector<BackendInfo> detail::external_backends() {
     for (const auto& m : bug_models()) ids.push_back(m.name);
     const std::string knobs = parse_knobs("plugin:" + text.substr(0, colon), text.substr(colon + 1),
                                           {bug_knob(ids, "the defect the library re-creates")},
-                                          {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true)
+                                          {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true)  // old spelling kept
                                   .identity_text();
     return knobs.empty() ? out : out + ":" + knobs;
   };

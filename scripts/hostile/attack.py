@@ -711,7 +711,7 @@ def build(bin_path, bdir, full):
                         setup=corpus(["# catches: " + claim, SMALL]), check=has("claim not held")))
     A.append(Attack(22, "true claim spelled otherwise still holds", ["gate", "{corpus}", "--backend",
                                                                     ok_plugin + ":bug=topleft-cp", "--no-explain"],
-                    {1}, setup=corpus(["# catches: plugin:" + dotted + ":bug=topleft", IDX]),
+                    {1}, setup=corpus(["# catches: plugin:" + dotted + ":bug=topleft", IDX]),  # old spelling of the defect id
                     check=has("1 of 1 claims held")))
 
     # (23) corpus reading is bounded; FIFOs are case files; a save failure or a flaky backend is reported

@@ -238,7 +238,7 @@ TEST(BackendSpec, SpellingsOfOneBackendHaveOneIdentity) {
   EXPECT_NE(id("exec:/bin/sh x.sh\n"), id("exec:/bin/sh x.sh"));  // the appended directory becomes a command
   EXPECT_EQ(id("  cpu-ref "), "cpu-ref");
   EXPECT_EQ(id("plugin:tests/./lib.so:bug=none"), id("plugin:tests/lib.so"));
-  EXPECT_EQ(id("plugin:lib.so:bug=topleft"), id("plugin:./lib.so:bug=topleft-cp"));  // the alias
+  EXPECT_EQ(id("plugin:lib.so:bug=topleft"), id("plugin:./lib.so:bug=topleft-cp"));  // the old spelling
   EXPECT_EQ(id("plugin:lib.so:z=1,bug=topleft-cp"), id("plugin:lib.so:bug=topleft-cp,z=1"));
   // Different backends stay different: quoted words are kept, another knob value, another program.
   EXPECT_NE(id("exec:python3 'a  b.py'"), id("exec:python3 'a b.py'"));
