@@ -62,7 +62,10 @@ std::string escape_comment_text(std::string_view raw) {
 }
 
 CaseFileWriter& CaseFileWriter::note(std::string_view text) {
-  text_ += "# " + escape_comment_text(text) + "\n";
+  const std::string e = escape_comment_text(text);
+  if (e.rfind("catches:", 0) == 0 || e.rfind("choices:", 0) == 0)  // would be read back as data
+    throw std::logic_error("case file note '" + e + "' reads as a claim or a choice sequence");
+  text_ += "# " + e + "\n";
   return *this;
 }
 
