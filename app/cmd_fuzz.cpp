@@ -1,6 +1,7 @@
 // `attn-oracle fuzz`: a generated-case campaign against a backend (campaign.h); shrinks each failure
 // and saves one smallest case per failure signature as <out>/<hash>.case. Exit 1 if anything failed,
-// 125 if nothing ran, else 0; 128 + signal when SIGINT/SIGTERM stopped it (after the summary).
+// 125 if nothing ran, else 0; 128 + signal when SIGINT/SIGTERM stopped it (after the summary). A case
+// that cannot be saved is printed at once (stderr) and in the summary; the campaign goes on.
 #include <unistd.h>
 
 #include <iostream>
@@ -16,7 +17,7 @@ struct FuzzArgs {
   std::string backend, vs = "cpu-ref", budget = "60s", shard = "0/1", out = "corpus/found", dims = "small",
               op = "any";
   uint64_t seed = 1;
-  int shrink_runs = 300, max_failures = 0;
+  int shrink_runs = 300, max_failures = 0, confirm_runs = 3;
   bool no_save = false;
 };
 
@@ -40,6 +41,11 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_option("--max-failures", a->max_failures, "stop after this many failing cases (0: whole budget)")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  sub->add_option("--confirm-runs", a->confirm_runs,
+                  "re-runs of each failure (and of its shrunk case) before it is kept; one that does not fail "
+                  "every time is marked nondeterministic and kept unshrunk")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   return AppCommand{sub, [a, &lim] {
                       CampaignOptions o;
                       o.backend = a->backend;
@@ -52,6 +58,7 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                       o.gen.op = parse_op_filter(a->op);
                       o.shrink_runs = a->shrink_runs;
                       o.max_failures = a->max_failures;
+                      o.confirm_runs = a->confirm_runs;
                       o.lim = lim;
                       o.progress = isatty(STDERR_FILENO) != 0;
                       install_interrupt_handlers();

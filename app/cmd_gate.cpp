@@ -26,13 +26,15 @@ struct GateArgs {
 };
 
 // `# catches: <backend>` claims, each checked to name a backend that exists; key: the claim text.
-// Value: the claimed backend's name(), which is compared with the name() of each backend the gate runs.
+// Value: the claimed backend's identity (normalize_backend_spec, SpecForm::Identity), which is compared
+// with the identity of each backend the gate runs: spellings of one backend match.
 std::map<std::string, std::string> claimed_names(const std::vector<CaseEntry>& entries) {
   std::map<std::string, std::string> names;
   for (const auto& e : entries) {
     if (e.claim.empty() || names.count(e.claim)) continue;
     try {
-      names[e.claim] = backend_name(e.claim);  // runs no plugin library: only what the gate runs is loaded
+      backend_name(e.claim);  // checks the claim names a backend; runs no plugin library
+      names[e.claim] = normalize_backend_spec(e.claim, SpecForm::Identity);
     } catch (const CaseError& err) {
       throw CaseFileError(fmt::format("{}:{}: '# catches: {}': {}", e.file, e.claim_line, e.claim, err.what()));
     }
@@ -70,7 +72,7 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
   for (const auto& spec : a.backends) {
     if (interrupted()) break;
     auto be = make_backend(spec);
-    const std::string name = be->name();
+    const std::string name = normalize_backend_spec(spec, SpecForm::Identity);
     for (const auto& e : entries) {
       if (interrupted()) break;  // stop between cases: the one in flight has finished
       results.push_back(run_case(e.c, *be, *vs, lim, report != nullptr, !a.no_explain));  // artifacts: report.html

@@ -209,3 +209,19 @@ TEST(Gate, CatchesClaimsAreCheckedByTheGate) {
   EXPECT_EQ(r.code, 1) << r.out;  // the bug model fails, as claimed
   EXPECT_NE(r.out.find("1 of 1 claims held"), std::string::npos) << r.out;
 }
+
+// A claim is checked on every spelling of its backend (normalize_backend_spec): `.` in a path, a
+// knob at its default (`bug=none`) or a blank too many on one side does not hide a false claim.
+TEST(Gate, FalseClaimIsCheckedWhateverItsSpelling) {
+  TempCorpus t("claim-spelling");
+  const fs::path lib(AO_EXAMPLE_PLUGIN);
+  const std::string dotted = (lib.parent_path() / "." / lib.filename()).string();
+  for (const std::string& claim : {"plugin:" + dotted, "plugin:" + lib.string() + ":bug=none",
+                                   "  plugin:" + dotted + ":bug=none  "}) {
+    const auto f = t.write("false.case", "# catches: " + claim + "\nop=sdpa docs=16 hq=2 dim=8\n");
+    const auto r = run_cli("gate " + f + " --backend plugin:" + lib.string() + " --no-explain");
+    EXPECT_EQ(r.code, 1) << claim << "\n" << r.out;  // the plugin computes it right: the claim is false
+    EXPECT_NE(r.out.find("claim not held"), std::string::npos) << claim << "\n" << r.out;
+    EXPECT_NE(r.out.find("0 of 1 claims held"), std::string::npos) << claim << "\n" << r.out;
+  }
+}

@@ -1,6 +1,8 @@
 #include "attn_oracle/fuzz/campaign.h"
+#include "attn_oracle/backends/backend_spec.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -151,25 +153,51 @@ bool valid_found_file(const std::string& path, const LayoutLimits& lim) {
   }
 }
 
+namespace {
+
+// The spec as a user re-runs it (normalize_backend_spec); as given when the registry does not know it.
+std::string portable_spec(const std::string& spec) {
+  try {
+    return normalize_backend_spec(spec, SpecForm::Portable);
+  } catch (const CaseError&) {
+    return spec;
+  }
+}
+
+std::string repro_note(int fails, int runs) {
+  return fmt::format("reproduced {} of {} runs{}", fails, runs, fails < runs ? " (NONDETERMINISTIC)" : "");
+}
+
+}  // namespace
+
 std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
-  std::string s;
-  s += "# found by attn-oracle fuzz (shrunk regression)\n";
-  s += fmt::format("# backend: {}   vs: {}\n", opt.backend, opt.vs);
-  s += fmt::format("# campaign: --seed {} --shard {}/{} --dims {}, case #{}\n", opt.seed, opt.shard, opt.shards,
-                   dims_name(opt.gen.dims), f.index);
-  s += fmt::format("# original: {}\n", f.original);
-  s += fmt::format("# original failing: {}\n", failing_summary(f.original_result.verdict));
-  s += fmt::format("# shrunk in {} steps ({} runs{}); shrunk failing: {}\n", f.steps, f.runs,
-                   shrink_stop_note(f.shrink_stop), failing_summary(f.shrunk_result.verdict));
-  s += fmt::format("# signature: {}\n", f.signature);
-  if (f.choices) s += choices_comment({opt.gen, *f.choices}) + "\n";
-  s += f.shrunk + "\n";
-  return s;
+  CaseFileWriter w;
+  w.note("found by attn-oracle fuzz (shrunk regression)");
+  w.comment("backend", fmt::format("{}   vs: {}", portable_spec(opt.backend), portable_spec(opt.vs)));
+  w.comment("campaign", fmt::format("--seed {} --shard {}/{} --dims {}, case #{}", opt.seed, opt.shard, opt.shards,
+                                    dims_name(opt.gen.dims), f.index));
+  w.comment("original", f.original);
+  w.comment("original failing", portable_paths_in_text(failing_summary(f.original_result.verdict)));
+  w.comment("original reproduced", repro_note(f.repro_fails, f.repro_runs));
+  if (f.shrunk_repro_runs == 0) {
+    w.comment("not shrunk", "the failure is nondeterministic; shrinking would chase noise");
+  } else {
+    w.comment("shrunk", fmt::format("in {} steps ({} runs{}); shrunk failing: {}", f.steps, f.runs,
+                                    shrink_stop_note(f.shrink_stop),
+                                    portable_paths_in_text(failing_summary(f.shrunk_result.verdict))));
+    w.comment("shrunk reproduced", repro_note(f.shrunk_repro_fails, f.shrunk_repro_runs));
+  }
+  if (f.nondeterministic()) w.comment("nondeterministic", "this case does not fail on every run of the backend");
+  w.comment("signature", f.signature);
+  if (f.choices) w.choices({opt.gen, *f.choices});
+  w.case_line(parse_case(f.shrunk));
+  return w.text();
 }
 
 namespace {
 
-// Signatures of the valid found files already in `dir` (those written with a `# signature:` line).
+// Signatures of the valid found files already in `dir` (those written with a `# signature:` line), as
+// the line holds them (escape_comment_text).
 std::map<std::string, std::string> known_signatures(const std::string& dir, const LayoutLimits& lim) {
   std::map<std::string, std::string> out;
   std::error_code ec;
@@ -178,16 +206,47 @@ std::map<std::string, std::string> known_signatures(const std::string& dir, cons
     if (it->path().extension() == ".case" && it->is_regular_file(ec)) files.push_back(it->path().string());
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
-    std::ifstream in(file);
+    std::ifstream in(file, std::ios::binary);
     std::string line, sig;
-    for (int n = 0; n < 64 && std::getline(in, line); ++n)
-      if (line.rfind("# signature: ", 0) == 0) {
-        sig = line.substr(13);
-        break;
-      }
+    try {
+      for (int n = 1; n <= 64 && read_bounded_line(in, line, file, n); ++n)
+        if (line.rfind("# signature: ", 0) == 0) {
+          sig = line.substr(13);
+          break;
+        }
+    } catch (const CaseFileError&) {
+      continue;  // not a valid found file: not known (a campaign rewrites it when it finds its case)
+    }
     if (!sig.empty() && !out.count(sig) && valid_found_file(file, lim)) out[sig] = file;
   }
   return out;
+}
+
+// An exclusive lock on the output directory itself (flock on its descriptor: no lock file among the
+// cases, and released when its holder ends, however it ends). A directory that cannot be opened holds
+// no lock; the save that follows fails and says why.
+struct DirLock {
+  int fd = -1;
+  explicit DirLock(const std::string& dir) {
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0)
+      while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~DirLock() {
+    if (fd >= 0) ::close(fd);
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+};
+
+// The file's bytes, or nullopt when it cannot be read.
+std::optional<std::string> file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace
@@ -198,6 +257,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
   auto backend = make_backend(opt.backend);
   auto vs = make_backend(opt.vs);
+  const std::string backend_id = normalize_backend_spec(opt.backend, SpecForm::Portable);
   CampaignSummary s;
   std::map<std::string, size_t> by_signature;  // -> index into s.unique
   std::map<std::string, std::string> known;    // signature -> file that existed before the campaign
@@ -210,20 +270,68 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   so.lim = opt.lim;
   if (opt.budget.seconds > 0)
     so.deadline = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(opt.budget.seconds));
-  // Points f.file at a valid file for f: one known before the campaign, or f's own, written now.
+  std::map<std::string, std::string> ours;  // file this campaign wrote -> its text
+  // Points f.file at a valid file for f: one known before the campaign, or f's own, written now. Called
+  // under the DirLock; a failure to write is recorded in f.save_error and printed with the case line.
   auto save = [&](FoundCase& f) {
     if (opt.out_dir.empty()) return;
-    if (auto it = known.find(f.signature); it != known.end()) {
-      f.file = it->second;
-      f.already_known = true;
-      return;
+    f.save_error.clear();
+    const std::string key = escape_comment_text(f.signature);  // as its `# signature:` line holds it
+    try {
+      if (auto it = known.find(key); it != known.end()) {
+        if (valid_found_file(it->second, opt.lim)) {
+          f.file = it->second;
+          f.already_known = true;
+          return;
+        }
+        // Another campaign sharing the directory replaced it since: its replacement has this signature.
+        known.erase(it);
+        for (const auto& [sig, file] : known_signatures(opt.out_dir, opt.lim))
+          if (sig == key && !ours.count(file)) {
+            known[sig] = f.file = file;
+            f.already_known = true;
+            return;
+          }
+      }
+      f.already_known = false;
+      f.file = (fs::path(opt.out_dir) / (case_hash(f.shrunk) + ".case")).string();
+      std::error_code ec;
+      if (!ours.count(f.file) && valid_found_file(f.file, opt.lim)) {
+        f.already_known = true;
+        return;
+      }
+      f.resaved = !ours.count(f.file) && fs::exists(fs::symlink_status(f.file, ec));
+      const std::string text = found_case_text(opt, f);
+      write_file_atomically(f.file, text);
+      ours[f.file] = text;
+    } catch (const std::exception& e) {
+      f.save_error = e.what();
+      f.file.clear();
+      f.already_known = f.resaved = false;
+      err << fmt::format("{}attn-oracle fuzz: case #{} NOT SAVED in {}: {}\n  its shrunk line: {}\n",
+                         opt.progress ? "\n" : "", f.index, opt.out_dir, f.save_error, f.shrunk)
+          << std::flush;
     }
-    f.file = (fs::path(opt.out_dir) / (case_hash(f.shrunk) + ".case")).string();
-    std::error_code ec;
-    f.already_known = valid_found_file(f.file, opt.lim);
-    if (f.already_known) return;
-    f.resaved = fs::exists(fs::symlink_status(f.file, ec));
-    write_file_atomically(f.file, found_case_text(opt, f));
+  };
+  // Removes a file this campaign wrote and no other has rewritten since (under the DirLock).
+  auto drop_own = [&](const std::string& file) {
+    auto it = ours.find(file);
+    if (it == ours.end()) return;
+    if (file_text(file) == it->second) fs::remove(file);
+    ours.erase(it);
+  };
+  // Re-runs a failing case up to `runs` times (none after the deadline or a stop request): {runs that
+  // failed like `r`, runs made}.
+  auto reproductions = [&](const Case& c, const CaseResult& r, int runs) {
+    const StillFails again = fails_like(r, *backend, *vs, opt.lim);
+    std::pair<int, int> n{0, 0};
+    for (; n.second < runs && !interrupted() && !(opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds);
+         ++n.second) {
+      const double t = elapsed();
+      n.first += again(c) ? 1 : 0;
+      s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
+    }
+    return n;
   };
   double last_progress = -1;
   for (uint64_t k = 0;; ++k) {
@@ -255,51 +363,80 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       }
       const double ts = elapsed();
       FoundCase f;
-      f.shrunk_result = r;
-      const StillFails fails = fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result);
-      const ChoiceShrinkResult sr = shrink_choices(g.choices, opt.gen, [&](const Case& cand) {
-        const double t = elapsed();
-        const bool still = fails(cand);
-        s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
-        return still;
-      }, so);
-      // More than 3 documents left: the structural shrinker continues on the line itself (documents by
-      // ddmin, lengths, pads, dims), since the generator's families cannot always lower the document
-      // count (one huge document plus tiny ones). Its own run budget (--shrink-runs again); the deadline
-      // is shared. The line then no longer replays from the choices, so they are not saved.
-      const ShrinkOptions& rest = so;
-      const bool more = sr.minimal.q_lens.size() > 3;
-      const ShrinkResult st = more && (sr.stop == ShrinkStop::Minimum || sr.stop == ShrinkStop::RunBudget)
-                                  ? shrink_case(sr.minimal, [&](const Case& cand) {
-                                      const double t = elapsed();
-                                      const bool still = fails(cand);
-                                      s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
-                                      return still;
-                                    }, rest)
-                                  : ShrinkResult{sr.minimal, 0, 0, false, sr.stop};
-      s.shrink_seconds += elapsed() - ts;
       f.index = index;
       f.original = r.case_line;
       f.original_result = r;
-      f.shrunk = print_case(st.minimal);
-      if (st.steps == 0) f.choices = sr.choices;  // a structurally shrunk line no longer replays from them
-      f.steps = sr.steps + st.steps;
-      f.runs = sr.runs + st.runs;
-      f.shrink_stop = st.steps > 0 || st.runs > 0 ? st.stop : sr.stop;
-      f.signature = failure_signature(opt.backend, st.minimal, f.shrunk_result.verdict);
+      f.shrunk_result = r;
+      const auto [again, reruns] = reproductions(g.c, r, opt.confirm_runs);
+      f.repro_fails = 1 + again;
+      f.repro_runs = 1 + reruns;
+      if ((s.interrupted = interrupted()) != 0) break;  // re-runs cut short prove nothing
+      if (f.repro_fails < f.repro_runs) {
+        // A flaky failure is kept as it was generated: a shrinker steered by it would keep whatever
+        // candidate happened to fail and present noise as a minimal case.
+        f.shrunk = r.case_line;
+        f.choices = g.choices;
+        f.signature = failure_signature(backend_id, g.c, r.verdict);
+      } else {
+        const StillFails fails = fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result);
+        const ChoiceShrinkResult sr = shrink_choices(g.choices, opt.gen, [&](const Case& cand) {
+          const double t = elapsed();
+          const bool still = fails(cand);
+          s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
+          return still;
+        }, so);
+        // More than 3 documents left: the structural shrinker continues on the line itself (documents by
+        // ddmin, lengths, pads, dims), since the generator's families cannot always lower the document
+        // count (one huge document plus tiny ones). Its own run budget (--shrink-runs again); the deadline
+        // is shared. The line then no longer replays from the choices, so they are not saved.
+        const ShrinkOptions& rest = so;
+        const bool more = sr.minimal.q_lens.size() > 3;
+        const ShrinkResult st = more && (sr.stop == ShrinkStop::Minimum || sr.stop == ShrinkStop::RunBudget)
+                                    ? shrink_case(sr.minimal, [&](const Case& cand) {
+                                        const double t = elapsed();
+                                        const bool still = fails(cand);
+                                        s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
+                                        return still;
+                                      }, rest)
+                                    : ShrinkResult{sr.minimal, 0, 0, false, sr.stop};
+        f.shrunk = print_case(st.minimal);
+        if (st.steps == 0) f.choices = sr.choices;  // a structurally shrunk line no longer replays from them
+        f.steps = sr.steps + st.steps;
+        f.runs = sr.runs + st.runs;
+        f.shrink_stop = st.steps > 0 || st.runs > 0 ? st.stop : sr.stop;
+        f.signature = failure_signature(backend_id, st.minimal, f.shrunk_result.verdict);
+        // The shrunk case is confirmed like the original: a case the shrinker kept on one lucky failure
+        // is marked, not passed off as a deterministic regression.
+        const auto [shrunk_again, shrunk_reruns] = reproductions(st.minimal, r, opt.confirm_runs);
+        f.shrunk_repro_fails = 1 + shrunk_again;
+        f.shrunk_repro_runs = 1 + shrunk_reruns;
+        if ((s.interrupted = interrupted()) != 0) break;
+      }
+      s.shrink_seconds += elapsed() - ts;
+      const Case minimal = parse_case(f.shrunk);
       if (auto it = by_signature.find(f.signature); it == by_signature.end()) {
-        save(f);
+        if (!opt.out_dir.empty()) {
+          DirLock lock(opt.out_dir);  // shards sharing --out: the check and the write are one step
+          save(f);
+        }
         by_signature[f.signature] = s.unique.size();
         s.unique.push_back(std::move(f));
       } else {
         FoundCase& kept = s.unique[it->second];
         // A smaller case of the signature replaces the one this campaign wrote; a file that existed
-        // before the campaign is never replaced (the corpus only grows).
-        if (!kept.already_known && smaller_case(st.minimal, parse_case(kept.shrunk))) {
+        // before the campaign is never replaced (the corpus only grows). A deterministic case replaces a
+        // nondeterministic one whatever its size.
+        const bool better = kept.nondeterministic() != f.nondeterministic()
+                                ? kept.nondeterministic()
+                                : smaller_case(minimal, parse_case(kept.shrunk));
+        if (!kept.already_known && better) {
           const std::string old_file = kept.file;
           f.merged = kept.merged + 1;
-          save(f);
-          if (!old_file.empty() && old_file != f.file && !kept.resaved) fs::remove(old_file);
+          if (!opt.out_dir.empty()) {
+            DirLock lock(opt.out_dir);
+            save(f);
+            if (!old_file.empty() && old_file != f.file && !kept.resaved) drop_own(old_file);
+          }
           kept = std::move(f);
         } else {
           ++kept.merged;
@@ -315,6 +452,21 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
           << std::flush;
     }
   }
+  // Every file the summary names exists now: a shard sharing --out may have replaced a file this
+  // campaign took as known; then this campaign's own case is written after all.
+  if (!opt.out_dir.empty() && !s.unique.empty()) {
+    DirLock lock(opt.out_dir);
+    for (auto& f : s.unique)
+      if (!f.file.empty() && !valid_found_file(f.file, opt.lim)) {
+        if (!f.already_known) ours.erase(f.file);
+        f.file.clear();
+        save(f);
+      }
+  }
+  for (const auto& f : s.unique) {
+    s.nondeterministic += f.nondeterministic() ? 1 : 0;
+    s.unsaved += f.save_error.empty() ? 0 : 1;
+  }
   s.seconds = elapsed();
   if (opt.progress) err << "\n";
   return s;
@@ -324,12 +476,20 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   std::string out = fmt::format(
       "fuzz summary: backend {} vs {}, seed {}, shard {}/{}, dims {}\n"
       "  {} cases in {:.1f} s ({:.0f} cases/s): {} passed, {} failed, {} skipped, {} invalid (generator bugs)\n",
-      opt.backend, opt.vs, opt.seed, opt.shard, opt.shards, dims_name(opt.gen.dims),
+      escape_comment_text(opt.backend), escape_comment_text(opt.vs), opt.seed, opt.shard, opt.shards,
+      dims_name(opt.gen.dims),
       s.cases, s.seconds, double(s.cases) / std::max(s.seconds, 1e-9), s.verdicts[Verdict::Pass], s.verdicts.bad(),
       s.verdicts[Verdict::Skipped], s.invalid);
   if (s.interrupted != 0)
     out += fmt::format("  INTERRUPTED by signal {}: the counts cover the cases that finished\n", s.interrupted);
   for (const auto& l : s.invalid_lines) out += "  INVALID " + l + "\n";
+  if (s.nondeterministic > 0)
+    out += fmt::format("  NONDETERMINISTIC: {} of {} unique case(s) did not fail on every run of the backend "
+                       "(--confirm-runs {}); see 'reproduced' below\n",
+                       s.nondeterministic, s.unique.size(), opt.confirm_runs);
+  if (s.unsaved > 0)
+    out += fmt::format("  NOT SAVED: {} case(s) could not be written to {} (each is printed below with its line)\n",
+                       s.unsaved, opt.out_dir);
   if (s.first_failure_case >= 0)
     out += fmt::format("  first failure: case {} of this shard after {:.3f} s; shrinking took {:.1f} s in all\n",
                        s.first_failure_case, s.first_failure_seconds, s.shrink_seconds);
@@ -339,11 +499,18 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   uint64_t merged = 0;
   std::string per_case;
   for (const auto& f : s.unique) {
-    out += fmt::format("  FAIL case #{}: {}\n    shrunk ({} steps, {} runs{}): {}\n    failing: {}\n", f.index,
-                       f.original, f.steps, f.runs, shrink_stop_note(f.shrink_stop), f.shrunk,
+    const std::string how = f.shrunk_repro_runs == 0
+                                ? std::string("not shrunk (nondeterministic)")
+                                : fmt::format("shrunk ({} steps, {} runs{})", f.steps, f.runs, shrink_stop_note(f.shrink_stop));
+    out += fmt::format("  FAIL case #{}: {}\n    {}: {}\n    failing: {}\n", f.index, f.original, how, f.shrunk,
                        failing_summary(f.shrunk_result.verdict));
+    out += fmt::format("    original {}{}\n", repro_note(f.repro_fails, f.repro_runs),
+                       f.shrunk_repro_runs == 0 ? "; not shrunk (a nondeterministic failure)"
+                                                : "; shrunk " + repro_note(f.shrunk_repro_fails, f.shrunk_repro_runs));
     out += fmt::format("    signature: {}\n", f.signature);
     if (f.merged > 0) out += fmt::format("    merged: {} more failing case(s) with this signature\n", f.merged);
+    if (!f.save_error.empty())
+      out += fmt::format("    NOT SAVED ({}): the shrunk line above is the case\n", f.save_error);
     if (!f.file.empty())
       out += fmt::format("    {} {}\n",
                          f.already_known ? "known:" : f.resaved ? "rewrote (was empty or unparsable):" : "wrote:",
@@ -353,11 +520,11 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   }
   out += fmt::format("fuzz-result cases={} failed={} unique={} merged={} merged_per_case={} skipped={} invalid={} "
                      "first_failure_case={} first_failure_seconds={:.3f} seconds={:.3f} longest_run_seconds={:.3f} "
-                     "interrupted={}\n",
+                     "interrupted={} nondeterministic={} unsaved={}\n",
                      s.cases, s.verdicts.bad(), s.unique.size(), merged, per_case.empty() ? "-" : per_case,
                      s.verdicts[Verdict::Skipped],
                      s.invalid, s.first_failure_case, s.first_failure_seconds, s.seconds, s.longest_run_seconds,
-                     s.interrupted);
+                     s.interrupted, s.nondeterministic, s.unsaved);
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/internal/utf8.h"
+
 namespace ao {
 
 namespace fs = std::filesystem;
@@ -17,6 +19,72 @@ std::string case_text_of_line(const std::string& line) {
   if (b == std::string::npos) return {};
   const auto e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
+}
+
+bool read_bounded_line(std::istream& in, std::string& line, const std::string& file, int n, size_t max) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  for (;;) {
+    const int ch = sb->sbumpc();
+    if (ch == std::char_traits<char>::eof()) {
+      if (line.empty()) {
+        in.setstate(std::ios::eofbit);
+        return false;
+      }
+      return true;
+    }
+    if (ch == '\n') return true;
+    if (line.size() >= max)
+      throw CaseFileError(fmt::format("{}:{}: line longer than {} bytes (the limit of a case file line); not read further",
+                                      file, n, max));
+    line += char(ch);
+  }
+}
+
+std::string escape_comment_text(std::string_view raw) {
+  const std::string text = sanitize_utf8(raw);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else if (c == 0xc2 && i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80)
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));  // C1 controls, NEL among them
+    else if (c == 0xe2 && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xa8' || text[i + 2] == '\xa9'))
+      out += text[(i += 2)] == '\xa8' ? "\\u2028" : "\\u2029";
+    else out += char(c);
+  }
+  return out;
+}
+
+CaseFileWriter& CaseFileWriter::note(std::string_view text) {
+  const std::string e = escape_comment_text(text);
+  if (e.rfind("catches:", 0) == 0 || e.rfind("choices:", 0) == 0)  // would be read back as data
+    throw std::logic_error("case file note '" + e + "' reads as a claim or a choice sequence");
+  text_ += "# " + e + "\n";
+  return *this;
+}
+
+CaseFileWriter& CaseFileWriter::comment(const std::string& tag, std::string_view text) {
+  const bool word = !tag.empty() && std::all_of(tag.begin(), tag.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == ' '; });
+  if (!word || tag == "catches" || tag == "choices")
+    throw std::logic_error("case file comment tag '" + tag + "' is not a comment word");
+  text_ += "# " + tag + ": " + escape_comment_text(text) + "\n";
+  return *this;
+}
+
+CaseFileWriter& CaseFileWriter::choices(const RecordedChoices& r) {
+  text_ += choices_comment(r) + "\n";
+  return *this;
+}
+
+CaseFileWriter& CaseFileWriter::case_line(const Case& c) {
+  text_ += print_case(c) + "\n";
+  return *this;
 }
 
 std::string choices_comment(const RecordedChoices& r) {
@@ -66,8 +134,8 @@ std::vector<std::string> collect_case_files(const std::vector<std::string>& path
       if (ec) throw CaseFileError(fmt::format("{}: cannot read directory: {}", p, ec.message()));
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
-    } else if (fs::is_regular_file(st)) {
-      out.push_back(p);
+    } else if (fs::is_regular_file(st) || fs::is_fifo(st) || fs::is_character_file(st)) {
+      out.push_back(p);  // a pipe (`gate <(echo LINE)`) or device is read once, like a file
     } else {
       throw CaseFileError(fmt::format("{}: no such case file or directory", p));
     }
@@ -78,13 +146,21 @@ std::vector<std::string> collect_case_files(const std::vector<std::string>& path
 std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, const LayoutLimits& lim) {
   std::vector<CaseEntry> out;
   for (const auto& f : files) {
-    std::ifstream in(f);
+    std::ifstream in(f, std::ios::binary);
     if (!in) throw CaseFileError(fmt::format("{}: cannot open", f));
+    std::error_code ec;
+    const uint64_t limit = uint64_t(std::max<int64_t>(lim.max_bytes, 0));
+    if (fs::is_regular_file(f, ec) && fs::file_size(f, ec) > limit && !ec)
+      throw CaseFileError(fmt::format("{}: {} bytes, more than --max-mem ({} bytes) allows a corpus file", f,
+                                      fs::file_size(f, ec), limit));
     std::string line, claim;
     std::optional<RecordedChoices> choices;
     int n = 0, claim_line = 0, cases = 0;
-    while (std::getline(in, line)) {
+    uint64_t bytes = 0;
+    while (read_bounded_line(in, line, f, n + 1)) {
       ++n;
+      if ((bytes += line.size() + 1) > limit)  // a pipe or device has no size to check first
+        throw CaseFileError(fmt::format("{}:{}: more than --max-mem ({} bytes) read from this corpus file", f, n, limit));
       if (n == 1) line = strip_utf8_bom(line);
       if (line.rfind("# catches:", 0) == 0) {
         if (!claim.empty())

@@ -118,6 +118,19 @@ std::string backend_name(const std::string& spec) {
   return best->name_of ? best->name_of(k) : best->make(k)->name();
 }
 
+std::string normalize_backend_spec(const std::string& raw, SpecForm form) {
+  // A trailing newline is kept: after an exec: command it separates the appended case directory.
+  const auto b = raw.find_first_not_of(" \t\r\n"), e = raw.find_last_not_of(" \t");
+  const std::string spec = b == std::string::npos ? std::string() : raw.substr(b, e - b + 1);
+  const auto [info, text] = resolve(spec);
+  std::string norm;
+  if (!info->argument.empty())
+    norm = info->normalize_argument ? info->normalize_argument(text, form) : text;
+  else
+    norm = parse_knobs(info->name, text, info->knobs, info->aliases).identity_text();
+  return norm.empty() ? info->name : info->name + ":" + norm;
+}
+
 std::vector<std::pair<std::string, std::vector<std::string>>> defect_table() {
   std::vector<std::pair<std::string, std::vector<std::string>>> t;
   for (const auto& m : bug_models()) {

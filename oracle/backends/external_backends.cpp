@@ -3,6 +3,8 @@
 // it over whole.
 #include "attn_oracle/backends/external.h"
 
+#include "attn_oracle/backends/bug_models.h"
+
 namespace ao {
 
 std::vector<BackendInfo> detail::external_backends() {
@@ -11,6 +13,7 @@ std::vector<BackendInfo> detail::external_backends() {
   exec.description = "external process exchanging .npy files (case dir appended; AO_EXEC_TIMEOUT, AO_EXEC_KEEP=1)";
   exec.argument = "<shell command>";
   exec.make = [](const Knobs& k) { return make_exec_backend(k.text(), exec_options_from_env()); };
+  exec.normalize_argument = normalize_shell_command;
   BackendInfo plugin;
   plugin.name = "plugin";
   plugin.description = "shared library with the attn_oracle/plugin.h C ABI; its knobs are the library's own "
@@ -19,6 +22,21 @@ std::vector<BackendInfo> detail::external_backends() {
   plugin.unavailable = [] { return std::string("plugin needs a library: --backend plugin:<path.so>[:<knobs>]"); };
   plugin.make = [](const Knobs& k) { return make_plugin_backend(k.text()); };
   plugin.name_of = [](const Knobs& k) { return plugin_backend_name(k.text()); };
+  plugin.normalize_argument = [](const std::string& text, SpecForm form) {
+    const auto colon = text.find(':');
+    std::string path = text.substr(0, colon);
+    if (path.empty()) return text;  // make_backend says what is wrong with it
+    if (path.find('/') == std::string::npos) path = "./" + path;  // the library loads a file, not a search
+    std::string out = normalize_spec_path(path, form);
+    if (colon == std::string::npos) return out;
+    std::vector<std::string> ids;
+    for (const auto& m : bug_models()) ids.push_back(m.name);
+    const std::string knobs = parse_knobs("plugin:" + text.substr(0, colon), text.substr(colon + 1),
+                                          {bug_knob(ids, "the defect the library re-creates")},
+                                          {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true)  // old spelling kept
+                                  .identity_text();
+    return knobs.empty() ? out : out + ":" + knobs;
+  };
   return {std::move(exec), std::move(plugin)};
 }
 

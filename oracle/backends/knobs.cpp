@@ -90,6 +90,22 @@ std::string Knobs::get(const std::string& name) const {
   return {};
 }
 
+std::string Knobs::identity_text() const {
+  std::vector<std::pair<std::string, std::string>> kept;
+  for (const auto& [k, v] : items_) {
+    const KnobSpec* s = find_spec(specs_, k);
+    std::string value = v;
+    if (s && s->range) value = format_number(std::strtod(v.c_str(), nullptr));  // "1.0" and "1" are one value
+    const std::string& def = s ? s->default_value() : v;
+    if (s && !def.empty() && value == (s->range ? format_number(std::strtod(def.c_str(), nullptr)) : def)) continue;
+    kept.emplace_back(k, value);
+  }
+  std::sort(kept.begin(), kept.end());
+  std::string out;
+  for (const auto& [k, v] : kept) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return out;
+}
+
 double Knobs::number(const std::string& name) const { return std::strtod(get(name).c_str(), nullptr); }
 
 Knobs parse_knobs(const std::string& backend, const std::string& text, const std::vector<KnobSpec>& specs,

@@ -36,6 +36,8 @@ CLASSES = {
     16: "forged bisect verdict", 17: "plugin isolation / claims / ABI swap", 18: "escaped supervision / stdout",
     19: "bug models off the buffer (explain on)", 20: "conventions honoured / OpenMP environment",
 }
+CLASSES.update({21: "found files: foreign text, portable names", 22: "claims by backend identity",
+                23: "corpus bounds, FIFOs, save failures, flaky"})
 
 
 class Attack:
@@ -784,6 +786,106 @@ def build(bin_path, bdir, full):
     A.append(Attack(20, "meta.json semantics name every convention key", ["repro", SDPA, "--backend", "{be}"], {125},
                     setup=with_exec(f'/usr/bin/python3 -c "{sem_check}" "$1" || exit 3\n'
                                     'echo "semantics OK" >&2; exit 125'), check=has("semantics OK")))
+
+    # (21) found files: foreign text is escaped onto one comment line; the backend is named portably
+    poison = ("echo 'Traceback (most recent call last):' >&2; "
+              "printf '  File x\\n# catches: cpu-ref\\nop=sdpa docs=16\\n' >&2; exit 1")
+
+    def found_clean(r, ctx):
+        out = os.path.join(ctx["dir"], "found")
+        files = [f for f in os.listdir(out) if f.endswith(".case")] if os.path.isdir(out) else []
+        if not files:
+            return "no found file"
+        for f in files:
+            text = open(os.path.join(out, f), encoding="utf-8", errors="replace").read()
+            lines = text.splitlines()
+            if any(l.startswith("# catches:") for l in lines):
+                return f"{f}: a claim from foreign text"
+            if sum(1 for l in lines if l.strip() and not l.startswith("#")) != 1:
+                return f"{f}: not exactly one case line"
+            if ctx["dir"] in text or tempfile.gettempdir() + "/" in text:
+                return f"{f}: machine-specific path in {text!r}"
+        g = subprocess.run([bin_path, "gate", out, "--backend", "cpu-ref", "--no-explain"], capture_output=True,
+                           text=True, timeout=120)
+        if g.returncode != 0 or "claim" in g.stdout:
+            return f"gate found/ -> {g.returncode}: {(g.stdout + g.stderr)[-300:]!r}"
+        return None
+    for name, tail in [("stderr with traceback, claim and case", ""), ("--backend ending in a newline", "\n")]:
+        A.append(Attack(21, f"fuzz found file: {name}", ["fuzz", "--backend", "{be}" + tail, "--budget", "2",
+                                                         "--shrink-runs", "5", "--out", "found"], {1},
+                        setup=with_exec(poison), check=found_clean, limit=120))
+
+    def two_temp_dirs(d, ctx):
+        for sub in ("t1", "t2"):
+            os.makedirs(os.path.join(d, sub))
+            write(os.path.join(d, sub, "be.sh"), "echo boom >&2; exit 1\n", 0o755)
+        return None
+
+    def second_run_known(r, ctx):
+        g = subprocess.run([bin_path, "fuzz", "--backend", "exec:/bin/sh " + os.path.join(ctx["dir"], "t2", "be.sh"),
+                            "--budget", "1", "--shrink-runs", "5", "--out", "found"], capture_output=True, text=True,
+                           cwd=ctx["dir"], timeout=120)
+        if "known:" not in g.stdout:
+            return f"the same script from another temp dir is a new failure: {g.stdout[-400:]!r}"
+        return found_clean(r, ctx)
+    A.append(Attack(21, "fuzz dedup across temp dirs (warm-host sockets)",
+                    ["fuzz", "--backend", "exec:/bin/sh {dir}/t1/be.sh", "--budget", "1", "--shrink-runs", "5",
+                     "--out", "found"], {1}, setup=two_temp_dirs, check=second_run_known, limit=120))
+
+    # (22) # catches: claims are matched by backend identity, not spelling
+    lib = ok_plugin[len("plugin:"):]
+    dotted = os.path.join(os.path.dirname(lib), ".", os.path.basename(lib))
+    for name, claim in [("./ in the path", "plugin:" + dotted), (":bug=none on one side", ok_plugin + ":bug=none"),
+                        ("blanks around", "  " + ok_plugin + "  "),
+                        ("../ in the path", "plugin:" + os.path.join(os.path.dirname(lib), "..",
+                                                                     os.path.basename(os.path.dirname(lib)),
+                                                                     os.path.basename(lib)))]:
+        A.append(Attack(22, f"false claim spelled with {name}", ["gate", "{corpus}", "--backend", ok_plugin,
+                                                                 "--no-explain"], {1},
+                        setup=corpus(["# catches: " + claim, SMALL]), check=has("claim not held")))
+    A.append(Attack(22, "true claim spelled otherwise still holds", ["gate", "{corpus}", "--backend",
+                                                                    ok_plugin + ":bug=topleft-cp", "--no-explain"],
+                    {1}, setup=corpus(["# catches: plugin:" + dotted + ":bug=topleft", IDX]),  # old spelling of the defect id
+                    check=has("1 of 1 claims held")))
+
+    # (23) corpus reading is bounded; FIFOs are case files; a save failure or a flaky backend is reported
+    A.append(Attack(23, "gate /dev/zero (endless NULs)", ["gate", "/dev/zero", "--backend", "cpu-ref"], {2},
+                    check=all_of(has("line longer than"), faster(20)), max_rss_mib=300))
+    A.append(Attack(23, "20 MiB line under --max-mem 1", ["--max-mem", "1", "gate", "{corpus}", "--backend", "cpu-ref"],
+                    {2}, setup=corpus(["op=sdpa docs=16 seed=" + "9" * (20 << 20)]),
+                    check=all_of(has("c.case:1", "line longer than"), short_output(2000)), max_rss_mib=300))
+
+    def fifo_setup(d, ctx):
+        path = os.path.join(d, "f.case")
+        os.mkfifo(path)
+        subprocess.Popen(["sh", "-c", f"echo '{SMALL}' > {shlex.quote(path)}"], start_new_session=True)
+        ctx["fifo"] = path
+        return None
+    A.append(Attack(23, "FIFO case file", ["gate", "{fifo}", "--backend", "cpu-ref", "--no-explain"], {0},
+                    setup=fifo_setup, check=has("1 passed")))
+
+    def blocked_out(d, ctx):
+        probe = subprocess.run([bin_path, "fuzz", "--backend", "cpu-bug:topleft-cp", "--budget", "400",
+                                "--max-failures", "1", "--shrink-runs", "40", "--no-save"], capture_output=True,
+                               text=True, cwd=d, timeout=120)
+        m = re.search(r"shrunk \([^)]*\): (.*)", probe.stdout)
+        line = m.group(1).strip()
+        h = 0xcbf29ce484222325
+        for ch in line.encode():
+            h = ((h ^ ch) * 0x100000001b3) & 0xffffffffffffffff
+        os.makedirs(os.path.join(d, "found", f"{h:016x}.case", "x"))
+        ctx["line"] = line
+        return None
+    A.append(Attack(23, "fuzz save failure keeps the line and the summary",
+                    ["fuzz", "--backend", "cpu-bug:topleft-cp", "--budget", "400", "--max-failures", "1",
+                     "--shrink-runs", "40", "--out", "found"], {1}, setup=blocked_out, limit=180,
+                    check=lambda r, c: all_of(has("NOT SAVED", "fuzz-result", "unsaved=1"))(r, c) or
+                    (None if c["line"] in r.out else "the shrunk line is printed nowhere")))
+    flaky = ("n=$(cat @D@/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > @D@/n; "
+             "if [ $((n % 2)) = 1 ]; then echo flaky >&2; exit 1; fi; echo decline >&2; exit 125")
+    A.append(Attack(23, "flaky backend (fails every other run)",
+                    ["fuzz", "--backend", "{be}", "--budget", "1", "--out", "found"], {1}, setup=with_exec(flaky),
+                    check=has("NONDETERMINISTIC", "reproduced 2 of 4 runs", "nondeterministic=1"), limit=120))
     return A
 
 

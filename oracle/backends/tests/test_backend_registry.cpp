@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/backend_spec.h"
 #include "attn_oracle/backends/bug_models.h"
 #include "cli_run.h"
 
@@ -224,3 +225,57 @@ TEST(DefectNames, TheScanCatchesADifferentSpelling) {
 }
 
 }  // namespace
+
+// One spelling per backend (normalize_backend_spec): `# catches:` claims and failure signatures
+// compare backends by it, so blanks, `.`/`..` in paths, a path's relative or absolute form and a knob
+// at its default do not make another backend; Portable names temp paths and the checkout stably.
+TEST(BackendSpec, SpellingsOfOneBackendHaveOneIdentity) {
+  const auto id = [](const std::string& s) { return normalize_backend_spec(s, SpecForm::Identity); };
+  EXPECT_EQ(id("exec:python3  x.py   --flag"), id("exec:python3 x.py --flag"));
+  EXPECT_EQ(id("exec:/usr/bin/../bin/env true"), id("exec:/usr/bin/env true"));
+  EXPECT_EQ(id("exec:/bin/sh tests/./lib.sh"), id("exec:/bin/sh tests/lib.sh"));
+  EXPECT_EQ(id("exec:/bin/sh tests/lib.sh"), id("exec:/bin/sh " + (fs::current_path() / "tests/lib.sh").string()));
+  EXPECT_NE(id("exec:/bin/sh x.sh\n"), id("exec:/bin/sh x.sh"));  // the appended directory becomes a command
+  EXPECT_EQ(id("  cpu-ref "), "cpu-ref");
+  EXPECT_EQ(id("plugin:tests/./lib.so:bug=none"), id("plugin:tests/lib.so"));
+  EXPECT_EQ(id("plugin:lib.so:bug=topleft"), id("plugin:./lib.so:bug=topleft-cp"));  // the old spelling
+  EXPECT_EQ(id("plugin:lib.so:z=1,bug=topleft-cp"), id("plugin:lib.so:bug=topleft-cp,z=1"));
+  // Different backends stay different: quoted words are kept, another knob value, another program.
+  EXPECT_NE(id("exec:python3 'a  b.py'"), id("exec:python3 'a b.py'"));
+  EXPECT_NE(id("plugin:lib.so:bug=topleft-cp"), id("plugin:lib.so"));
+  EXPECT_NE(id("exec:python3 x.py"), id("exec:python3 y.py"));
+  EXPECT_NE(id("exec:a\nb"), id("exec:a b"));  // a newline separates two commands
+  EXPECT_THROW(id("cpu-bug:no-such-model"), CaseError);
+  EXPECT_THROW(id("plugin:lib.so:Bad=1"), CaseError);
+}
+
+TEST(BackendSpec, KnobIdentityDropsDefaultsAndSorts) {
+  const std::vector<KnobSpec> specs = {knob_choice("bug", {"none", "x"}, ""), knob_number("n", {0, 10}, "1", ""),
+                                       knob_choice("mode", {"a", "b"}, "")};
+  EXPECT_EQ(parse_knobs("t", "mode=b,n=1.0,bug=none", specs).identity_text(), "mode=b");
+  EXPECT_EQ(parse_knobs("t", "n=2.50,mode=a", specs).identity_text(), "n=2.5");
+  EXPECT_EQ(parse_knobs("t", "bug=x,mode=b", specs).identity_text(), parse_knobs("t", "mode=b,bug=x", specs).identity_text());
+}
+
+TEST(BackendSpec, PortableSpellingIsRelativeToTheWorkingDirAndHidesTempPaths) {
+  const auto portable = [](const std::string& s) { return normalize_backend_spec(s, SpecForm::Portable); };
+  const std::string tmp = fs::temp_directory_path().string();
+  const std::string cwd = fs::current_path().string();
+  EXPECT_EQ(portable("exec:python3 " + cwd + "/scripts/backends/ao_client.py --socket " + tmp +
+                     "/tmp.XJCRoYhWuN/fa4.sock fa4_varlen"),
+            "exec:python3 scripts/backends/ao_client.py --socket <tmp>/fa4.sock fa4_varlen");
+  EXPECT_EQ(portable("exec:python3 x.py --socket=" + tmp + "/tmp.A1/s.sock"), "exec:python3 x.py --socket=<tmp>/s.sock");
+  EXPECT_EQ(portable("exec:python3 " + tmp + "/tmp.A1/s.py"), portable("exec:python3 " + tmp + "/tmp.B2/s.py"));
+  EXPECT_EQ(portable("exec:/usr/bin/../bin/python3  a//b.py"), "exec:/usr/bin/python3 a/b.py");
+  EXPECT_EQ(portable("plugin:" + cwd + "/sub/./lib.so:bug=none"), "plugin:sub/lib.so");
+  EXPECT_EQ(portable("cpu-bug:topleft-cp"), "cpu-bug:topleft-cp");
+}
+
+TEST(BackendSpec, PortablePathsInFreeText) {
+  const std::string tmp = fs::temp_directory_path().string();
+  const std::string cwd = fs::current_path().string();
+  EXPECT_EQ(portable_paths_in_text("ao-exec: 2: " + tmp + "/ao-exec-7QNTBz: Permission denied\nat " + cwd +
+                                   "/scripts/x.py line 3, socket " + tmp + "/tmp.A1/s.sock"),
+            "ao-exec: 2: <tmp>: Permission denied\nat scripts/x.py line 3, socket <tmp>/s.sock");
+  EXPECT_EQ(portable_paths_in_text("no paths here"), "no paths here");
+}

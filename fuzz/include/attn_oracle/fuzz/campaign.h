@@ -6,6 +6,15 @@
 // within B plus one run (one case or one shrink candidate against backend and reference: the
 // summary's longest_run_seconds) plus saving.
 // SIGINT/SIGTERM (interrupt.h) stop it the same way; the case in flight is dropped, not counted.
+// A failure is re-run (confirm_runs times) before it is kept: one that does not fail like itself every
+// time is nondeterministic; it is kept unshrunk (the shrinker would chase noise) and marked so in its
+// file and the summary, with its reproduction rate. A shrunk case is re-run the same way and marked
+// when it is nondeterministic.
+// Re-runs are runs: none starts after the time budget (a case found near it is confirmed fewer times).
+// Saving: shards sharing an output directory check and write under one lock (flock on it), and a
+// file reported at the end is checked to exist then. A case that cannot be saved (disk full, directory
+// made read-only) is printed on the error stream at once with its line; the campaign goes on and the
+// summary lists it as NOT SAVED.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -40,6 +49,7 @@ struct CampaignOptions {
   int max_failures = 0;        // stop after this many failing cases (0: run the whole budget)
   LayoutLimits lim;
   bool progress = false;       // a \r progress line on stderr
+  int confirm_runs = 3;        // re-runs of each failure (and of its shrunk case) before it is kept
 };
 
 struct FoundCase {
@@ -52,6 +62,10 @@ struct FoundCase {
   bool already_known = false;  // a valid file with this line or this signature existed before the campaign
   bool resaved = false;        // the file at this name existed but was empty or unparsable: rewritten
   uint64_t merged = 0;         // other failures of this campaign with the same signature
+  int repro_runs = 1, repro_fails = 1;           // the original case: runs, and runs failing like the first
+  int shrunk_repro_runs = 0, shrunk_repro_fails = 0;  // the same for the shrunk case (0 runs: not shrunk)
+  bool nondeterministic() const { return repro_fails < repro_runs || shrunk_repro_fails < shrunk_repro_runs; }
+  std::string save_error;      // non-empty: the case could not be written (why); `file` is empty
 };
 
 struct CampaignSummary {
@@ -65,6 +79,8 @@ struct CampaignSummary {
   double longest_run_seconds = 0;         // the longest single run (a case or a shrink candidate)
   int64_t first_failure_case = -1;        // cases generated up to and including the first failure
   double first_failure_seconds = -1;      // wall time until the first failure was seen (before shrinking)
+  uint64_t nondeterministic = 0;          // unique cases marked nondeterministic
+  uint64_t unsaved = 0;                   // unique cases that could not be saved
 };
 
 CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err);
@@ -74,7 +90,8 @@ int campaign_exit_code(const CampaignSummary& s);
 
 // File name of a shrunk case: 16 hex digits of a 64-bit FNV-1a hash of the canonical line.
 std::string case_hash(const std::string& line);
-// Two failures are "the same" when their signatures are equal: the backend under test; the shrunk
+// Two failures are "the same" when their signatures are equal: the backend under test (its portable
+// spelling, normalize_backend_spec: a temp socket or the checkout folder does not make a new one); the shrunk
 // case's verdict (FAIL with the sorted names, not values, of its failing metrics, or ERROR); and the
 // shrunk case's structure: op, mask, sliding window or not, cp > 1 or not, number of documents
 // (1, 2 or 3+), padding present or not (gaps, offsets, tail, capacity, CP chunk padding), dtype
@@ -88,8 +105,8 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // A found-case file that counts as known: a regular, non-empty file whose case lines all parse and
 // validate (at least one). Empty or unparsable files do not count (the campaign rewrites them).
 bool valid_found_file(const std::string& path, const LayoutLimits& lim = {});
-// Text of a found-case file: comment lines (original line, backend, failing metrics, the choice
-// sequence as `# choices:`), then the line.
+// Text of a found-case file (CaseFileWriter): comment lines (original line, backend in its portable
+// spelling, failing metrics, reproduction counts, the choice sequence as `# choices:`), then the line.
 std::string found_case_text(const CampaignOptions& opt, const FoundCase& f);
 
 }  // namespace ao

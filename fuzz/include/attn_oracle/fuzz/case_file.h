@@ -9,10 +9,19 @@
 // ignored by its users), and readers that do not know it skip it as a comment.
 // `# catches: <backend>` on its own line claims that <backend> fails the next case line (one claim per
 // case; a claim not followed by a case line is an error); `gate` checks the claims of the backends it runs.
+// Every case file is written through CaseFileWriter: whatever it holds that came from outside (error
+// reasons, stderr, backend specs) is escaped onto one `# <tag>: ...` comment line, so no foreign text
+// can add a claim, a choice sequence or a case line, or split a line.
+// Reading is bounded: a line longer than kMaxCaseLineBytes, or a file larger than --max-mem, is an error
+// naming the file (and line) and the limit, found before the rest is read. Explicit paths may be FIFOs or
+// character devices (`gate <(echo LINE)`); they are read once. Directory walks take regular files only.
 #pragma once
+#include <cstddef>
+#include <istream>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attn_oracle/fuzz/generator.h"
@@ -47,6 +56,36 @@ std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, co
 // line; throws CaseError("choices", ...) for a malformed one.
 std::string choices_comment(const RecordedChoices& r);
 std::optional<RecordedChoices> parse_choices_comment(const std::string& line);
+
+// The longest line a case file may hold (a case line the layout accepts is far shorter).
+inline constexpr size_t kMaxCaseLineBytes = size_t(1) << 20;
+
+// Reads the next line (without its '\n') of `in` into `line`; false at the end. A line longer than
+// `max` bytes throws CaseFileError("<file>:<n>: line longer than <max> bytes ...") after reading at most
+// max + 1 of its bytes.
+bool read_bounded_line(std::istream& in, std::string& line, const std::string& file, int n,
+                       size_t max = kMaxCaseLineBytes);
+
+// Foreign text on one comment line: valid UTF-8 (sanitize_utf8), `\` as `\\`, newline, carriage return and
+// tab as `\n` `\r` `\t`, other control characters (C0, DEL, C1) and the Unicode line and paragraph
+// separators as `\xNN` / `\uNNNN`.
+std::string escape_comment_text(std::string_view text);
+
+// The one writer of case files.
+class CaseFileWriter {
+ public:
+  // `# <text>`, escaped.
+  CaseFileWriter& note(std::string_view text);
+  // `# <tag>: <text>`, text escaped. Tags are the writer's own words (lowercase, spaces); `catches`
+  // and `choices` are not comments but data and have their own calls.
+  CaseFileWriter& comment(const std::string& tag, std::string_view text);
+  CaseFileWriter& choices(const RecordedChoices& r);
+  CaseFileWriter& case_line(const Case& c);  // the canonical line (print_case)
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
 
 // The case text of one line (comment stripped, trimmed); empty for blank/comment lines.
 std::string case_text_of_line(const std::string& line);

@@ -30,6 +30,13 @@ class Backend {
   virtual RunStatus run(const Layout& l, const Inputs& in, Outputs& out) = 0;
 };
 
+// How a backend spec is spelled by normalize_backend_spec.
+enum class SpecForm {
+  Identity,  // for comparing two specs: paths absolute, with '.', '..' and symlinks resolved
+  Portable,  // for writing into files: paths under the working directory relative to it, paths under
+             // the temp directory ($TMPDIR, else /tmp) as `<tmp>/<file name>`, other absolute paths kept
+};
+
 // One backend of the registry: what `attn-oracle backends` lists and what make_backend builds.
 struct BackendInfo {
   std::string name, description;
@@ -42,6 +49,9 @@ struct BackendInfo {
   // Optional: the name() of make's backend without making it, for backends whose construction runs
   // foreign code (a plugin's library); checks what make checks before that. Empty: make(...)->name().
   std::function<std::string(const Knobs&)> name_of;
+  // For a backend taking an `argument`: its text in the one spelling of `form` (normalize_backend_spec);
+  // empty: the text is kept as given (trimmed).
+  std::function<std::string(const std::string& text, SpecForm form)> normalize_argument;
 
   std::vector<std::string> implemented_defects() const;  // `defects` and its `bug` knob's values
   std::string unavailable_reason() const { return unavailable ? unavailable() : std::string(); }
@@ -61,6 +71,19 @@ std::unique_ptr<Backend> make_backend(const std::string& spec);
 // The name() make_backend(spec) would give, with the spec checked the same way (same CaseErrors), but
 // no library code of a plugin run: for naming backends that are not run (`# catches:` claims).
 std::string backend_name(const std::string& spec);
+
+// The one spelling of a backend spec: the registry's name, then its knobs as Knobs::identity_text()
+// (defaults dropped, sorted; aliases read as their canonical spelling), or a free argument normalized
+// by its backend (exec: words and paths, plugin: library path and knobs); leading blanks and trailing
+// blanks but not a trailing newline (exec: appends "$@" after it) dropped. Identity: equal for specs of
+// one backend; Portable: how a user re-runs it from the working dir (found files, failure signatures).
+// Never loads or runs the backend. Throws CaseError(key="backend") for an unknown name or bad knobs.
+std::string normalize_backend_spec(const std::string& spec, SpecForm form);
+// A path in `form`'s spelling (SpecForm above); relative paths are taken from the working directory.
+std::string normalize_spec_path(const std::string& path, SpecForm form);
+// A `/bin/sh -c` command line with runs of blanks as one space and every plain word that holds a '/'
+// (or `--opt=<path>`) spelled by normalize_spec_path; quoted or escaped words are kept as written.
+std::string normalize_shell_command(const std::string& command, SpecForm form);
 
 // Every defect id (the cpu-bug models' ids) with the backend specs that re-create it, in model order:
 // ("topleft-cp", {"cpu-bug:topleft-cp", "cuda-indexer:bug=topleft-cp"}).

@@ -46,6 +46,10 @@ class Knobs {
   Knobs() = default;
   explicit Knobs(std::string raw) : text_(std::move(raw)) {}
   const std::string& text() const { return text_; }  // canonical text ("" = none given); the raw text when unparsed
+  // The knobs that make a difference, in one spelling: given values other than their default (so
+  // `bug=none` is no knob), numbers in shortest form, sorted by name. Two knob texts that make the
+  // same backend have the same identity text (backend_spec.h compares backend specs with it).
+  std::string identity_text() const;
   bool given(const std::string& name) const;
   std::string get(const std::string& name) const;  // the value or the spec's default
   double number(const std::string& name) const;
