@@ -67,10 +67,11 @@ std::string markdown_cell(std::string_view s, MarkdownText kind) {
       body += bytes;
   });
   if (kind == MarkdownText::Authored || body.empty()) return body;
-  // One space inside each fence: CommonMark strips one from each side, so text that starts or ends with
-  // a backtick or a space comes out as written.
-  const std::string fence(longest + 1, '`');
-  return fence + " " + body + " " + fence;
+  // A space inside each fence where the text starts or ends with a backtick (it would join the fence)
+  // or starts and ends with a space: CommonMark strips one from each side, so the text comes out as written.
+  const bool pad = body.front() == '`' || body.back() == '`' || (body.front() == ' ' && body.back() == ' ');
+  const std::string fence(longest + 1, '`'), sp = pad ? " " : "";
+  return fence + sp + body + sp + fence;
 }
 
 }  // namespace ao

@@ -107,9 +107,9 @@ TEST(ReportFormats, CheckerRejectsBrokenReports) {
     std::ifstream f(md);
     return std::string(std::istreambuf_iterator<char>(f), {});
   }();
-  for (const std::string& bad : {"a | b", "a\n# b", "<!-- c"}) {
+  for (const char* bad : {"a | b", "a\n# b", "<!-- c"}) {
     std::string t = good_md;
-    t.replace(t.find("plain"), 5, bad);
+    t.replace(t.find("`plain`"), 7, bad);  // what the writer pasted before: the raw text
     std::ofstream(md) << t;
     EXPECT_NE(check(dir / "rep", "--cases 1 2>/dev/null"), 0) << bad;
   }
@@ -124,9 +124,11 @@ TEST(ReportFormats, MarkdownCellKeepsOneRowAndShowsLiteralTextInACodeSpan) {
   EXPECT_EQ(markdown_cell("x\n# y", MarkdownText::Authored), "x # y");
   EXPECT_EQ(markdown_cell("`k` <= 3", MarkdownText::Authored), "`k` <= 3");  // the doc's own markup stays
   EXPECT_EQ(markdown_cell("", MarkdownText::Literal), "");
-  EXPECT_EQ(markdown_cell("a|b", MarkdownText::Literal), "` a\\|b `");
-  EXPECT_EQ(markdown_cell("x ``y` z", MarkdownText::Literal), "``` x ``y` z ```");
-  EXPECT_EQ(markdown_cell("<!--\r\n", MarkdownText::Literal), "` <!--   `");
+  EXPECT_EQ(markdown_cell("a|b", MarkdownText::Literal), "`a\\|b`");
+  EXPECT_EQ(markdown_cell("x ``y` z", MarkdownText::Literal), "```x ``y` z```");
+  EXPECT_EQ(markdown_cell("`x", MarkdownText::Literal), "`` `x ``");
+  EXPECT_EQ(markdown_cell(" x ", MarkdownText::Literal), "`  x  `");
+  EXPECT_EQ(markdown_cell("<!--\r\n", MarkdownText::Literal), "`<!--  `");
 }
 
 TEST(ReportFormats, XmlEscapeDropsWhatXmlForbids) {

@@ -208,7 +208,9 @@ TEST(Stops, ClosedStdoutStopsTheGateWithItsReports) {
   EXPECT_NE(text.find("gate: INTERRUPTED by SIGPIPE after "), std::string::npos) << text;
   EXPECT_EQ(text.find("after 10 of 10"), std::string::npos) << "did not stop:\n" << text;
   EXPECT_TRUE(entries(tmp).empty());
-  if (have_python3()) EXPECT_EQ(check_reports(rep, "--status interrupted --signal SIGPIPE"), 0) << text;
+  if (have_python3()) {
+    EXPECT_EQ(check_reports(rep, "--status interrupted --signal SIGPIPE"), 0) << text;
+  }
   fs::remove_all(dir);
 }
 
@@ -229,7 +231,9 @@ TEST(Stops, FileSizeLimitIsAReportedWriteErrorNotADeath) {
   EXPECT_NE(text.find("report.html: write failed"), std::string::npos) << text;
   EXPECT_NE(text.find(std::strerror(EFBIG)), std::string::npos) << text;
   EXPECT_NE(text.find("gate: 1 cases x 1 backend(s): 0 passed, 1 failed"), std::string::npos) << text;
-  if (have_python3()) EXPECT_EQ(check_reports(rep, "--cases 1 --status complete --missing report.html"), 0) << text;
+  if (have_python3()) {
+    EXPECT_EQ(check_reports(rep, "--cases 1 --status complete --missing report.html"), 0) << text;
+  }
   fs::remove_all(dir);
 }
 
@@ -244,7 +248,9 @@ TEST(Stops, ADirectoryInPlaceOfOneReportCostsOnlyThatReport) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("report.json: cannot rename it into place"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("gate: 1 cases x 1 backend(s)"), std::string::npos) << r.out;
-  if (have_python3()) EXPECT_EQ(check_reports(rep, "--cases 1 --status complete --missing report.json"), 0) << r.out;
+  if (have_python3()) {
+    EXPECT_EQ(check_reports(rep, "--cases 1 --status complete --missing report.json"), 0) << r.out;
+  }
   // One already there when the gate starts: refused before any case runs, naming it.
   const auto r2 = test::run_cli(fmt::format("gate {} --backend 'exec:/bin/sh {}' --report-dir {}",
                                             (dir / "a.case").string(), (dir / "evil.sh").string(), rep.string()));
