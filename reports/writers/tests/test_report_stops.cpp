@@ -24,6 +24,8 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/pipeline/harness.h"
 #include "cli_run.h"
 
 using namespace ao;
@@ -258,4 +260,21 @@ TEST(Stops, ADirectoryInPlaceOfOneReportCostsOnlyThatReport) {
   EXPECT_NE(r2.out.find("cannot remove the old report.json"), std::string::npos) << r2.out;
   EXPECT_EQ(r2.out.find("ERROR"), std::string::npos) << "ran cases first:\n" << r2.out;
   fs::remove_all(dir);
+}
+
+// A stop requested while a case runs: the case in flight keeps its verdict, but is not explained (explain
+// runs every bug model; a single repro would otherwise keep the user waiting after Ctrl-C).
+TEST(Stops, ACaseFinishedAfterAStopIsNotExplained) {
+  const Case c = parse_case("op=indexer docs=512,256 cp=4 rank=2");
+  auto bug = make_backend("cpu-bug:topleft-cp"), ref = make_backend("cpu-ref");
+  install_interrupt_handlers();
+  ::raise(SIGINT);
+  ASSERT_EQ(interrupted(), SIGINT);
+  const CaseResult stopped = run_case(c, *bug, *ref, {}, false, /*explain=*/true);
+  reset_interrupt();
+  EXPECT_EQ(stopped.verdict.kind, Verdict::Fail);
+  EXPECT_EQ(stopped.explanation, nullptr);
+  const CaseResult r = run_case(c, *bug, *ref, {}, false, /*explain=*/true);
+  EXPECT_EQ(r.verdict.kind, Verdict::Fail);
+  EXPECT_NE(r.explanation, nullptr);
 }
