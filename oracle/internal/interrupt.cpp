@@ -38,7 +38,12 @@ void set_handler(int sig, void (*handler)(int)) {
 }  // namespace
 
 void install_interrupt_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) set_handler(sig, on_stop_signal);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    // Ignored on entry (nohup, a background job of a script): whoever started us chose that; keep it.
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    set_handler(sig, on_stop_signal);
+  }
 }
 
 void install_write_error_handlers() {

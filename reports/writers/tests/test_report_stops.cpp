@@ -63,7 +63,7 @@ struct Child {
 // Starts the CLI with TMPDIR=tmpdir; stderr (and stdout unless pipe_stdout) go to out. fsize_limit > 0:
 // RLIMIT_FSIZE in bytes.
 Child spawn(const std::vector<std::string>& args, const fs::path& tmpdir, const fs::path& out,
-            bool pipe_stdout = false, rlim_t fsize_limit = 0) {
+            bool pipe_stdout = false, rlim_t fsize_limit = 0, int ignored_signal = 0) {
   std::vector<std::string> copy = {AO_CLI};
   copy.insert(copy.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -76,6 +76,7 @@ Child spawn(const std::vector<std::string>& args, const fs::path& tmpdir, const 
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::putenv(env_tmp.data());
+    if (ignored_signal) ::signal(ignored_signal, SIG_IGN);  // inherited through exec, as nohup does
     if (fsize_limit > 0) {
       const struct rlimit lim {fsize_limit, fsize_limit};
       ::setrlimit(RLIMIT_FSIZE, &lim);
@@ -182,6 +183,26 @@ INSTANTIATE_TEST_SUITE_P(Commands, StopSignal,
                                                              : sig == SIGTERM ? "_SIGTERM"
                                                                               : "_SIGHUP");
                          });
+
+// Under nohup (SIGHUP ignored on entry) a hangup does not stop the gate: it runs every case.
+TEST(Stops, IgnoredOnEntryStaysIgnored) {
+  const fs::path dir = temp_dir("nohup");
+  const fs::path tmp = dir / "tmp", running = dir / "running", out = dir / "out.txt";
+  fs::create_directories(tmp);
+  std::ofstream(dir / "slow.sh") << fmt::format("touch '{}'\nsleep 1\nexit 3\n", running.string());
+  std::ofstream(dir / "a.case") << kSmall << "\nop=sdpa docs=17\n";
+  const Child c = spawn({"gate", (dir / "a.case").string(), "--backend", "exec:/bin/sh " + (dir / "slow.sh").string()},
+                        tmp, out, false, 0, SIGHUP);
+  ASSERT_GT(c.pid, 0);
+  ASSERT_TRUE(wait_file(running, 60)) << slurp(out);
+  ASSERT_EQ(::kill(c.pid, SIGHUP), 0);
+  const int st = wait_for(c.pid, 60);
+  const std::string text = slurp(out);
+  ASSERT_TRUE(WIFEXITED(st)) << text;
+  EXPECT_EQ(WEXITSTATUS(st), 1) << text;
+  EXPECT_NE(text.find("gate: 2 cases x 1 backend(s): 0 passed, 2 failed"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
 
 // `gate ... | head -1`: the reader goes away after the first line. The gate stops after the case in flight
 // (exit 141 = 128 + SIGPIPE, as a shell reports a writer killed by SIGPIPE), writes its reports as
