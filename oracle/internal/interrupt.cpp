@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include <cerrno>
-#include <initializer_list>
 
 namespace ao {
 
@@ -38,12 +37,12 @@ void set_handler(int sig, void (*handler)(int)) {
 }  // namespace
 
 void install_interrupt_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    // Ignored on entry (nohup, a background job of a script): whoever started us chose that; keep it.
-    struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
-    set_handler(sig, on_stop_signal);
-  }
+  set_handler(SIGINT, on_stop_signal);
+  set_handler(SIGTERM, on_stop_signal);
+  // SIGHUP ignored on entry is nohup's doing: the run is meant to outlive the terminal; keep it ignored.
+  // (SIGINT ignored on entry, as a script's background jobs get it, is overridden as it always was.)
+  struct sigaction old {};
+  if (sigaction(SIGHUP, nullptr, &old) != 0 || old.sa_handler != SIG_IGN) set_handler(SIGHUP, on_stop_signal);
 }
 
 void install_write_error_handlers() {

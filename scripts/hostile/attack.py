@@ -686,11 +686,10 @@ def build(bin_path, bdir, full):
     # (25) stops: SIGHUP is a stop like SIGINT/SIGTERM for every command that runs backends, and a
     # single-backend repro or an explain stopped mid-run removes its case dir (TMPDIR is the attack's
     # tmp/); `gate | head -1` stops with its reports (exit 141) instead of dying by SIGPIPE.
-    # The harness keeps a stop signal that was ignored when it started (nohup, a background job of a
-    # script): a battery started that way must not hand the ignored signal on to the harness it attacks.
-    for sig in (signal.SIGHUP, signal.SIGINT):
-        if signal.getsignal(sig) == signal.SIG_IGN:
-            signal.signal(sig, signal.SIG_DFL)
+    # The harness keeps SIGHUP ignored when it started so (nohup): a battery run under nohup must not hand
+    # the ignored signal on to the harness it attacks.
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
     def slow_backend(d, ctx):
         os.mkdir(os.path.join(d, "tmp"))

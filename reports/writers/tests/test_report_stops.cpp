@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -76,7 +77,9 @@ Child spawn(const std::vector<std::string>& args, const fs::path& tmpdir, const 
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::putenv(env_tmp.data());
-    if (ignored_signal) ::signal(ignored_signal, SIG_IGN);  // inherited through exec, as nohup does
+    // The stop signals as a shell's foreground command gets them (a test binary run in the background of
+    // a script has SIGINT ignored, and the CLI keeps what it inherits ignored).
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, sig == ignored_signal ? SIG_IGN : SIG_DFL);
     if (fsize_limit > 0) {
       const struct rlimit lim {fsize_limit, fsize_limit};
       ::setrlimit(RLIMIT_FSIZE, &lim);

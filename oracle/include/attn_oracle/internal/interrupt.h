@@ -2,8 +2,8 @@
 // command can finish its bookkeeping (kill the backend's process group, remove its case dir, write what
 // finished as an interrupted report, print its summary) and then exit 128 + signal.
 //  * install_interrupt_handlers(): called by the CLI before any case runs, for every command that runs
-//    backends (gate, fuzz, repro, explain, shrink). A signal ignored on entry stays ignored (`nohup`
-//    ignores SIGHUP so the run outlives the terminal).
+//    backends (gate, fuzz, repro, explain, shrink). SIGHUP ignored on entry stays ignored (`nohup`
+//    ignores it so the run outlives the terminal).
 //  * install_write_error_handlers(): called by the CLI at start, for every command. A write to a closed
 //    pipe or past RLIMIT_FSIZE fails with EPIPE / EFBIG (a reported write error) instead of killing the
 //    harness by SIGPIPE / SIGXFSZ. A closed stdout (`gate ... | head -1`) is also recorded as a stop
