@@ -10,16 +10,11 @@
 
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/reports/escape.h"
 #include "commands.h"
 
 namespace ao {
 namespace {
-
-std::string md_cell(const std::string& s) {  // a `|` inside a cell would end it
-  std::string out;
-  for (char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
-  return out;
-}
 
 std::string join(const std::vector<std::string>& v, const std::string& sep, const std::string& quote = "") {
   std::string s;
@@ -41,12 +36,13 @@ std::string catalog_markdown() {
       "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& m : bug_models())
     s += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", m.name, m.catalog.empty() ? "-" : m.catalog,
-                     defect_class_name(m.klass), ops_of(m), m.source.empty() ? "-" : md_cell(m.source),
+                     defect_class_name(m.klass), ops_of(m),
+                     m.source.empty() ? "-" : markdown_cell(m.source, MarkdownText::Authored),
                      join(m.catches, ", ", "`"), join(backends_of(m.name), ", ", "`"));
   s += "\n| catalog | public source | not modelled: needs |\n| --- | --- | --- |\n";
   for (const auto& u : unmodelled_catalog_entries())
-    s += fmt::format("| {} | {} | {}{} |\n", u.catalog, md_cell(u.source), u.partly ? "partly modelled; " : "",
-                     md_cell(u.needs));
+    s += fmt::format("| {} | {} | {}{} |\n", u.catalog, markdown_cell(u.source, MarkdownText::Authored),
+                     u.partly ? "partly modelled; " : "", markdown_cell(u.needs, MarkdownText::Authored));
   return s;
 }
 

@@ -1,11 +1,15 @@
 // `attn-oracle explain <case> --backend B [--vs R]`: which known defect (bug model) reproduces B's
 // outputs on this case (explain.h). Exit 0: explained, or nothing to explain (B passes); 1: B fails and
-// no model reproduces it (or B errored: nothing to score); 2: bad input; 125: B skipped the case.
+// no model reproduces it (or B errored: nothing to score); 2: bad input; 125: B skipped the case;
+// 128 + signal: stopped by SIGINT/SIGTERM/SIGHUP (SIGPIPE: stdout closed).
+#include <csignal>
 #include <iostream>
 
 #include <fmt/format.h>
 
+#include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/pipeline/explain.h"
+#include "attn_oracle/reports/report.h"
 #include "commands.h"
 
 namespace ao {
@@ -17,6 +21,14 @@ struct ExplainArgs {
   size_t top = 5;
 };
 
+// A stop (SIGINT/SIGTERM/SIGHUP, or a closed stdout) while a backend ran: its processes were killed and its
+// case dir removed; nothing is judged on a run cut short.
+int stopped(int sig) {
+  (sig == SIGPIPE ? std::cerr : std::cout) << fmt::format("explain: INTERRUPTED by {}\n", signal_name(sig))
+                                           << std::flush;
+  return 128 + sig;
+}
+
 int run_explain(const ExplainArgs& a, const LayoutLimits& lim) {
   const Case c = parse_case(join_case_args(a.case_args));
   auto be = make_backend(a.backend);
@@ -24,12 +36,14 @@ int run_explain(const ExplainArgs& a, const LayoutLimits& lim) {
   Trial t(c, lim);
   std::cout << fmt::format("case:    {}\nbackend: {}   vs: {}\n", print_case(c), be->name(), ref_be->name());
   TrialRun got = t.run(*be);
+  if (const int sig = interrupted()) return stopped(sig);
   if (auto v = Trial::unjudged(got)) {
     std::cout << fmt::format("verdict: {} ({})\ncannot explain: {} produced no outputs to score\n",
                              verdict_label(v->kind), v->reason, got.backend);
     return v->kind == Verdict::Skipped ? 125 : 1;
   }
   TrialRun ref = t.run(*ref_be);
+  if (const int sig = interrupted()) return stopped(sig);
   const Verdict v = t.judge(got, ref);
   std::cout << fmt::format("verdict: {}{}\n", verdict_label(v.kind), v.reason.empty() ? "" : " (" + v.reason + ")");
   if (v.kind == Verdict::Pass) {
@@ -44,6 +58,7 @@ int run_explain(const ExplainArgs& a, const LayoutLimits& lim) {
                          : a.match == "kernel" ? ExplainMatch::Kernel
                                                : ExplainMatch::Auto;
   const Explanation e = explain_trial(t, got, ref, m);
+  if (const int sig = interrupted()) return stopped(sig);
   std::cout << format_explanation(e, a.top);
   return e.outcome == Explanation::NotExplained ? 1 : 0;
 }

@@ -3,8 +3,11 @@
 // each backend vs the reference. Exit 0 only if every case that ran passed; skipped cases are listed
 // and, with --require-run, fail the gate; 125 if nothing ran at all. Reports via --report-dir (checked
 // and locked before any case runs). A `# catches: B` claim whose case passes on B fails the gate.
-// SIGINT/SIGTERM: stops after the case in flight, writes an interrupted report, exits 128 + signal.
+// SIGINT/SIGTERM/SIGHUP: stops after the case in flight, writes an interrupted report, exits 128 + signal.
+// A closed stdout (`gate ... | head -1`) stops it the same way (SIGPIPE, exit 141, the summary on stderr).
+// A report file that cannot be written is named on stderr and makes the exit 2; the summary still prints.
 // Each failing case is explained (explain.h: the bug models that reproduce it) unless --no-explain.
+#include <csignal>
 #include <iostream>
 #include <map>
 
@@ -116,10 +119,11 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
   const std::string claim_note =
       claims_checked == 0 ? "" : fmt::format(", {} of {} claims held", claims_checked - claims_not_held, claims_checked);
   if (sig) {
-    std::cout << fmt::format("gate: INTERRUPTED by {} after {} of {} case runs: {} passed, {} failed, {} skipped{}\n",
-                             signal_name(sig), results.size(), entries.size() * a.backends.size(), passed, failed,
-                             skipped, claim_note)
-              << std::flush;
+    const std::string summary =
+        fmt::format("gate: INTERRUPTED by {} after {} of {} case runs: {} passed, {} failed, {} skipped{}\n",
+                    signal_name(sig), results.size(), entries.size() * a.backends.size(), passed, failed, skipped,
+                    claim_note);
+    (sig == SIGPIPE ? std::cerr : std::cout) << summary << std::flush;  // SIGPIPE: stdout is gone
     return 128 + sig;
   }
   const int code = a.require_run && skipped > 0 ? 1 : n.exit_code();

@@ -7,16 +7,11 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/case/case_keys.h"
+#include "attn_oracle/reports/escape.h"
 #include "commands.h"
 
 namespace ao {
 namespace {
-
-std::string md_cell(const std::string& s) {  // a `|` inside a cell would end it
-  std::string out;
-  for (char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
-  return out;
-}
 
 std::string keys_text() {
   size_t wn = 3, wd = 7;
@@ -33,8 +28,8 @@ std::string keys_text() {
 std::string keys_markdown() {
   std::string s = "| key | ops | default | meaning |\n| --- | --- | --- | --- |\n";
   for (const auto& k : case_key_table())
-    s += fmt::format("| `{}` | {} | {} | {} |\n", k.name, key_ops_text(k.ops), md_cell(k.default_text),
-                     md_cell(k.doc));
+    s += fmt::format("| `{}` | {} | {} | {} |\n", k.name, key_ops_text(k.ops),
+                     markdown_cell(k.default_text, MarkdownText::Authored), markdown_cell(k.doc, MarkdownText::Authored));
   return s;
 }
 

@@ -1,4 +1,5 @@
 // attn-oracle: command-line front end. Exit codes: 0 pass, 1 fail, 2 bad input, 125 skipped.
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -31,21 +32,23 @@ int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string
     backends = {"cpu-ref", "cpu-bug:topleft-cp"};
   }
   if (backends.empty()) backends = {"cpu-ref"};
-  if (backends.size() > 1) install_interrupt_handlers();  // SIGINT/SIGTERM: stop after the backend in flight
+  // SIGINT/SIGTERM/SIGHUP: stop after the backend in flight (its process group killed, its case dir removed).
+  install_interrupt_handlers();
   auto ref = make_backend(vs);
   std::unique_ptr<ReportDir> report;  // checked and locked before anything runs
   if (report_dir) report = std::make_unique<ReportDir>(*report_dir);
   std::vector<CaseResult> results;
   for (const auto& b : backends) {
-    if (interrupted()) break;  // several backends: stop after the one in flight
+    if (interrupted()) break;
     auto be = make_backend(b);
     results.push_back(run_case(c, *be, *ref, lim, report != nullptr, explain));
     std::cout << format_result(results.back()) << "\n" << std::flush;
   }
   if (report) report->write(results, {interrupted()});
   if (const int sig = interrupted()) {
-    std::cout << fmt::format("repro: INTERRUPTED by {} after {} of {} backends\n", signal_name(sig), results.size(),
-                             backends.size());
+    const std::string note = fmt::format("repro: INTERRUPTED by {} after {} of {} backends\n", signal_name(sig),
+                                         results.size(), backends.size());
+    (sig == SIGPIPE ? std::cerr : std::cout) << note << std::flush;  // SIGPIPE: stdout is gone
     return 128 + sig;
   }
   if (demo) {
@@ -62,6 +65,7 @@ int cmd_repro(const std::vector<std::string>& case_args, std::vector<std::string
 
 int main(int argc, char** argv) {
   using namespace ao;
+  install_write_error_handlers();  // a closed stdout or a file size limit: a write error, not a death
   set_cli_argv(argc, argv);
   CLI::App app{"attn-oracle: correctness oracle and differential fuzzer for attention kernels"};
   app.require_subcommand(1);
@@ -123,10 +127,11 @@ int main(int argc, char** argv) {
     }
     for (auto& cmd : extra)
       if (*cmd.sub) {
-        // Commands that poll interrupted() between cases stop cleanly on SIGINT/SIGTERM (128 + signal);
-        // the others keep the default action, so Ctrl-C ends them at once.
+        // Commands that run backends stop cleanly on SIGINT/SIGTERM/SIGHUP (128 + signal): the backend's
+        // processes killed, its case dir removed, the reports written. Shrink installs its own; the
+        // others keep the default action, so Ctrl-C ends them at once.
         const std::string name = cmd.sub->get_name();
-        if (name == "gate" || name == "fuzz") install_interrupt_handlers();
+        if (name == "gate" || name == "fuzz" || name == "explain") install_interrupt_handlers();
         return cmd.run();
       }
   } catch (const CaseError& e) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/internal/utf8.h"
 
 namespace ao {
@@ -24,7 +25,9 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
   TrialRun ref = t.run(vs);
   res.ref_seconds = ref.status.seconds;
   res.verdict = t.judge(got, ref);
-  if (explain && res.verdict.kind == Verdict::Fail)  // before keep_artifacts moves the outputs
+  // Before keep_artifacts moves the outputs. Not after a stop request: explaining runs every bug model,
+  // and the user asked to stop after the case in flight, whose verdict stands.
+  if (explain && res.verdict.kind == Verdict::Fail && !interrupted())
     res.explanation = std::make_shared<const Explanation>(explain_trial(t, got, ref));
   if (keep_artifacts && res.verdict.kind == Verdict::Fail) res.artifacts = t.keep_artifacts(got, ref);
   return res;

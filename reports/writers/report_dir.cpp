@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <functional>
+#include <iterator>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,24 @@ std::string read_holder(int fd) {
   std::string s = n > 0 ? std::string(buf, size_t(n)) : std::string();
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s.empty() ? "unknown" : s;
+}
+
+// Writes text to a new file at path; returns "" or why not (the errno text: EFBIG, ENOSPC, ...).
+std::string write_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return fmt::format("cannot create it: {}", std::strerror(errno));
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return fmt::format("write failed after {} of {} bytes: {}", done, text.size(), std::strerror(err));
+    }
+    done += size_t(n);
+  }
+  if (::close(fd) != 0) return fmt::format("write failed: {}", std::strerror(errno));
+  return {};
 }
 
 }  // namespace
@@ -79,24 +99,39 @@ void ReportDir::write(const std::vector<CaseResult>& results, const ReportStatus
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
   if (ec) throw ReportDirError(fmt::format("--report-dir '{}': cannot create {}: {}", dir_, tmp.string(), ec.message()));
-  auto put = [&](const char* name, const std::string& text) {
-    std::ofstream f(tmp / name, std::ios::binary);
-    f << text;
-    f.close();
-    if (!f) {
-      fs::remove_all(tmp, ec);
-      throw ReportDirError(fmt::format("--report-dir '{}': cannot write {}", dir_, name));
-    }
+  // Each file on its own: one that cannot be made, written (EFBIG past RLIMIT_FSIZE, ENOSPC) or put in
+  // place (a directory in its way) is reported and never costs the others.
+  const std::pair<const char*, std::function<std::string()>> files[] = {
+      {kReportFiles[0], [&] { return report_json(results, status); }},
+      {kReportFiles[1], [&] { return report_markdown(results, status); }},
+      {kReportFiles[2], [&] { return report_junit(results, status); }},
+      {kReportFiles[3], [&] { return report_html(results); }},
   };
-  put(kReportFiles[0], report_json(results, status));
-  put(kReportFiles[1], report_markdown(results, status));
-  put(kReportFiles[2], report_junit(results, status));
-  put(kReportFiles[3], report_html(results));
-  for (const char* f : kReportFiles) {
-    fs::rename(tmp / f, fs::path(dir_) / f, ec);
-    if (ec) throw ReportDirError(fmt::format("--report-dir '{}': cannot rename {} into place: {}", dir_, f, ec.message()));
+  std::vector<std::string> failed;
+  std::vector<const char*> written;
+  for (const auto& [name, make] : files) {
+    try {
+      const std::string err = write_file((tmp / name).string(), make());
+      if (err.empty())
+        written.push_back(name);
+      else
+        failed.push_back(fmt::format("{}: {}", name, err));
+    } catch (const std::exception& e) {  // the writer itself (out of memory)
+      failed.push_back(fmt::format("{}: {}", name, e.what()));
+    }
+  }
+  // Renamed only once all were written: the dir never shows a file of this run beside an older one.
+  for (const char* name : written) {
+    fs::rename(tmp / name, fs::path(dir_) / name, ec);
+    if (ec) failed.push_back(fmt::format("{}: cannot rename it into place: {}", name, ec.message()));
   }
   fs::remove_all(tmp, ec);
+  if (!failed.empty()) {
+    std::string list;
+    for (const auto& f : failed) list += (list.empty() ? "" : "; ") + f;
+    throw ReportDirError(fmt::format("--report-dir '{}': {} of {} report files not written ({}); the others were",
+                                     dir_, failed.size(), std::size(files), list));
+  }
 }
 
 void write_report_files(const std::string& dir, const std::vector<CaseResult>& results, const ReportStatus& status) {

@@ -3,38 +3,22 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/internal/utf8.h"
 #include "attn_oracle/reports/report.h"
 #include "attn_oracle/verdict/verdict.h"
 
 namespace ao {
 
 std::string signal_name(int sig) {
-  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : fmt::format("signal {}", sig);
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char ch : sanitize_utf8(s)) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') o += ' '; else o += ch;
-    }
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGPIPE: return "SIGPIPE";
+    default: return fmt::format("signal {}", sig);
   }
-  return o;
 }
 
 namespace {
-std::string md_escape(const std::string& s) {
-  std::string o;
-  for (char ch : sanitize_utf8(s)) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
-  return o;
-}
 std::string metric_lines(const Verdict& v) {
   std::string s;
   for (const auto& m : v.metrics)
@@ -51,15 +35,17 @@ std::string report_markdown(const std::vector<CaseResult>& results, const Report
   if (status.signal)
     s += fmt::format("**INTERRUPTED by {}**: only the {} cases below finished; the rest did not run.\n\n",
                      signal_name(status.signal), results.size());
+  // Everything from a result is foreign text (a backend's name and stderr, a case line from a file).
+  const auto lit = [](const std::string& t) { return markdown_cell(t, MarkdownText::Literal); };
   s += "| verdict | backend | vs | case | failing metrics / reason |\n|---|---|---|---|---|\n";
   for (const auto& r : results)
-    s += fmt::format("| {} | `{}` | `{}` | `{}` | {} |\n", verdict_name(r.verdict.kind), md_escape(r.backend),
-                     md_escape(r.vs), md_escape(r.case_line), md_escape(r.verdict.reason));
+    s += fmt::format("| {} | {} | {} | {} | {} |\n", verdict_name(r.verdict.kind), lit(r.backend), lit(r.vs),
+                     lit(r.case_line), lit(r.verdict.reason));
   for (const auto& r : results) {
     if (r.verdict.kind != Verdict::Fail) continue;
-    s += fmt::format("\n### FAIL `{}` on `{}`\n\n```\n{}```\n", md_escape(r.backend), md_escape(r.case_line),
+    s += fmt::format("\n### FAIL {} on {}\n\n```\n{}```\n", lit(r.backend), lit(r.case_line),
                      metric_lines(r.verdict));
-    if (r.explanation) s += fmt::format("\n**explain**: {}\n", md_escape(r.explanation->headline()));
+    if (r.explanation) s += fmt::format("\n**explain**: {}\n", lit(r.explanation->headline()));
   }
   return s;
 }

@@ -38,6 +38,8 @@ CLASSES = {
 }
 CLASSES.update({21: "found files: foreign text, portable names", 22: "claims by backend identity",
                 23: "corpus bounds, FIFOs, save failures, flaky"})
+CLASSES.update({24: "hostile text in reports", 25: "stops: SIGHUP / single repro, explain / closed stdout",
+                26: "report write failures"})
 
 
 class Attack:
@@ -886,6 +888,155 @@ def build(bin_path, bdir, full):
     A.append(Attack(23, "flaky backend (fails every other run)",
                     ["fuzz", "--backend", "{be}", "--budget", "1", "--out", "found"], {1}, setup=with_exec(flaky),
                     check=has("NONDETERMINISTIC", "reproduced 2 of 4 runs", "nondeterministic=1"), limit=120))
+
+    # (24) hostile text in reports: every report parses with a real parser (check_reports.py: json,
+    # xml.etree for report.xml and report.html, a GFM table check for report.md) when a backend's stderr or
+    # name holds what XML forbids (U+FFFE, U+FFFF, C0 controls), a line that would start a heading, `|`,
+    # an HTML comment, `]]>` or backticks.
+    checker = os.path.join(src, "reports", "writers", "tests", "check_reports.py")
+
+    def reports_ok(n=None, status="complete", where="rep", extra=()):
+        def f(r, ctx):
+            cases = ["--cases", str(n)] if n is not None else []  # None: as many as report.json lists
+            p = subprocess.run([sys.executable, checker, os.path.join(ctx["dir"], where), *cases, "--status", status,
+                                *extra], capture_output=True, text=True)
+            return None if p.returncode == 0 else (p.stderr.strip() or f"check_reports exit {p.returncode}")[-300:]
+        return f
+
+    hostile_err = (r"printf 'bad \357\277\276 \357\277\277 \001\033[31m\n# heading\n## x | y || z\n"
+                   r"<!-- hidden ]]> ``tick`` ` \n' >&2; exit 3")
+    A.append(Attack(24, "gate: exec stderr with U+FFFE, # line, |, <!--, ]]>", ["gate", "{corpus}", "--backend",
+                    "{be}", "--report-dir", "rep"], {1}, setup=chain(with_exec(hostile_err), corpus([SMALL, SDPA])),
+                    check=reports_ok(2)))
+    A.append(Attack(24, "repro: exec stderr with U+FFFE, # line, |, <!--", ["repro", SMALL, "--backend", "{be}",
+                    "--report-dir", "rep"], {1}, setup=with_exec(hostile_err), check=reports_ok(1), quick=False))
+
+    def hostile_name(d, ctx):
+        corpus([SMALL])(d, ctx)
+        p = write(os.path.join(d, "be.sh"), "#!/bin/sh\necho fails >&2\nexit 3\n", 0o755)
+        ctx["be"] = "exec:/bin/sh " + p + " '\ufffe\uffff <!-- # x | `y` ]]>' #"
+        return None
+    A.append(Attack(24, "gate: backend name with U+FFFE, <!--, |, backtick", ["gate", "{corpus}", "--backend", "{be}",
+                    "--report-dir", "rep"], {1}, setup=hostile_name, check=reports_ok(1)))
+
+    # (25) stops: SIGHUP is a stop like SIGINT/SIGTERM for every command that runs backends, and a
+    # single-backend repro or an explain stopped mid-run removes its case dir (TMPDIR is the attack's
+    # tmp/); `gate | head -1` stops with its reports (exit 141) instead of dying by SIGPIPE.
+    # The harness keeps SIGHUP ignored when it started so (nohup): a battery run under nohup must not hand
+    # the ignored signal on to the harness it attacks.
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+    def slow_backend(d, ctx):
+        os.mkdir(os.path.join(d, "tmp"))
+        corpus([SMALL, SDPA, SMALL + " seed=2"])(d, ctx)
+        ctx["be"] = exec_script(d, "be.sh", f"echo $$ >> {d}/pids; touch {d}/running; sleep 30; exit 3")
+        return None
+
+    def send_when_running(sig):
+        def f(pid, ctx):
+            t0 = time.monotonic()
+            while not os.path.exists(os.path.join(ctx["dir"], "running")) and time.monotonic() - t0 < 20:
+                time.sleep(0.02)
+            os.kill(pid, sig)
+        return f
+
+    def no_case_dir(r, ctx):
+        left = os.listdir(os.path.join(ctx["dir"], "tmp"))
+        return None if not left else f"left in TMPDIR: {left}"
+
+    stop_args = {"gate": ["gate", "{corpus}", "--backend", "{be}", "--report-dir", "rep"],
+                 "repro": ["repro", SMALL, "--backend", "{be}", "--report-dir", "rep"],
+                 "explain": ["explain", SMALL, "--backend", "{be}"],
+                 "fuzz": ["fuzz", "--backend", "{be}", "--budget", "20", "--no-save"]}
+    for kind, sig, quick in [("gate", signal.SIGHUP, True), ("fuzz", signal.SIGHUP, True),
+                             ("repro", signal.SIGHUP, False), ("repro", signal.SIGINT, False),
+                             ("repro", signal.SIGTERM, True), ("explain", signal.SIGHUP, False),
+                             ("explain", signal.SIGINT, True), ("explain", signal.SIGTERM, False)]:
+        name = signal.Signals(sig).name
+        checks = [no_case_dir, has("INTERRUPTED"), faster(15)]
+        if kind in ("gate", "repro"):
+            checks.append(reports_ok(1, "interrupted", extra=("--signal", name)))  # the case cut short
+        A.append(Attack(25, f"{name} during {kind} (one exec backend)", stop_args[kind], {128 + sig},
+                        env={"TMPDIR": "{dir}/tmp"}, setup=slow_backend, during=(0.2, send_when_running(sig)),
+                        check=all_of(*checks), limit=40, quick=quick))
+
+    def side_run(argv_of, preexec=None, stdout_pipe_head=False):
+        """Runs the harness from the setup (the attack's own argv cannot hold a pipe or a limit); the
+        check reads ctx['side'] = (exit status or -signal, stdout+stderr)."""
+        def s(d, ctx):
+            argv = argv_of(d, ctx)
+            if stdout_pipe_head:  # `... | head -1`, the harness's stderr kept
+                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(os.path.join(d, "side.err"), "wb"),
+                                     cwd=d, env=dict(os.environ, TMPDIR=os.path.join(d, "tmp")),
+                                     start_new_session=True)
+                p.stdout.readline()
+                p.stdout.close()
+            else:
+                p = subprocess.Popen(argv, stdout=open(os.path.join(d, "side.err"), "wb"), stderr=subprocess.STDOUT,
+                                     cwd=d, env=dict(os.environ, TMPDIR=os.path.join(d, "tmp")),
+                                     start_new_session=True, preexec_fn=preexec)
+            try:
+                rc = p.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                rc = p.wait()
+            ctx["side"] = (rc, open(os.path.join(d, "side.err"), "rb").read().decode("utf-8", "replace"))
+            return ["keys"]  # the attack's own run: a no-op
+        return s
+
+    def side_ok(rc, *words, then=None):
+        def f(r, ctx):
+            got, out = ctx["side"]
+            if got != rc:
+                return f"side run: exit {got} (negative: killed by that signal), expected {rc}: {out[-300:]!r}"
+            for w in words:
+                if w not in out:
+                    return f"side run output does not mention {w!r}: {out[-300:]!r}"
+            return then(r, ctx) if then else None
+        return f
+
+    def head_gate(d, ctx):
+        os.mkdir(os.path.join(d, "tmp"))
+        corpus([SMALL + f" seed={i}" for i in range(10)])(d, ctx)
+        be = exec_script(d, "be.sh", "sleep 0.3; exit 3")
+        return [bin_path, "gate", ctx["corpus"], "--backend", be, "--report-dir", os.path.join(d, "rep")]
+    A.append(Attack(25, "gate | head -1: stops with its reports (141)", [], {0}, setup=side_run(head_gate,
+                    stdout_pipe_head=True), check=side_ok(141, "INTERRUPTED by SIGPIPE", then=all_of(
+                        no_case_dir, reports_ok(None, "interrupted", extra=("--signal", "SIGPIPE")))), limit=70))
+
+    # (26) report write failures: one report that cannot be written (a directory in its place, created
+    # by the backend or there before; a file size limit) costs only itself, is named, and exits 2 with
+    # the summary printed; never a death by SIGXFSZ.
+    def isdir_backend(d, ctx):
+        corpus([SMALL])(d, ctx)
+        ctx["be"] = exec_script(d, "be.sh", f"mkdir -p {d}/rep/report.json/x; exit 3")
+        return None
+    A.append(Attack(26, "backend makes report.json a directory", ["gate", "{corpus}", "--backend", "{be}",
+                    "--report-dir", "rep"], {2}, setup=isdir_backend,
+                    check=all_of(has("report.json", "gate: 1 cases"),
+                                 reports_ok(1, extra=("--missing", "report.json")))))
+
+    def isdir_before(d, ctx):
+        corpus([SMALL])(d, ctx)
+        os.makedirs(os.path.join(d, "rep", "report.md", "x"))
+        return None
+    A.append(Attack(26, "report.md a directory before the gate", ["gate", "{corpus}", "--backend", "cpu-ref",
+                    "--report-dir", "rep"], {2}, setup=isdir_before,
+                    check=all_of(has("report.md"), lambda r, c: None if "PASS" not in r.out else "ran cases first")))
+
+    def fsize_gate(d, ctx):
+        os.mkdir(os.path.join(d, "tmp"))
+        corpus(["op=indexer docs=64,32 heads=2 dim=16 topk=8 cp=2 rank=1"])(d, ctx)
+        return [bin_path, "gate", ctx["corpus"], "--backend", "cpu-bug:topleft-cp", "--no-explain", "--report-dir",
+                os.path.join(d, "rep")]
+
+    def fsize(n):
+        return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (n, n))
+    A.append(Attack(26, "RLIMIT_FSIZE below report.html's size", [], {0},
+                    setup=side_run(fsize_gate, preexec=fsize(24 << 10)),
+                    check=side_ok(2, "report.html", "File too large", "gate: 1 cases x 1 backend(s)",
+                                  then=reports_ok(1, extra=("--missing", "report.html")))))
     return A
 
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ inline BackgroundCli start_cli(const std::string& args) {
   if (pipe(fds) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
+    // Default stop signals, as a shell's foreground command gets them: a test binary started in the
+    // background of a script has SIGINT ignored, and the CLI keeps a signal ignored on entry.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);

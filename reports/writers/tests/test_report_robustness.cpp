@@ -201,9 +201,17 @@ TEST(ReportDir, InterruptedGateWritesWhatFinishedAndExits130) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawnattr_t attr;  // SIGINT as a foreground command gets it (the CLI keeps an inherited SIG_IGN)
+  posix_spawnattr_init(&attr);
+  sigset_t dfl;
+  sigemptyset(&dfl);
+  sigaddset(&dfl, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &dfl);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, AO_CLI, &fa, nullptr, argv.data(), environ), 0);
+  ASSERT_EQ(posix_spawn(&pid, AO_CLI, &fa, &attr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   const auto t0 = std::chrono::steady_clock::now();
   while (slurp(out).find("ERROR ") == std::string::npos && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,14 +1,23 @@
-// SIGINT/SIGTERM as a request to stop, not a death: the handler only records the signal, so a gate or
-// fuzz run can finish its bookkeeping (kill the backend's process group, remove its case dir, write what
-// finished as an interrupted report) and then exit 128 + signal.
-//  * install_interrupt_handlers(): called once by the CLI before any case runs.
+// SIGINT/SIGTERM/SIGHUP as a request to stop, not a death: the handler only records the signal, so a
+// command can finish its bookkeeping (kill the backend's process group, remove its case dir, write what
+// finished as an interrupted report, print its summary) and then exit 128 + signal.
+//  * install_interrupt_handlers(): called by the CLI before any case runs, for every command that runs
+//    backends (gate, fuzz, repro, explain, shrink). SIGHUP ignored on entry stays ignored (`nohup`
+//    ignores it so the run outlives the terminal).
+//  * install_write_error_handlers(): called by the CLI at start, for every command. A write to a closed
+//    pipe or past RLIMIT_FSIZE fails with EPIPE / EFBIG (a reported write error) instead of killing the
+//    harness by SIGPIPE / SIGXFSZ. A closed stdout (`gate ... | head -1`) is also recorded as a stop
+//    request (SIGPIPE), so a run whose output nobody reads ends soon, with its report files written.
+//    Handlers, not SIG_IGN: an exec'ed backend starts with the default dispositions.
 //  * interrupted(): polled by every loop that waits on foreign code or iterates over cases.
 #pragma once
 
 namespace ao {
 
 void install_interrupt_handlers();
-// 0 when no stop was requested; else the signal number (SIGINT or SIGTERM) of the first request.
+void install_write_error_handlers();
+// 0 when no stop was requested; else the signal number (SIGINT, SIGTERM, SIGHUP, or SIGPIPE for a closed
+// stdout) of the first request.
 int interrupted();
 // Tests: forget a recorded request.
 void reset_interrupt();

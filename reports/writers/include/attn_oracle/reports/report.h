@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 #include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/reports/escape.h"
 
 namespace ao {
 
@@ -11,8 +12,9 @@ namespace ao {
 // 3: a failing case that was explained has an "explanation" object (explain.h); nothing else changed.
 inline constexpr int kReportSchemaVersion = 3;
 
-// How the run that produced the results ended: complete, or stopped by a signal (SIGINT/SIGTERM) after
-// the cases listed (report.json: "status": "complete" | "interrupted", "signal": "SIGINT").
+// How the run that produced the results ended: complete, or stopped after the cases listed by a signal
+// (SIGINT/SIGTERM/SIGHUP) or by its stdout closing (SIGPIPE) (report.json: "status": "complete" |
+// "interrupted", "signal": "SIGINT").
 struct ReportStatus {
   int signal = 0;  // 0: every case ran
 };
@@ -23,14 +25,10 @@ std::string report_markdown(const std::vector<CaseResult>& results, const Report
 std::string report_junit(const std::vector<CaseResult>& results, const ReportStatus& status = {});
 // Self-contained HTML page with pictures of each failing case that kept its artifacts (report_html.cpp).
 std::string report_html(const std::vector<CaseResult>& results);
-// Writes report.json, report.md, report.xml and report.html into dir (created if missing), as one set
-// through a ReportDir (report_dir.h): locked, written into a temporary dir, then renamed into place.
+// Writes report.json, report.md, report.xml and report.html into dir (created if missing) through a
+// ReportDir (report_dir.h): locked, written into a temporary dir, then renamed into place.
 void write_report_files(const std::string& dir, const std::vector<CaseResult>& results,
                         const ReportStatus& status = {});
-
-// Escapes text for XML/HTML text and attribute values (& < > " '; control bytes become spaces; invalid
-// UTF-8 becomes U+FFFD).
-std::string xml_escape(const std::string& s);
 
 // Version string of this build (git describe at configure time).
 const char* tool_version();

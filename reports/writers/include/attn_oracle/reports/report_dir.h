@@ -5,8 +5,9 @@
 //    run on the same dir is refused naming the holder's pid;
 //  * the previous run's report files are removed on open, so an interrupted run never leaves an older
 //    run's reports looking current;
-//  * write() puts all files into a temporary dir inside it and renames them into place only after every
-//    one was written.
+//  * write() puts each file into a temporary dir inside it, then renames the ones written into place; a
+//    file that cannot be written (EFBIG past RLIMIT_FSIZE, ENOSPC) or put in place (a directory where it
+//    goes) never costs the others: they are written, then a ReportDirError names every file missed.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -27,7 +28,7 @@ class ReportDir {
   ReportDir(const ReportDir&) = delete;
   ReportDir& operator=(const ReportDir&) = delete;
 
-  // report.json, report.md, report.xml, report.html as one set; throws ReportDirError.
+  // report.json, report.md, report.xml, report.html; throws ReportDirError naming each file not written.
   void write(const std::vector<CaseResult>& results, const ReportStatus& status = {});
   const std::string& path() const { return dir_; }
 
