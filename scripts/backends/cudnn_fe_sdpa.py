@@ -333,7 +333,8 @@ def run_graph(a, case, torch, cudnn):
         sel = g._plan_index
         eng = g.selected_engine
         served = {"engine_kind": kinds[sel], "engine": (eng.name if eng is not None else names[sel]),
-                  "plan_name": names[sel], "engine_id": int(cfgs[sel].engine_id), "plan_index": int(sel)}
+                  "plan_name": names[sel], "engine_id": int(cfgs[sel].engine_id), "plan_index": int(sel),
+                  "plans": [f"{k}:{n}" for k, n in zip(kinds, names)]}
         print(f"{NAME}: served by {served}", file=sys.stderr)
 
         q, k, v = (_torch_input(torch, case, n).to(dev) for n in ("q", "k", "v"))
