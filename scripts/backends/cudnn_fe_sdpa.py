@@ -39,7 +39,8 @@ API `cudnn.pygraph`), called on the case's padded THD the way TransformerEngine 
 Declines are skips (exit 125) with the frontend's own words: what the graph API raises when no plan serves
 (or the pinned engine kind has none: the python engines' check_support reasons, the backend's decline),
 what a wrapper raises. Checked before any import: op=indexer, CP (cuDNN's sdpa takes no per-sequence causal
-offset), two-sided bands and FlashAttention's window convention (not mapped here).
+offset), empty_rows=posinf (cuDNN's empty rows are LSE = -inf), two-sided bands and FlashAttention's window
+convention (not mapped here).
 Env: AO_SITE_DIR (the device campaign's unpacked wheels, added before the frontend is imported).
 Only numpy at module level: the binding is tested on CPU (scripts/backends/test_cudnn_fe_sdpa.py).
 """
@@ -86,6 +87,9 @@ def decline_reason(meta):
     if int(meta["cp"]["size"]) > 1:
         return (f"{NAME}: cp={meta['cp']['size']}: cuDNN's sdpa takes no per-sequence causal offset, so CP "
                 f"chunks are not expressible")
+    if meta.get("empty_rows", "neginf") != "neginf":
+        return (f"{NAME}: empty_rows={meta['empty_rows']}: cuDNN writes LSE = -inf for a row with no allowed key, "
+                f"not this convention")
     return unmapped_window_reason(meta, NAME)
 
 
@@ -112,8 +116,10 @@ class GraphPlan:
         self.b = len(docs)
         self.q_lens = np.array([int(x["q_len"]) for x in docs], dtype=np.int32)
         self.kv_lens = np.array([int(x["kv_len"]) for x in docs], dtype=np.int32)
-        self.s_q = max(int(self.q_lens.max(initial=0)), 1)
-        self.s_kv = max(int(self.kv_lens.max(initial=0)), 1)
+        # S_max: the max_seqlen a framework hands the kernel (the case's max_seqlen_q/kv, >= every length).
+        ms = meta.get("max_seqlen", {})
+        self.s_q = max(int(self.q_lens.max(initial=0)), int(ms.get("q", 0)), 1)
+        self.s_kv = max(int(self.kv_lens.max(initial=0)), int(ms.get("kv", 0)), 1)
         self.rows = {n: int(rows[n]) for n in ("q", "kv", "o", "stats")}
         # Row elements of each THD tensor (the token stride): what an element offset is a multiple of.
         self.row_elems = {"q": self.hq * self.d, "k": self.hkv * self.d, "v": self.hkv * self.dv,

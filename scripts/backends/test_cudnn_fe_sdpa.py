@@ -107,6 +107,11 @@ class CudnnFeSdpa(CaseDirTest):
         self.assertEqual(plan.stride("stats"), [16, 1, 4, 1])
         self.assertEqual(plan.dim("o"), [3, 4, 4, 8])
 
+    def test_max_seqlen_is_the_descriptor_s(self):
+        plan = fe.GraphPlan(self.case("op=sdpa docs=5,3 max_seqlen_q=16 max_seqlen_kv=20 hq=2 dim=16").meta)
+        self.assertEqual((plan.s_q, plan.s_kv), (16, 20))
+        self.assertEqual(plan.dim("k"), [2, 2, 20, 16])
+
     def test_token_units_bind_the_same_places(self):
         for line in self.PADDED[:4]:
             case = self.case(line)
@@ -200,7 +205,8 @@ class CudnnFeSdpa(CaseDirTest):
         want = {"op=indexer docs=16 topk=4": "serves op=sdpa only",
                 "op=sdpa docs=64 cp=2 rank=1 dim=16": "CP chunks are not expressible",
                 "op=sdpa docs=16 dim=16 window=4 window_right=2": "two-sided band",
-                "op=sdpa docs=16 dim=16 window=4 window_convention=fa": "window_convention=fa"}
+                "op=sdpa docs=16 dim=16 window=4 window_convention=fa": "window_convention=fa",
+                "op=sdpa q_lens=1,1 kv_lens=0,2 empty_rows=posinf dim=16": "LSE = -inf"}
         for line, reason in want.items():
             self.assertIn(reason, fe.decline_reason(self.case(line).meta), line)
         self.assertIsNone(fe.decline_reason(self.case("op=sdpa docs=16 dim=512 dtype=fp16").meta))

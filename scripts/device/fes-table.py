@@ -18,7 +18,7 @@ METRICS = ("rel_l2_err", "max_abs_err", "lse_max_err", "tol_violations", "unwrit
 def knob_set(flags):
     f = flags.split()
     get = lambda k, d: f[f.index(k) + 1] if k in f else d  # noqa: E731
-    return get("--path", "graph"), get("--engine", "auto"), get("--bug", "none")
+    return get("--path", "graph"), get("--engine", "auto"), get("--bug", "none"), get("--offset-units", "elements")
 
 
 def fmt(v):
@@ -44,7 +44,7 @@ def main(argv):
                     continue
                 if r.get("adapter") != "cudnn_fe_sdpa":
                     continue
-                key = (r.get("case"), r.get("path"), r.get("engine_knob"), r.get("bug"))
+                key = (r.get("case"), r.get("path"), r.get("engine_knob"), r.get("bug"), r.get("offset_units"))
                 if r.get("engine_kind") == "backend":
                     served[key] = f"backend: {r.get('plan_name')} (id {r.get('engine_id')})"
                 else:
@@ -62,9 +62,9 @@ def main(argv):
                 rep = json.load(rf)
             for c in rep.get("cases", []):
                 m = c.get("metrics", {})
-                p, e, b = knob_set(flags)
+                p, e, b, u = knob_set(flags)
                 rows.append([name, flags or "(defaults)", c["case"], c.get("verdict", ""),
-                             served.get((c["case"], p, e, b), ""),
+                             served.get((c["case"], p, e, b, u), ""),
                              *[fmt(m.get(k, {}).get("value")) for k in METRICS],
                              f"{c.get('seconds', {}).get('backend', 0):.2f}",
                              c.get("reason", "").replace("\t", " ").replace("\n", " ")[-400:]])
