@@ -326,6 +326,8 @@ def run_graph(a, case, torch, cudnn):
                         eng.check_support(g)
                     except Exception as e:  # noqa: BLE001 - the engine's own reason
                         reasons.append(first_line(e))
+                # This device's engine first: the other architectures' rows only say "requires SMxx".
+                reasons.sort(key=lambda r: "requires SM" in r)
                 why = "; ".join(reasons) or "no python engine is a candidate for this graph"
             else:
                 why = str(getattr(g, "_backend_declined", None) or "the backend proposed no plan")
