@@ -18,9 +18,18 @@
 #   fe-fuzz    `fuzz --dims glm --op indexer` against cudnn_fe_indexer --bug none with what is left
 #   fa4-smoke  one padded-THD case through fa4_varlen in a fresh process (FA4 imports and runs)
 #   fa4-table  the seed-like table (scripts/device/fa4-table.case) through fa4_varlen
+#   fes-probe  what of the frontend's Python SDPA serves here (scripts/device/cudnn-fe-sdpa-probe.py:
+#              versions, the FROST families on offer, the direct wrappers sm90 / sm80 / bwd sm80)
+#   fes-table  the seed-003 table (scripts/device/fes-table.case) through cudnn_fe_sdpa: d=512 (FROST on
+#              SM90) with --engine auto|frost|backend and --bug derived-offsets, d=128 (backend), the
+#              wrappers, d=576/512; summary in fes-table.tsv (scripts/device/fes-table.py)
+#   fes-fuzz512  random padded-THD lines at FROST's SM90 head dims (scripts/device/fes-gen.py, seed
+#              $FUZZ_SEED) through `gate` for $FES512_S seconds (default: half of what is left), the
+#              failures shrunk with `attn-oracle shrink` into reports.tar.xz (found-fes512/)
+#   fes-fuzz   fes-fuzz512 beside `fuzz` with FUZZ=fes (two warm hosts on the GPU), for what is left
 #   fuzz       one fuzz per backend of $FUZZ (fe: cudnn_fe_indexer --bug none, op indexer; fa4:
-#              fa4_varlen, op sdpa), all at once (one warm host each), --dims glm, --seed $FUZZ_SEED,
-#              for what is left of the budget (or $FUZZ_S seconds)
+#              fa4_varlen, op sdpa; fes: cudnn_fe_sdpa, op sdpa, --dims small), all at once (one warm
+#              host each), --dims glm, --seed $FUZZ_SEED, for what is left of the budget (or $FUZZ_S seconds)
 # Each backend's fuzz runs with --shrink-runs $FUZZ_SHRINK_RUNS (12) and --max-failures $FUZZ_MAX_FAILURES
 # (0: the whole time), ending 45 s before the budget so that the summary prints before the call's end;
 # shrunk failures go to reports.tar.xz (found-<backend>/).
@@ -30,7 +39,7 @@
 #         CALL=3 STEPS=fuzz FUZZ_SEED=2 BUDGET_S=560 bash ...                 (repeat with new seeds)
 # $OUT (at most 8 files come back): versions.txt, campaign.log, serve.log, timing.jsonl, seed-table.tsv
 # (fe-seeds), fuzz-<backend>.txt (fuzz; fe-fuzz: fuzz.txt), reports.tar.xz (every gate's report.json/.md
-# and the fuzz's shrunk cases).
+# and the fuzz's shrunk cases); fes-probe.txt, fes-table.tsv, fes-fuzz512.txt for the fes- steps.
 # AO_CAMPAIGN_PLUMBING=1: a CPU check of this script (no frontend, no FA4: every case errors or skips).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,8 +69,32 @@ untar_xz() {  # file, folder (Python's lzma where the image has no xz)
   else $PY -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$1" "$2"; fi
 }
 
+# A faster, larger compression of the cu13 wheel can be split (split -b 56M ... .whl/dsl-cu13.tar.xz.part-):
+# each call carries the parts that fit (CALL=1 the first, CALL=2 the rest beside its own carry); they are
+# appended on the device and the call that completes DSL_PARTS parts unpacks them (as CALL=1 does).
+dsl_parts() {  # -> 0 and $tar set when every part is on the device, 1 when parts are still missing
+  local acc=/tmp/ao-dsl-cu13.tar.xz p have
+  compgen -G ".whl/dsl-cu13.tar.xz.part-*" > /dev/null || return 1
+  for p in .whl/dsl-cu13.tar.xz.part-*; do
+    grep -qx "$(basename "$p")" "$acc.parts" 2>/dev/null && continue
+    cat "$p" >> "$acc" && basename "$p" >> "$acc.parts"
+  done
+  have=$(grep -c . "$acc.parts")
+  if (( have < ${DSL_PARTS:-2} )); then log "CALL=$CALL: $have of ${DSL_PARTS:-2} parts of the cu13 wheel on the device"; return 1; fi
+  tar=$acc
+}
+unpack_dsl() {  # $tar -> $SITE, marker
+  rm -rf "$SITE" && mkdir -p "$SITE"
+  untar_xz "$tar" "$SITE" || { log "CALL=$CALL: unpacking $tar failed"; exit 1; }
+  date -u +%FT%TZ > "$marker"
+  log "cu13 DSL: $(find "$SITE" -type f | wc -l) files, $(du -sh "$SITE" | cut -f1) in $SITE"
+}
+if [[ "$CALL" == 2 && ! -f "$marker" ]] && dsl_parts; then unpack_dsl; fi
 if [[ "$CALL" == 1 ]]; then
   tar=.whl/dsl-cu13.tar.xz
+  if [[ ! -f "$tar" ]] && compgen -G ".whl/dsl-cu13.tar.xz.part-*" > /dev/null; then
+    dsl_parts || exit 0
+  fi
   [[ -f "$tar" ]] || { log "CALL=1: $tar was not carried"; exit 2; }
   rm -rf "$SITE" && mkdir -p "$SITE"
   untar_xz "$tar" "$SITE" || { log "CALL=1: unpacking $tar failed"; exit 1; }
@@ -146,6 +179,9 @@ try:
     print("cutlass DSL:", getattr(cutlass, "__version__", "?"), "at", os.path.dirname(cutlass.__file__))
     from cudnn import deepseek_sparse_attention as dsa
     print("dsa:", dsa.indexer_forward_wrapper.__module__, dsa.indexer_top_k_wrapper.__module__)
+    from cudnn.engines import manifest
+    print("frost engines: CUDNN_FRONTEND_ENABLE_FROST_ENGINES =", os.environ.get("CUDNN_FRONTEND_ENABLE_FROST_ENGINES", "(unset)"),
+          "| sdpa fwd offered:", [f.offered_ids() for f in manifest.MANIFEST if f.name == "frost_sdpa_fwd"])
 except Exception as e:  # noqa: BLE001 - recorded; the steps that need it stop on it
     print("cudnn frontend import failed:", type(e).__name__, e)
 try:
@@ -275,17 +311,91 @@ step_fuzz() {  # one fuzz per backend of $FUZZ, side by side
     case $b in
       fe)  a=cudnn_fe_indexer knobs=" --bug none" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe: no frontend"; continue; } ;;
       fa4) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4: no FA4"; continue; } ;;
-      *) log "fuzz: unknown backend $b (fe|fa4)"; continue ;;
+      fes) a=cudnn_fe_sdpa knobs= op=sdpa; [[ -n "$have_fe" ]] || { log "SKIP fuzz fes: no frontend"; continue; } ;;
+      *) log "fuzz: unknown backend $b (fe|fa4|fes)"; continue ;;
     esac
     [[ -n "${srv[$a]:-}" ]] || start_server $a || continue
     log "fuzz $b: ${fz}s, seed $FUZZ_SEED"
-    ( timeout -k 10 "$(( fz + 30 ))" "$AO" fuzz --backend "exec:$(client $a)$knobs" --dims glm --op $op --seed "$FUZZ_SEED" \
+    local dims=glm; [[ $b == fes ]] && dims=${FES_DIMS:-small}  # glm is dim 128 only; small reaches 256
+    ( timeout -k 10 "$(( fz + 30 ))" "$AO" fuzz --backend "exec:$(client $a)$knobs" --dims $dims --op $op --seed "$FUZZ_SEED" \
         --budget "${fz}s" --shrink-runs "$FUZZ_SHRINK_RUNS" --max-failures "$FUZZ_MAX_FAILURES" --out "$work/reports/found-$b" > "$OUT/fuzz-$b.txt" 2>&1
       echo "exit $?" >> "$OUT/fuzz-$b.txt" ) &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
   for b in $FUZZ; do [[ -f "$OUT/fuzz-$b.txt" ]] && log "fuzz $b: $(grep -h 'fuzz-result' "$OUT/fuzz-$b.txt" | tail -1) $(tail -1 "$OUT/fuzz-$b.txt")"; done
+}
+
+step_fes_probe() {
+  [[ -n "$have_fe" ]] || { log "SKIP fes-probe: the frontend does not import"; notrun+=("fes-probe:-"); return; }
+  timeout -k 5 "${FES_PROBE_S:-240}" $PY scripts/device/cudnn-fe-sdpa-probe.py > "$OUT/fes-probe.txt" 2>&1
+  log "fes-probe: exit $? ($(grep -c ': RAN' "$OUT/fes-probe.txt") ran, $(grep -c ': DECLINED' "$OUT/fes-probe.txt") declined/failed)"
+}
+fes_gates=()
+fes_gate() {  # name, dims, which (padded|packed|all), adapter knobs...
+  local name=$1 dims=$2 which=$3; shift 3
+  local f="$work/$name.case"
+  grep -v '^#' scripts/device/fes-table.case | grep . | while read -r kind line; do
+    [[ $which == all || $which == "$kind" ]] && echo "${line/@DIM@/$dims}"
+  done > "$f"
+  adapter=cudnn_fe_sdpa
+  gate "$name" "$f" warm "$@"
+  fes_gates+=("$name"$'\t'"$work/reports/$name"$'\t'"$*")
+}
+step_fes_table() {
+  [[ -n "$have_fe" ]] || { log "SKIP fes-table: the frontend does not import"; notrun+=("fes-table:-"); return; }
+  # In order of what the seed's question needs most; what does not fit the budget is listed as not run.
+  fes_gate fes-d512-auto dim=512 all
+  fes_gate fes-d512-bug dim=512 all --bug derived-offsets
+  fes_gate fes-d128-auto dim=128 all
+  fes_gate fes-d512-frost dim=512 padded --engine frost
+  fes_gate fes-d512-backend dim=512 padded --engine backend
+  fes_gate fes-d128-frost dim=128 padded --engine frost
+  fes_gate fes-d576-auto "dim=576 dim_v=512" all
+  fes_gate fes-d512-w90 dim=512 all --path wrapper_sm90
+  fes_gate fes-d128-w80 dim=128 all --path wrapper_sm80
+  fes_gate fes-d512-tokens dim=512 padded --offset-units tokens
+  printf '%s\n' "${fes_gates[@]}" > "$work/fes-gates.tsv"
+  $PY scripts/device/fes-table.py "$OUT/fes-table.tsv" "$OUT/timing.jsonl" "$work/fes-gates.tsv"
+  log "fes table: $OUT/fes-table.tsv ($(($(wc -l < "$OUT/fes-table.tsv") - 1)) rows)"
+}
+step_fes_fuzz512() {  # generated FROST-domain lines through gate, then shrink the failures
+  [[ -n "$have_fe" ]] || { log "SKIP fes-fuzz512: the frontend does not import"; notrun+=("fes-fuzz512:-"); return; }
+  local fz=${FES512_S:-$(( ($(left) - 60) / 2 ))} t0=$SECONDS n=0 batch=0
+  (( fz >= 30 )) || { log "SKIP fes-fuzz512: $(left)s left"; notrun+=("fes-fuzz512:-"); return; }
+  # Its own warm host (socket fes512), so that it can run beside `fuzz` of cudnn_fe_sdpa (step fes-fuzz).
+  [[ -n "${srv[fes512]:-}" ]] || start_server fes512 || return
+  local be="exec:$PY $PWD/scripts/backends/ao_client.py --socket $work/fes512.sock cudnn_fe_sdpa" fails="$work/fes512-fail.case"
+  : > "$fails"
+  log "fes-fuzz512: ${fz}s, seed $FUZZ_SEED"
+  while (( SECONDS - t0 < fz - 20 )); do
+    $PY scripts/device/fes-gen.py "$((FUZZ_SEED * 1000 + batch))" 8 > "$work/fes512-$batch.case"
+    timeout -k 5 "$(( fz - (SECONDS - t0) ))" "$AO" gate "$work/fes512-$batch.case" --backend "$be" \
+      --report-dir "$work/reports/fes512-$batch" >> "$OUT/fes-fuzz512.txt" 2>&1
+    $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] in ("fail", "error")]' \
+      "$work/reports/fes512-$batch/report.json" >> "$fails" 2>/dev/null
+    n=$((n + $(grep -c . "$work/fes512-$batch.case"))); batch=$((batch + 1))
+  done
+  log "fes-fuzz512: $batch batches, $n lines in $((SECONDS - t0)) s; $(grep -c . "$fails") failing/erroring"
+  echo "fes-fuzz512-result: seconds=$((SECONDS - t0)) lines=$n failing=$(grep -c . "$fails")" >> "$OUT/fes-fuzz512.txt"
+  mkdir -p "$work/reports/found-fes512"
+  local k=0
+  while read -r line && (( $(left) > 90 && k < ${FES512_SHRINK_MAX:-3} )); do
+    k=$((k + 1))
+    timeout -k 5 "$(( $(left) - 60 < 240 ? $(left) - 60 : 240 ))" "$AO" shrink $line --backend "$be" --runs "${FES512_SHRINK_RUNS:-40}" \
+      > "$work/reports/found-fes512/shrink-$k.txt" 2>&1
+    log "fes-fuzz512 shrink $k: exit $? ($(tail -1 "$work/reports/found-fes512/shrink-$k.txt" | cut -c1-200))"
+  done < "$fails"
+  stop_server fes512
+}
+step_fes_fuzz() {  # fes-fuzz512 and `fuzz --dims small` of cudnn_fe_sdpa side by side, for what is left
+  local both=$(( $(left) - 60 ))
+  (( both >= 60 )) || { log "SKIP fes-fuzz: $(left)s left"; notrun+=("fes-fuzz:-"); return; }
+  FES512_S=${FES512_S:-$(( both - 150 ))}  # the rest: its shrinks, within the same budget
+  ( step_fes_fuzz512 ) &
+  local p=$!
+  FUZZ=fes FUZZ_S=${FUZZ_S:-$(( both - 30 ))} step_fuzz
+  wait "$p"
 }
 
 log "CALL=$CALL steps: $STEPS (budget ${BUDGET_S}s, $(left)s left)"
@@ -296,7 +406,11 @@ for st in $STEPS; do
     fa4-smoke) step_fa4_smoke ;;
     fa4-table) step_fa4_table ;;
     fuzz) step_fuzz ;;
-    *) log "unknown step $st (fe-seeds fe-fuzz fa4-smoke fa4-table fuzz)" ;;
+    fes-probe) step_fes_probe ;;
+    fes-table) step_fes_table ;;
+    fes-fuzz512) step_fes_fuzz512 ;;
+    fes-fuzz) step_fes_fuzz ;;
+    *) log "unknown step $st (fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz)" ;;
   esac
 done
 for a in "${!srv[@]}"; do stop_server "$a"; done
