@@ -270,7 +270,7 @@ def frontend_version(cudnn):
 
 def run_graph(a, case, torch, cudnn):
     meta = case.meta
-    plan = GraphPlan(meta, bug=a.bug, units=a.offset_units)
+    plan = GraphPlan(meta, a.bug, units=a.offset_units)
     dev = torch.device("cuda")
     io = {"bf16": cudnn.data_type.BFLOAT16, "fp16": cudnn.data_type.HALF, "fp32": cudnn.data_type.FLOAT}[meta["dtype"]]
     odt = cudnn.data_type.INT64 if a.offset_dtype == "int64" else cudnn.data_type.INT32
@@ -440,7 +440,7 @@ def run(argv):
         o, lse, secs, served = run_wrapper(a, case, torch, cudnn)
     case.save("o", o)
     case.save("lse", lse)
-    log_timing(NAME, secs, case=case.meta["case"], path=a.path, engine_knob=a.engine, bug=a.bug,
+    log_timing(NAME, secs, case=case.meta["case"], path=a.path, engine_knob=a.engine, planted_defect=a.bug,
                offset_units=a.offset_units, offset_dtype=a.offset_dtype, frontend=got,
                cudnn_backend=int(cudnn.backend_version()), torch=torch.__version__,
                device=torch.cuda.get_device_name(), **served)

@@ -44,7 +44,7 @@ def main(argv):
                     continue
                 if r.get("adapter") != "cudnn_fe_sdpa":
                     continue
-                key = (r.get("case"), r.get("path"), r.get("engine_knob"), r.get("bug"), r.get("offset_units"))
+                key = (r.get("case"), r.get("path"), r.get("engine_knob"), r.get("planted_defect", r.get("bug")), r.get("offset_units"))
                 if r.get("engine_kind") == "backend":
                     served[key] = f"backend: {r.get('plan_name')} (id {r.get('engine_id')})"
                 else:
