@@ -11,7 +11,7 @@ adapter hands the kernel and how it maps the answer back: the result must equal 
 (DESIGN: row i of a segment at pos0 + i sees s <= p, s > p - window) on every valid row, and the pad
 slots must keep the sentinel.
 
-  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/backends/test_fa4_varlen.py
+  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/adapters/test_fa4_varlen.py
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import os
