@@ -70,7 +70,7 @@ def fake_fa4(plan, case):
 
 
 def reference(case):
-    """The oracle's semantics (DESIGN.md), fp64: {o buffer row: (o, lse)} for every valid row."""
+    """The oracle's semantics (README.md), fp64: {o buffer row: (o, lse)} for every valid row."""
     q, k, v = (case.input(n).astype(np.float64) for n in ("q", "k", "v"))
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv

@@ -3,7 +3,7 @@
 
 usage: hostile-battery.py ATTN_ORACLE BUILD_DIR [--full] [--only CLASS] [-v]
 
-BUILD_DIR holds the test plugins (oracle/tests/libao_hostile_plugin_<mode>.so, libao_example_plugin_ok.so).
+BUILD_DIR holds the test plugins (BUILD_DIR/oracle/tests/libao_hostile_plugin_<mode>.so, libao_example_plugin_ok.so).
 Every attack runs in a fresh temp dir, in its own session, under a hard wall-clock limit (the whole process
 group is killed on the limit). Each states its expected exit codes and a predicate on output, files and
 processes; the verdict is HANDLED or NOT HANDLED with the reason. Deterministic (fixed seeds). Stdlib only.
