@@ -11,6 +11,7 @@
 # (7 files: a device call brings back at most 8).
 # Exit 0 when every expectation held and the GPU tests passed.
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dest=${1:-${OUT:-catalog-knobs-out}}
 mkdir -p "$dest"

@@ -5,6 +5,7 @@
 # Binaries: the folder of scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin), made by
 # scripts/device/gpu-pack.sh from a build with NCCL and without cuDNN, carried to the device.
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=$ao_bin
 dest=${OUT:-cp-run-out}

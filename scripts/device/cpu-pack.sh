@@ -5,6 +5,7 @@
 # OpenBLAS, gfortran).
 # Usage: scripts/device/cpu-pack.sh [BUILD_DIR=build-cpu]
 set -euo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:-build-cpu}
 ao_pack "$build/attn-oracle"

@@ -12,6 +12,7 @@
 # Writes into OUT_DIR (default $OUT): env.txt, <ver>.log (everything), summary.tsv (one row per case
 # run: version, backend, verdict, case, reason), found.tgz (shrunk fuzz failures, report dirs).
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 out=${1:-${OUT:-cudnn-campaign-out}}
 mkdir -p "$out"

@@ -5,6 +5,7 @@
 # (fmt, OpenMP, OpenBLAS, ...), so they run on an image without Debian's -dev packages.
 # Usage: scripts/device/cudnn-pack.sh [BUILD_DIR=build-cudnn]
 set -euo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:-build-cudnn}
 ao_pack "$build/attn-oracle" "$build/gpu_backends/ao_cudnn_tests"

@@ -7,6 +7,7 @@
 # timing.jsonl (the adapters' own kernel times).
 #   run: scripts/device/external-campaign.sh      (carry: .deps/device-bin)
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 OUT=${OUT:-/tmp/ao-external-out}
 mkdir -p "$OUT"

@@ -8,6 +8,7 @@
 set -uo pipefail
 out=${1:?OUT}
 models=${2:-}
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=$ao_bin
 ao_use_bin

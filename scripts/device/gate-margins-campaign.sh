@@ -11,6 +11,7 @@
 # scripts/device/gpu-pack.sh with cuDNN on:
 # cmake -S . -B build-gpu && cmake --build build-gpu --target attn-oracle ao_gpu_tests ao-gpu-campaign).
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 OUT=${OUT:-/tmp/ao-margins-out}
 mkdir -p "$OUT"

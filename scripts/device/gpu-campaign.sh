@@ -8,6 +8,7 @@
 # Binaries: the folder of scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin), made by
 # scripts/device/gpu-pack.sh and carried; built on the device when missing or not runnable.
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mode=${1:-full}
 dest=${2:-${OUT:-gpu-campaign-out}}

@@ -9,6 +9,7 @@
 #   cmake --build build-gpu -j2 --target attn-oracle ao_gpu_tests ao-gpu-campaign
 # Usage: scripts/device/gpu-pack.sh [BUILD_DIR=build-gpu]
 set -euo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:-build-gpu}
 ao_pack "$build/attn-oracle" "$build/gpu_backends/ao_gpu_tests" "$build/gpu_backends/ao-gpu-campaign"

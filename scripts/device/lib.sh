@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by every device campaign and pack script in scripts/device/ (not run on its own):
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # It moves to the repository root and sets:
@@ -52,12 +53,14 @@ ao_versions() {
   local py=${PY:-python3} sys_cudnn
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "git: $(git rev-parse --short HEAD 2>/dev/null) ($(git status --porcelain 2>/dev/null | wc -l) changed paths)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null |
+    sed 's/^/gpu: /' | grep . || echo "gpu: none (no nvidia-smi answer)"
   echo "cuda (driver): $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | cut -d' ' -f3)"
   echo "cuda (nvcc): $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
   sys_cudnn=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
   echo "cudnn (system): ${sys_cudnn:-none}${sys_cudnn:+ -> $(readlink -f "$sys_cudnn")}"
-  "$py" -c 'import torch, numpy; print("torch:", torch.__version__, "cuda:", torch.version.cuda, "cudnn (torch):", torch.backends.cudnn.version(), "numpy:", numpy.__version__)' 2>&1 | tail -1
+  "$py" -c 'import torch, numpy; print("torch:", torch.__version__, "cuda:", torch.version.cuda, "cudnn (torch):", torch.backends.cudnn.version(), "numpy:", numpy.__version__)' 2>/dev/null ||
+    echo "torch: not importable by $py"
   echo "python: $("$py" --version 2>&1)"
   echo "os: $(grep PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2 | tr -d '"')"
   echo "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"

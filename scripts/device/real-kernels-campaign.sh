@@ -43,6 +43,7 @@
 # and the fuzz's shrunk cases); fes-probe.txt, fes-table.tsv, fes-fuzz512.txt for the fes- steps.
 # AO_CAMPAIGN_PLUMBING=1: a CPU check of this script (no frontend, no FA4: every case errors or skips).
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 OUT=${OUT:-/tmp/ao-real-kernels-out}
 SITE=${SITE:-/tmp/site}

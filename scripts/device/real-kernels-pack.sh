@@ -15,6 +15,7 @@
 # folder with the libfmt/libgomp it links in lib/ (the device image has neither).
 # Usage: scripts/device/real-kernels-pack.sh [--bin]   (needs pip and network; prints the sizes)
 set -euo pipefail
+# shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if [[ "${1:-}" == --bin ]]; then
   export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
