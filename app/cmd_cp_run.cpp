@@ -1,5 +1,5 @@
 // `attn-oracle cp-run <case> --backend cuda-indexer|cuda-sdpa --gpus N`: real context parallelism
-// (gpu_backends/cp_run.h). Built without CUDA/NCCL it says so and exits 125 (skip).
+// (gpu_backends/include/attn_oracle/gpu/cp_run.h). Built without CUDA/NCCL it says so and exits 125 (skip).
 #include <iostream>
 
 #include "commands.h"

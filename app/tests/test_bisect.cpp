@@ -1,7 +1,7 @@
 // bisect-run: exit codes 0/1/125 (128 for bad input); crashes, exceptions, hangs and stray exits of a
 // backend become deliberate codes (never a signal death); and a real `git bisect run` over a
 // throwaway repo of 8 commits names the commit that introduced the bug (directly and through
-// scripts/bisect.sh --demo).
+// scripts/tools/bisect.sh --demo).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -155,7 +155,7 @@ TEST(Bisect, GitBisectRunNamesTheCommitThatIntroducedTheBug) {
 }
 
 TEST(Bisect, DemoScriptNamesTheRightCommit) {
-  const auto r = run_sh(std::string("AO=") + AO_CLI + " " + AO_SOURCE_DIR + "/scripts/bisect.sh --demo");
+  const auto r = run_sh(std::string("AO=") + AO_CLI + " " + AO_SOURCE_DIR + "/scripts/tools/bisect.sh --demo");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("demo: bisect named the commit that introduced the bug"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("introduce chunk-local causal mask"), std::string::npos) << r.out;

@@ -1,5 +1,5 @@
 // corpus/catalog/: one shrunk case per bug model (found from scratch by `fuzz`, see
-// scripts/fuzz-detection.sh), each with a `# catches: cpu-bug:<model>` claim. Every model has its
+// scripts/tools/fuzz-detection.sh), each with a `# catches: cpu-bug:<model>` claim. Every model has its
 // file; the claim holds (the model fails it, cpu-ref passes it); every gated metric it fails is one
 // the model declares in BugModel::catches; the case is small (<= 3 documents).
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
-// A GPU plugin (attn_oracle/plugin.h, ABI v1) wrapping the project's cuda-indexer kernels
+// A GPU plugin (attn_oracle/backends/plugin.h, ABI v1) wrapping the project's cuda-indexer kernels
 // (gpu_backends/indexer_kernel.h: launch_indexer_scores / launch_indexer_topk): what a kernel library
 // under bisect looks like to `plugin:`. Host pointers in, device work inside, host pointers out.
 // Knobs (the oracle checks the grammar and the bug id): bug=none|topleft-cp (the seed PR's chunk-local
 // mask, cpu-bug:topleft-cp), mask=offsets (default, correct)|bottomright, as on the cuda-indexer backend.
-// Build (no CMake target, so the ao_gpu glob does not pick it up): scripts/build-gpu-plugin.sh
+// Build (no CMake target, so the ao_gpu glob does not pick it up): scripts/tools/build-gpu-plugin.sh
 #include <cuda_runtime.h>
 
 #include <algorithm>

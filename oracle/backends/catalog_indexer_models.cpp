@@ -1,7 +1,7 @@
-// Indexer bug models re-creating the defect catalog's section A (../shared/context/defect-catalog.md,
-// issue 15): public silent-wrong-result defects of DSA top-k indexers. Each is a Quirks setting on the
-// reference path (reference_plan.h row_key_ranges, reference_indexer.cpp) or an output transform
-// after the exact reference run.
+// Indexer bug models re-creating the defect catalog's section A (docs/defect-catalog.md): public
+// silent-wrong-result defects of DSA top-k indexers. Each is a Quirks setting on the reference path
+// (reference_plan.h row_key_ranges, reference_indexer.cpp) or an output transform after the exact
+// reference run.
 #include <algorithm>
 #include <limits>
 

@@ -1,5 +1,5 @@
-// Bug models of the defect catalog's split-KV, empty-row and LSE entries (../shared/context/
-// defect-catalog.md, sections D and E): Quirks on the SDPA reference where the defect changes what is
+// Bug models of the defect catalog's split-KV, empty-row and LSE entries (docs/defect-catalog.md,
+// sections D and E): Quirks on the SDPA reference where the defect changes what is
 // computed (finite-neg-inf, merge-empty-nan, split-max-seqlen), output transforms after the exact run
 // where it changes what is stored (+inf, unwritten stats, the combine's O stride, LSE layouts).
 // A split-KV model changes only the rows its defect reaches: elsewhere a correct split kernel differs

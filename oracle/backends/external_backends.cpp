@@ -16,7 +16,7 @@ std::vector<BackendInfo> detail::external_backends() {
   exec.normalize_argument = normalize_shell_command;
   BackendInfo plugin;
   plugin.name = "plugin";
-  plugin.description = "shared library with the attn_oracle/plugin.h C ABI; its knobs are the library's own "
+  plugin.description = "shared library with the attn_oracle/backends/plugin.h C ABI; its knobs are the library's own "
                        "(knob grammar and naming rule checked; bug=<defect id>)";
   plugin.argument = "<path.so>[:<knobs>]";
   plugin.unavailable = [] { return std::string("plugin needs a library: --backend plugin:<path.so>[:<knobs>]"); };

@@ -1,4 +1,4 @@
-// `plugin:<path.so>[:<knobs>]`: a kernel library behind the C ABI of attn_oracle/plugin.h. No plugin
+// `plugin:<path.so>[:<knobs>]`: a kernel library behind the C ABI of attn_oracle/backends/plugin.h. No plugin
 // code runs in the harness, nor in a fork of it (a fork holds the reference's and other backends'
 // answers): every load is an exec of the host program attn-oracle-plugin-host (plugin_host/, found beside
 // the running executable, else where the build put it) under the supervisor (subprocess.h), given only

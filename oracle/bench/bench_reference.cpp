@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime()->MeasureProcessCPUTime()->MinTime(0.5);
   };
   // The machine may be shared: each repetition measures the baselines right before its cases, and
-  // scripts/bench.sh takes the median over repetitions of the per-repetition ratios.
+  // scripts/tools/bench.sh takes the median over repetitions of the per-repetition ratios.
   for (int r = 0; r < reps; ++r) {
     const std::string t = "/rep:" + std::to_string(r);
     reg("sgemm_2048" + t, [](benchmark::State& s) { gemm_baseline(s, false, 2048); });

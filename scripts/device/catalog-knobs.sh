@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# Catalog knobs on the device (issue 15): the own CUDA kernels' bug knobs that re-create catalog
+# Catalog knobs on the device: the own CUDA kernels' bug knobs that re-create catalog
 # defects as kernel mechanisms ([3] [4] on cuda-indexer, [22] [29] [30] on cuda-sdpa), judged by the
 # CPU oracle, beside the cpu-bug models of the same ids on the same cases. One call runs everything;
 # the report says whether the same cases catch both.
 #   scripts/device/catalog-knobs.sh [OUT_DIR]      (OUT_DIR defaults to $OUT)
-# Binaries: AO_BIN_DIR (default .deps/gpu-bin, made by scripts/device/gpu-pack.sh and carried).
+# Binaries: the folder of scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin), made by
+# scripts/device/gpu-pack.sh and carried.
 # Writes OUT_DIR/report.md (GPU, driver, CUDA, every plan line with its verdict and failed metrics),
 # catalog-knobs.json (ao-gpu-campaign), gpu_tests.txt, memcheck.txt, plan.txt, campaign.log, env.txt
 # (7 files: a device call brings back at most 8).
 # Exit 0 when every expectation held and the GPU tests passed.
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dest=${1:-${OUT:-catalog-knobs-out}}
 mkdir -p "$dest"
-root=$(pwd)
-bin=${AO_BIN_DIR:-.deps/gpu-bin}
-[[ -d "$bin/lib" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/$bin/lib
+bin=$ao_bin
+ao_use_bin
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 for b in attn-oracle ao_gpu_tests ao-gpu-campaign; do
-  if [[ ! -x "$bin/$b" ]] || ldd "$bin/$b" 2>/dev/null | grep -q "not found"; then
-    echo "no runnable $bin/$b (run scripts/device/gpu-pack.sh and carry .deps/gpu-bin)" | tee "$dest/report.md"
+  if ! ao_runnable "$bin/$b"; then
+    echo "no runnable $bin/$b (run scripts/device/gpu-pack.sh and carry its folder)" | tee "$dest/report.md"
     exit 1
   fi
 done
@@ -65,13 +67,8 @@ plan() {
 }
 
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null) ($(git status --porcelain 2>/dev/null | wc -l) changed paths)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
-  echo "cuda (nvidia-smi): $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1)"
-  echo "cuda (nvcc): $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
+  ao_versions
   echo "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -o 'Version .*' | head -1)"
-  echo "binaries: $bin"
 } >"$dest/env.txt" 2>&1
 cat "$dest/env.txt"
 
@@ -103,7 +100,7 @@ tail -3 "$dest/memcheck.txt"
 
 # ---- report.md ---------------------------------------------------------------------------------
 {
-  echo "# Catalog knobs on the device (issue 15)"
+  echo "# Catalog knobs on the device"
   echo
   echo '```'; cat "$dest/env.txt"; echo '```'
   echo

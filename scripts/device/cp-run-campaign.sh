@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# cp-run on the lent H200 (issue 7). One GPU: the single-process path, all 32 CP ranks folded onto it,
+# cp-run on the lent H200. One GPU: the single-process path, all 32 CP ranks folded onto it,
 # K/V exchanged through a real (1-rank) NCCL communicator; plus the fault path (--gpus 2 on a 1-GPU
 # machine: rank 1 cannot get a GPU and the run must fail naming it, not hang).
-# Binaries: AO_CP_BIN (default .deps/cp-bin, made by `scripts/device/gpu-pack.sh BUILD .deps/cp-bin`
-# from a build with NCCL and without cuDNN) carried to the device.
+# Binaries: the folder of scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin), made by
+# scripts/device/gpu-pack.sh from a build with NCCL and without cuDNN, carried to the device.
 set -uo pipefail
-bin=${AO_CP_BIN:-.deps/cp-bin}
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bin=$ao_bin
 dest=${OUT:-cp-run-out}
 mkdir -p "$dest"
 # NCCL is not carried (218 MB): use the device's own (CUDA install or PyTorch's wheel).
 nccl_dir=$(dirname "$(ls /usr/local/cuda/lib*/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2 \
   /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 2>/dev/null | head -1)" 2>/dev/null)
-export LD_LIBRARY_PATH=$PWD/$bin/lib${nccl_dir:+:$nccl_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$bin/lib${nccl_dir:+:$nccl_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0
 log="$dest/cp-run.log"
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) git: $(git rev-parse --short HEAD 2>/dev/null)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  ao_versions
   echo "gpus visible: $(nvidia-smi -L | wc -l)"
   echo "nccl: $nccl_dir"; ldd "$bin/attn-oracle" | grep -E "nccl|cudart|not found"
 } >"$log" 2>&1

@@ -1,43 +1,32 @@
 #!/usr/bin/env bash
-# cudnn-sdpa device campaign (issue 8), one device call: build (or use carried binaries), run the
-# cuDNN tests, answer the issue's questions 1-3 with cases, gate the padded corpus and fuzz — against
+# cudnn-sdpa device campaign, one device call: build (or use carried binaries), run the
+# cuDNN tests, answer three questions about padded THD (Q1-Q3 below) with cases, gate the padded corpus and fuzz — against
 # EVERY cuDNN found: the system one and the one inside PyTorch's wheel, each run separately.
 #
 # Usage (repo root): scripts/device/cudnn-campaign.sh [OUT_DIR]
-#   AO_BIN_DIR=.deps/device-bin  prebuilt attn-oracle + ao_cudnn_tests and a lib/ of the non-CUDA
-#                            shared libraries they need (made here by scripts/device/cudnn-pack.sh and
-#                            carried, since the device image has no Debian -dev packages); built when missing
+#   AO_BIN_DIR=.deps/device-bin  (scripts/device/lib.sh) prebuilt attn-oracle + ao_cudnn_tests and a lib/ of
+#                            the non-CUDA shared libraries they need (made here by scripts/device/cudnn-pack.sh
+#                            and carried, since the device image has no Debian -dev packages); built when missing
 #   AO_FUZZ_SECONDS=120      fuzz budget per cuDNN version (AO_FUZZ_SEED=8008: same cases on each)
 #   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:/opt/.../nvidia/cudnn/lib"  (default: searched)
 # Writes into OUT_DIR (default $OUT): env.txt, <ver>.log (everything), summary.tsv (one row per case
 # run: version, backend, verdict, case, reason), found.tgz (shrunk fuzz failures, report dirs).
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 out=${1:-${OUT:-cudnn-campaign-out}}
 mkdir -p "$out"
-root=$(pwd)
-bin=${AO_BIN_DIR:-.deps/device-bin}
+bin=$ao_bin
 fuzz_s=${AO_FUZZ_SECONDS:-120}
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 
 # ---- environment -------------------------------------------------------------------------------
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) changed paths"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
-  nvcc --version 2>/dev/null | tail -1 | sed 's/^/nvcc: /'
-  grep PRETTY_NAME /etc/os-release 2>/dev/null
-} >"$out/env.txt"
+ao_versions >"$out/env.txt" 2>&1
 
 # ---- binaries ----------------------------------------------------------------------------------
-runnable() { [[ -x "$1" ]] && ! ldd "$1" 2>/dev/null | grep -q "not found"; }
-# The carried libraries go last: the image's own CUDA/cuDNN/libstdc++ win wherever it has them.
-if [[ -d "$bin/lib" ]]; then export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/$bin/lib; fi
-# Libraries the image may hold only inside PyTorch's wheels (NCCL, nvrtc): appended as a fallback.
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/{nccl,cuda_nvrtc,cu13}/lib; do
-  [[ -d "$d" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
-done
-if ! runnable "$bin/attn-oracle"; then
+ao_use_bin
+if ! ao_runnable "$bin/attn-oracle"; then
   stamp "no runnable $bin/attn-oracle (ldd: $(ldd "$bin/attn-oracle" 2>&1 | grep 'not found' | tr -s ' ' | head -3)); building"
   bin=build-device
   cmake -S . -B "$bin" -DAO_CUDA_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$out/build.log" 2>&1 &&
@@ -59,7 +48,7 @@ if [[ -z "${AO_CUDNN_LIBS:-}" ]]; then
 fi
 echo "cudnn libraries: $AO_CUDNN_LIBS" >>"$out/env.txt"
 
-# ---- the issue's questions as cases ------------------------------------------------------------
+# ---- the three questions as cases --------------------------------------------------------------
 # Each line: <backend spec> <case line>.  B = default composite graph with logging.
 B=cudnn-sdpa:log=1
 U=cudnn-sdpa:impl=unified,pad_mask=auto,log=1

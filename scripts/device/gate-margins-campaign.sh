@@ -1,56 +1,49 @@
 #!/usr/bin/env bash
-# Issue 14 device campaign: the real SDPA kernels under the derived gates (tolerance.h), one device call.
+# Device campaign: the real SDPA kernels under the derived gates (tolerance.h), one device call.
 # For every SDPA case of the corpus: cuda-sdpa, cudnn-sdpa against each cuDNN found (the system one and the
 # one in PyTorch's wheel), and the PyTorch exec adapters (varlen_attn, per-segment SDPA) through the warm
-# host; the long-row blind-spot case of the issue (docs=8192 cp=32 rank=31 rows=64) in bf16/fp16 for the
+# host; the long-row blind-spot case (docs=8192 cp=32 rank=31 rows=64) in bf16/fp16 for the
 # kernels and for the mask bug knobs; all of them again with mask-probe inputs (probe=edges); ao_gpu_tests (the GPU suites after the last refactors).
 # Writes into $OUT (at most 8 files come back from a device call): env.txt, gpu_tests.txt, margins.tsv (per
 # backend and dtype, the distribution of error/gate of every gated numeric metric, from
 # scripts/device/gate-margins.py), campaign.tgz (gate-<name>.txt and report-<name>.json of every gate).
-# Binaries: AO_BIN_DIR (default .deps/gpu-bin, made here by scripts/device/gpu-pack.sh with cuDNN on:
+# Binaries: the folder of scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin), made here by
+# scripts/device/gpu-pack.sh with cuDNN on:
 # cmake -S . -B build-gpu && cmake --build build-gpu --target attn-oracle ao_gpu_tests ao-gpu-campaign).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 OUT=${OUT:-/tmp/ao-margins-out}
 mkdir -p "$OUT"
-root=$PWD
-bin=${AO_BIN_DIR:-.deps/gpu-bin}
+root=$ao_root
+bin=$ao_bin
 budget=${AO_BUDGET_S:-480}
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 time_left() { local left=$(( budget - ($(date +%s) - t0) )); ((left >= $1)) && return 0
   echo "skipped (needs ~$1 s, $left s left): ${2:-}" | tee -a "$OUT/skipped.txt"; return 1; }
-[[ -d "$bin/lib" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/$bin/lib
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/{nccl,cuda_nvrtc,cu13}/lib; do
-  [[ -d "$d" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
-done
-AO="$root/$bin/attn-oracle"
+ao_use_bin
+AO="$bin/attn-oracle"
 PY=${PY:-python3}
 export PYTHONUNBUFFERED=1 AO_EXEC_TIMEOUT=120
 
 sys_cudnn=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
 torch_cudnn=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib 2>/dev/null | head -1)
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null) ($(git status --porcelain 2>/dev/null | wc -l) changed paths)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
-  nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | sed 's/^/driver /'
-  echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
-  echo "cudnn (system): ${sys_cudnn:-none} -> $(readlink -f "${sys_cudnn:-/dev/null}")"
+  ao_versions
   echo "cudnn (torch wheel dir): ${torch_cudnn:-none} ($(ls "$torch_cudnn" 2>/dev/null | grep -m1 'libcudnn.so.9'))"
-  $PY -c 'import torch, numpy; print("torch:", torch.__version__, "cuda:", torch.version.cuda, "cudnn:", torch.backends.cudnn.version(), "numpy:", numpy.__version__)' 2>&1 | tail -1
   echo "attn-oracle: $("$AO" backends 2>&1 | grep -E '^(cuda|cudnn)' | tr -s ' ' | cut -c1-80 | paste -sd';')"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
 stamp "ao_gpu_tests"
-timeout 200 "$root/$bin/ao_gpu_tests" --gtest_brief=1 >"$OUT/gpu_tests.txt" 2>&1
+timeout 200 "$bin/ao_gpu_tests" --gtest_brief=1 >"$OUT/gpu_tests.txt" 2>&1
 echo "ao_gpu_tests exit $?" | tee -a "$OUT/gpu_tests.txt"; tail -5 "$OUT/gpu_tests.txt"
 
 work=$(mktemp -d)
 mkdir -p "$work/bundle"
 grep -hE '^op=sdpa' corpus/seeds/*.case corpus/edge/*.case corpus/found/*.case corpus/found/*/*.case 2>/dev/null | sort -u >"$work/sdpa.case"
-# The issue's blind spot: every row of this rank sees >= 3968 keys (and its fp16 twin, and a probe variant).
+# The blind spot: every row of this rank sees >= 3968 keys (and its fp16 twin, and a probe variant).
 cat >"$work/long.case" <<'CASES'
 op=sdpa docs=8192 cp=32 rank=31 rows=64 dtype=bf16
 op=sdpa docs=8192 cp=32 rank=31 rows=64 dtype=fp16
@@ -89,9 +82,9 @@ for spec in "sys:$(dirname "$(readlink -f "${sys_cudnn:-/nonexistent}")")" "torc
 done
 if time_left 120 "PyTorch adapters"; then
   sock="$work/ao.sock"
-  $PY scripts/backends/ao_serve.py --socket "$sock" --idle-exit 300 2>"$OUT/serve.log" &
+  $PY scripts/adapters/ao_serve.py --socket "$sock" --idle-exit 300 2>"$OUT/serve.log" &
   for _ in $(seq 1 600); do [[ -S "$sock" ]] && break; sleep 0.1; done
-  client="$PY $root/scripts/backends/ao_client.py --socket $sock"
+  client="$PY $root/scripts/adapters/ao_client.py --socket $sock"
   gate torch "$work/sdpa.case" "exec:$client torch_varlen_sdpa --impl varlen" "exec:$client torch_varlen_sdpa --impl sdpa"
   gate long-torch "$work/long.case" "exec:$client torch_varlen_sdpa --impl varlen"
   gate probe-torch "$work/probe.case" "exec:$client torch_varlen_sdpa --impl varlen" "exec:$client torch_varlen_sdpa --impl sdpa"

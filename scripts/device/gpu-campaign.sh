@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# cuda-indexer / cuda-sdpa device campaign (issue 5). Run on the H200 from the repo root:
+# cuda-indexer / cuda-sdpa device campaign. Run on the H200 from the repo root:
 #   scripts/device/gpu-campaign.sh [quick|full] [OUT_DIR]
 #   quick: environment, ao_gpu_tests, the 8k seed cases and one 131k case (a first look)
 #   full:  environment, ao_gpu_tests, compute-sanitizer memcheck (tests + large layouts), the corpus
 #          gate against both backends and every bug knob, the seeds' cases at full size with the CPU
 #          oracle on sampled rows (rows=$AO_ROWS), a timing table; JSON + Markdown under OUT_DIR.
-# Binaries: AO_BIN_DIR (default .deps/gpu-bin, made by scripts/device/gpu-pack.sh and carried); built
-# on the device when missing or not runnable.
+# Binaries: the folder of scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin), made by
+# scripts/device/gpu-pack.sh and carried; built on the device when missing or not runnable.
 set -uo pipefail
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mode=${1:-full}
 dest=${2:-${OUT:-gpu-campaign-out}}
 # At most 8 files come back from a device call: work in a scratch folder, pack it on exit.
@@ -16,8 +18,7 @@ mkdir -p "$dest"
 trap 'tar -czf "$dest/campaign-$mode.tgz" -C "$out" . ; cp "$out"/env.txt "$dest"/ 2>/dev/null' EXIT
 trap 'exit 143' TERM INT  # a time limit still packs what ran (the EXIT trap)
 budget=${AO_BUDGET_S:-540}  # steps that would start after this many seconds are skipped (listed in skipped.txt)
-root=$(pwd)
-bin=${AO_BIN_DIR:-.deps/gpu-bin}
+bin=$ao_bin
 rows=${AO_ROWS:-256}
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
@@ -27,25 +28,17 @@ time_left() { local left=$(( budget - ($(date +%s) - t0) )); ((left >= $1)) && r
 
 # ---- environment -------------------------------------------------------------------------------
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null) ($(git status --porcelain 2>/dev/null | wc -l) changed paths)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
-  echo "cuda (nvcc): $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
-  echo "cudnn (torch wheel): $(python3 -c 'import torch; print(torch.backends.cudnn.version())' 2>/dev/null)"
-  ls /usr/lib/x86_64-linux-gnu/libcudnn.so.* /usr/local/cuda/lib64/libcudnn.so.* 2>/dev/null | head -2 | sed 's/^/cudnn (system): /'
+  ao_versions
   echo "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -o 'Version .*' | head -1)"
   echo "cmake: $(cmake --version 2>/dev/null | head -1) | g++: $(g++ --version 2>/dev/null | head -1)"
-  grep PRETTY_NAME /etc/os-release 2>/dev/null
-  echo "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
   for h in eigen3/Eigen/Dense fmt/format.h CLI/CLI.hpp nlohmann/json.hpp gtest/gtest.h; do
     [[ -e /usr/include/$h ]] && echo "header $h: present" || echo "header $h: missing"
   done
 } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
 
-runnable() { [[ -x "$1" ]] && ! ldd "$1" 2>/dev/null | grep -q "not found"; }
-[[ -d "$bin/lib" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/$bin/lib
-if ! runnable "$bin/attn-oracle" || ! runnable "$bin/ao-gpu-campaign"; then
+ao_use_bin
+if ! ao_runnable "$bin/attn-oracle" || ! ao_runnable "$bin/ao-gpu-campaign"; then
   stamp "no runnable binaries in $bin; building on the device"
   bin=build-device
   { cmake -S . -B "$bin" -DAO_NCCL_LIBRARY=OFF -DAO_CUDNN_FRONTEND_INCLUDE_DIR=/nonexistent &&

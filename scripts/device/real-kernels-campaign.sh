@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Real kernels on the H200 through exec: adapters and the warm host: cuDNN frontend's DSA indexer
-# (scripts/backends/cudnn_fe_indexer.py) and FlashAttention-4 varlen (scripts/backends/fa4_varlen.py),
+# (scripts/adapters/cudnn_fe_indexer.py) and FlashAttention-4 varlen (scripts/adapters/fa4_varlen.py),
 # in device calls made while the machine is warm (it stays ~30 s after a call). The wheels do not fit
 # one call's 64 MiB carry, so scripts/device/real-kernels-pack.sh splits them:
 #   CALL=1  carry .whl/dsl-cu13.tar.xz   unpacks nvidia-cutlass-dsl-libs-cu13 into $SITE (outside the repo)
-#   CALL=2  carry .whl/rest.tar.xz (the other wheels, FA4's included) and .whl/ao-bin.tar.xz (the
-#           attn-oracle of .deps/gpu-bin with its libraries, unpacked into $BIN), or a binary folder in
-#           $AO_BIN_DIR (with its libfmt/libgomp); without either it tries to build attn-oracle here.
+#   CALL=2  carry .whl/rest.tar.xz (the other wheels, FA4's included) and either the binary folder of
+#           scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin: attn-oracle with lib/) or
+#           .whl/ao-bin.tar.xz (that folder packed, unpacked into $BIN); without either it tries to build
+#           attn-oracle here.
 #           Checks $SITE is still there, unzips the other wheels into it (not `pip install --target
 #           --upgrade`: that would replace the nvidia_cutlass_dsl/ folder the cu13 wheel shares), records
 #           versions, then runs $STEPS.
@@ -42,7 +43,8 @@
 # and the fuzz's shrunk cases); fes-probe.txt, fes-table.tsv, fes-fuzz512.txt for the fes- steps.
 # AO_CAMPAIGN_PLUMBING=1: a CPU check of this script (no frontend, no FA4: every case errors or skips).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 OUT=${OUT:-/tmp/ao-real-kernels-out}
 SITE=${SITE:-/tmp/site}
 PY=${PY:-python3}
@@ -125,16 +127,15 @@ for w in "$work"/wheels/*.whl; do  # overlay: existing folders are merged, not r
     { log "CALL=2: unzip $w failed"; exit 1; }
 done
 log "wheels unzipped into $SITE: $(cd "$work/wheels" && ls *.whl | tr '\n' ' ')"
-if [[ -z "${AO_BIN_DIR:-}" && -f .whl/ao-bin.tar.xz ]]; then
+if [[ ! -x "$ao_bin/attn-oracle" && -f .whl/ao-bin.tar.xz ]]; then
   rm -rf "$BIN" && mkdir -p "$BIN"
   untar_xz .whl/ao-bin.tar.xz "$BIN" || { log "CALL=2: unpacking .whl/ao-bin.tar.xz failed"; exit 1; }
-  AO_BIN_DIR=$BIN
+  ao_bin=$(cd "$BIN" && pwd)
 fi
-if [[ -n "${AO_BIN_DIR:-}" ]]; then
-  AO_BIN_DIR=$(cd "$AO_BIN_DIR" && pwd)
-  AO="$AO_BIN_DIR/attn-oracle"
+if [[ -x "$ao_bin/attn-oracle" ]]; then
+  AO="$ao_bin/attn-oracle"
 else
-  log "no AO_BIN_DIR: building attn-oracle here (needs fmt/Eigen/nlohmann-json on the image)"
+  log "no $ao_bin/attn-oracle: building attn-oracle here (needs fmt/Eigen/nlohmann-json on the image)"
   { cmake -S . -B build-device -DAO_WITH_CUDA=OFF -DAO_BLAS=OFF && cmake --build build-device -j16 --target attn-oracle; } \
     >> "$OUT/campaign.log" 2>&1 || { log "build failed: carry a CPU-only attn-oracle and pass AO_BIN_DIR"; exit 1; }
   AO="$PWD/build-device/attn-oracle"
@@ -144,9 +145,9 @@ else
 # --- CALL=3: what CALL=2 left on the warm machine --------------------------------------------------------
 [[ -f "$marker2" ]] || { log "CALL=3: no CALL=2 on this machine (run CALL=2 first)"; exit 3; }
 AO=$(cat "$marker2")
-AO_BIN_DIR=$(dirname "$AO")
 fi
-export LD_LIBRARY_PATH="$AO_BIN_DIR:$AO_BIN_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+ao_bin=$(dirname "$AO")
+export LD_LIBRARY_PATH="$ao_bin:$ao_bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$AO" backends > /dev/null 2>&1 || { log "$AO does not run here (missing libraries? carry them beside it)"; exit 1; }
 
 # FA4 keeps its compiled kernels on disk: a restarted host or a later call does not compile them again.
@@ -154,9 +155,7 @@ export AO_SITE_DIR="$SITE" PYTHONUNBUFFERED=1 AO_TIMING_LOG="$OUT/timing.jsonl" 
 export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=${FLASH_ATTENTION_CUTE_DSL_CACHE_DIR:-$SITE.fa4-cache}
 if [[ "$CALL" == 2 ]]; then
 {
-  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
-  nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | sed 's/^/driver /'
+  ao_versions
   $PY - <<'PY'
 import importlib.metadata as md, os, site, sys
 d = os.environ["AO_SITE_DIR"]
@@ -207,7 +206,7 @@ declare -A srv=()
 start_server() {  # adapter
   local sock="$work/$1.sock"
   rm -f "$sock"
-  $PY scripts/backends/ao_serve.py --socket "$sock" >> "$OUT/serve.log" 2>&1 &
+  $PY scripts/adapters/ao_serve.py --socket "$sock" >> "$OUT/serve.log" 2>&1 &
   srv[$1]=$!
   for _ in $(seq 1 600); do [[ -S "$sock" ]] && return 0; sleep 0.1; done
   log "ao_serve ($1) did not start"; return 1
@@ -218,7 +217,7 @@ stop_server() {  # adapter
   $PY -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"adapter\": \"__quit__\"}\n"); s.recv(99)' "$work/$1.sock" 2>/dev/null
   sleep 0.5; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; srv[$1]=
 }
-client() { echo "$PY $PWD/scripts/backends/ao_client.py --socket $work/$1.sock $1"; }
+client() { echo "$PY $PWD/scripts/adapters/ao_client.py --socket $work/$1.sock $1"; }
 
 summary=()
 notrun=()
@@ -233,7 +232,7 @@ gate() {  # name, plan file, mode (warm|cold), adapter knobs...   ($adapter: whi
     notrun+=("$name:$file"); return
   fi
   local be="exec:$(client $adapter) $*"
-  [[ "$mode" == cold ]] && be="exec:$PY $PWD/scripts/backends/$adapter.py $*"
+  [[ "$mode" == cold ]] && be="exec:$PY $PWD/scripts/adapters/$adapter.py $*"
   [[ -n "${srv[$adapter]:-}" ]] || start_server $adapter || return
   local t0=$SECONDS
   { echo "=== gate $name: $be"; timeout -k 10 "$(( $(left) - 15 ))" "$AO" gate "$file" --backend "$be" --report-dir "$work/reports/$name"; echo "exit $?"; } \
@@ -294,7 +293,7 @@ step_fe_fuzz() {  # the first run's fuzz: cudnn_fe_indexer alone, with what is l
 step_fa4_smoke() {  # FA4 imports and runs one padded-THD case in a fresh process (JIT compile included)
   [[ -n "$have_fa4" ]] || { log "SKIP fa4-smoke: FA4 does not import"; notrun+=("fa4-smoke:-"); return; }
   { echo "=== fa4-smoke"; AO_EXEC_KEEP= timeout -k 5 120 "$AO" repro op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2 dim=128 \
-      --backend "exec:$PY $PWD/scripts/backends/fa4_varlen.py"; echo "exit $?"; } >> "$OUT/campaign.log" 2>&1
+      --backend "exec:$PY $PWD/scripts/adapters/fa4_varlen.py"; echo "exit $?"; } >> "$OUT/campaign.log" 2>&1
   log "fa4-smoke: $(tail -1 "$OUT/campaign.log")"
 }
 step_fa4_table() {
@@ -365,7 +364,7 @@ step_fes_fuzz512() {  # generated FROST-domain lines through gate, then shrink t
   (( fz >= 30 )) || { log "SKIP fes-fuzz512: $(left)s left"; notrun+=("fes-fuzz512:-"); return; }
   # Its own warm host (socket fes512), so that it can run beside `fuzz` of cudnn_fe_sdpa (step fes-fuzz).
   [[ -n "${srv[fes512]:-}" ]] || start_server fes512 || return
-  local be="exec:$PY $PWD/scripts/backends/ao_client.py --socket $work/fes512.sock cudnn_fe_sdpa" fails="$work/fes512-fail.case"
+  local be="exec:$PY $PWD/scripts/adapters/ao_client.py --socket $work/fes512.sock cudnn_fe_sdpa" fails="$work/fes512-fail.case"
   : > "$fails"
   log "fes-fuzz512: ${fz}s, seed $FUZZ_SEED"
   while (( SECONDS - t0 < fz - 20 )); do

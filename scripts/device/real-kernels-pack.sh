@@ -3,28 +3,26 @@
 # no registry) into .whl/ (git-ignored), within the 64 MiB carry limit of one device call:
 #   .whl/dsl-cu13.tar.xz  nvidia-cutlass-dsl-libs-cu13 (a 92 MB wheel), unpacked, tar | xz -9  -> CALL=1
 #   .whl/rest.tar.xz      the other wheels as they are (.whl files), tar | xz -9              -> CALL=2
-#   .whl/ao-bin.tar.xz    .deps/gpu-bin's attn-oracle (built from main for the device by
-#                         scripts/device/gpu-pack.sh) with its lib/ (libfmt, libgomp, libopenblas...)  -> CALL=2
+#   .whl/ao-bin.tar.xz    the attn-oracle of scripts/device/lib.sh's binary folder (AO_BIN_DIR, default
+#                         .deps/device-bin; made by scripts/device/gpu-pack.sh or --bin) with its lib/  -> CALL=2
 # Versions: nvidia-cudnn-frontend 1.32.0 (requires nvidia-cutlass-dsl[cu13]>=4.8.0, apache-tvm-ffi>=0.1.11);
 # nvidia-cutlass-dsl 4.8.1, whose METADATA pins libs-base==4.8.1 and (extra cu13) libs-cu13==4.8.1;
 # libs-base pins libs-core==4.8.1. FlashAttention-4: flash-attn-4 4.0.0b36 (a pre-release; requires
 # nvidia-cutlass-dsl>=4.6.2, apache-tvm-ffi<0.2,>=0.1.11, torch-c-dlpack-ext, quack-kernels>=0.5.3, einops,
 # torch; the device image has torch 2.11 and einops), quack-kernels 0.6.5, torch-c-dlpack-ext 0.1.5. The meta wheel's unconditional libs-cu12 is left out on purpose: the
 # device's torch is built for CUDA 13 and libs-cu12/-cu13 provide the same package folder.
-# With --bin it also builds the CPU-only attn-oracle for the device (no BLAS, no tests) into .ext-bin/ with
-# the libfmt/libgomp it links (the device image has neither): CALL=2 then runs with AO_BIN_DIR=.ext-bin.
+# With --bin it first builds the CPU-only attn-oracle for the device (no BLAS, no tests) into that binary
+# folder with the libfmt/libgomp it links in lib/ (the device image has neither).
 # Usage: scripts/device/real-kernels-pack.sh [--bin]   (needs pip and network; prints the sizes)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if [[ "${1:-}" == --bin ]]; then
   export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
   cmake -S . -B build-device-bin -DCMAKE_BUILD_TYPE=Release -DAO_BLAS=OFF -DAO_BUILD_TESTS=OFF -DAO_WITH_CUDA=OFF \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache > /dev/null
   cmake --build build-device-bin -j2 --target attn-oracle > /dev/null
-  rm -rf .ext-bin && mkdir .ext-bin
-  cp build-device-bin/attn-oracle .ext-bin/
-  ldd .ext-bin/attn-oracle | awk '/=> \//{print $3}' | grep -E 'libfmt|libgomp' | xargs -r cp -L -t .ext-bin/
-  du -sh .ext-bin; ls .ext-bin
+  ao_pack build-device-bin/attn-oracle
 fi
 dest=.whl
 limit=$((62 * 1024 * 1024))  # leaves room under the 64 MiB carry limit
@@ -58,11 +56,11 @@ for p in "${rest[@]}"; do
 done
 tar -C "$work/rest" -cf - . | xz -9 -T1 > "$dest/rest.tar.xz"
 packed=("$dest/dsl-cu13.tar.xz" "$dest/rest.tar.xz")
-if [[ -x .deps/gpu-bin/attn-oracle ]]; then  # the device's oracle: carried compressed (libopenblas is 36 MB)
-  tar -C .deps/gpu-bin -cf - attn-oracle lib | xz -6 -T2 > "$dest/ao-bin.tar.xz"
+if [[ -x "$ao_bin/attn-oracle" ]]; then  # the device's oracle: carried compressed (libopenblas is 36 MB)
+  tar -C "$ao_bin" -cf - attn-oracle lib | xz -6 -T2 > "$dest/ao-bin.tar.xz"
   packed+=("$dest/ao-bin.tar.xz")
 else
-  echo "real-kernels-pack: no .deps/gpu-bin/attn-oracle (scripts/device/gpu-pack.sh): CALL=2 needs AO_BIN_DIR or a build" >&2
+  echo "real-kernels-pack: no $ao_bin/attn-oracle (scripts/device/gpu-pack.sh or --bin): CALL=2 needs the binary folder or a build" >&2
 fi
 # CALL=2 carries rest + ao-bin together: their sum must fit beside the working tree too.
 two=$(( $(stat -c %s "$dest/rest.tar.xz") + $( [[ -f "$dest/ao-bin.tar.xz" ]] && stat -c %s "$dest/ao-bin.tar.xz" || echo 0) ))

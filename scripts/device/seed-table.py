@@ -2,7 +2,7 @@
 """Summarises the report.json files of scripts/device/real-kernels-campaign.sh's gates into one TSV row per
 case: the knob set, the case, the verdict, strict top-k overlap (mean/min), tie-aware recall (min),
 out-of-causal / out-of-range picks, the backend's seconds, the reason, and beside it what the seed PR
-and issue 16's first H200 run published for that case.
+and the first H200 run of the frontend's indexer published for that case.
 
   seed-table.py OUT.tsv NAME=REPORT_DIR [NAME=REPORT_DIR ...]
 NAME is the gate's knob set (e.g. offsets1-row); a missing report.json gives one `no-report` row.
@@ -11,12 +11,13 @@ import json
 import os
 import sys
 
-# What was published: the seed PR (../shared/context/seed-dsa-packed-cp-indexer-pr.txt) and issue 16's
-# run of 2026-12-02 (fresh process per case, overlap vs an fp32 reference, without q_causal_offsets).
+# What was published: the seed PR's description (the fix: full overlap, no out-of-causal pick; the bug:
+# 2-25 % overlap at cp=32, an illegal memory access at 131k) and the first H200 run of the frontend's indexer
+# of 2026-12-02 (fresh process per case, overlap vs an fp32 reference, without q_causal_offsets).
 SEED_FIX = "PR fix: overlap 1.0000, 0 out-of-causal"
 SEED_BUG = "PR bug: overlap 2-25% (cp=32); 131k IMA at [65536,65536] rank 31"
-ISSUE_BUG = {("8192", 31): "issue16: 6%", ("32768", 31): "issue16: 12%", ("8192", 0): "issue16: 3% (back chunk)",
-             ("8192,4096", 15): "issue16: 33%/65% (two docs)"}
+FIRST_RUN = {("8192", 31): "first run: 6%", ("32768", 31): "first run: 12%", ("8192", 0): "first run: 3% (back chunk)",
+             ("8192,4096", 15): "first run: 33%/65% (two docs)"}
 
 
 def case_key(line):
@@ -39,8 +40,8 @@ def rows_of(name, report_dir):
     for c in rep.get("cases", []):
         m = c.get("metrics", {})
         published = SEED_BUG if "offsets0" in name else SEED_FIX
-        if "offsets0" in name and case_key(c["case"]) in ISSUE_BUG:
-            published += "; " + ISSUE_BUG[case_key(c["case"])]
+        if "offsets0" in name and case_key(c["case"]) in FIRST_RUN:
+            published += "; " + FIRST_RUN[case_key(c["case"])]
         out.append([name, c["case"], c.get("verdict", ""), metric(m, "overlap_mean"), metric(m, "overlap_min"),
                     metric(m, "tie_aware_recall_min"), metric(m, "out_of_causal"), metric(m, "out_of_range"),
                     metric(m, "wrong_fill_rows"), f"{c.get('seconds', {}).get('backend', 0):.2f}",

@@ -53,7 +53,7 @@ std::string load(const std::string& path, void*& handle, bool& refused) {
     void* p = ::dlsym(handle, s);
     if (!p)
       return std::string("missing required symbol '") + s +
-             "' (is it an attn-oracle plugin built against plugin.h, with extern \"C\" exports?)";
+             "' (is it an attn-oracle plugin built against attn_oracle/backends/plugin.h, with extern \"C\" exports?)";
     Dl_info info{};
     void* entry = nullptr;
     const auto* sym = static_cast<const ElfW(Sym)*>(nullptr);
@@ -67,7 +67,7 @@ std::string load(const std::string& path, void*& handle, bool& refused) {
   const uint32_t v = reinterpret_cast<ao_plugin_abi_version_fn>(::dlsym(handle, "ao_plugin_abi_version"))();
   if (v != AO_PLUGIN_ABI_VERSION)
     return "plugin ABI version " + std::to_string(v) + " but this harness speaks version " +
-           std::to_string(AO_PLUGIN_ABI_VERSION) + " (rebuild the library against this attn_oracle/plugin.h)";
+           std::to_string(AO_PLUGIN_ABI_VERSION) + " (rebuild the library against this attn_oracle/backends/plugin.h)";
   return {};
 }
 

@@ -180,9 +180,9 @@ TEST(DefectNames, EverySpelledDefectIsACpuBugModelId) {
   ASSERT_GT(files.size(), 50u);
   int seen = 0;
   for (const auto& f : files) {
-    // Tests (and the hostile-input script) use made-up backend names to check they are refused.
+    // Tests (and the hostile battery) use made-up backend names to check they are refused.
     const bool test_file = f.string().find("/tests/") != std::string::npos ||
-                           f.string().find("/hostile/") != std::string::npos;
+                           f.filename() == "hostile-battery.py";
     std::istringstream text(read(f));
     std::string line;
     for (int n = 1; std::getline(text, line); ++n) {
@@ -261,9 +261,9 @@ TEST(BackendSpec, PortableSpellingIsRelativeToTheWorkingDirAndHidesTempPaths) {
   const auto portable = [](const std::string& s) { return normalize_backend_spec(s, SpecForm::Portable); };
   const std::string tmp = fs::temp_directory_path().string();
   const std::string cwd = fs::current_path().string();
-  EXPECT_EQ(portable("exec:python3 " + cwd + "/scripts/backends/ao_client.py --socket " + tmp +
+  EXPECT_EQ(portable("exec:python3 " + cwd + "/scripts/adapters/ao_client.py --socket " + tmp +
                      "/tmp.XJCRoYhWuN/fa4.sock fa4_varlen"),
-            "exec:python3 scripts/backends/ao_client.py --socket <tmp>/fa4.sock fa4_varlen");
+            "exec:python3 scripts/adapters/ao_client.py --socket <tmp>/fa4.sock fa4_varlen");
   EXPECT_EQ(portable("exec:python3 x.py --socket=" + tmp + "/tmp.A1/s.sock"), "exec:python3 x.py --socket=<tmp>/s.sock");
   EXPECT_EQ(portable("exec:python3 " + tmp + "/tmp.A1/s.py"), portable("exec:python3 " + tmp + "/tmp.B2/s.py"));
   EXPECT_EQ(portable("exec:/usr/bin/../bin/python3  a//b.py"), "exec:/usr/bin/python3 a/b.py");

@@ -1,4 +1,4 @@
-// exec: backend and the .npy module. The adapter is scripts/backends/numpy_ref.py under Debian's
+// exec: backend and the .npy module. The adapter is scripts/adapters/numpy_ref.py under Debian's
 // /usr/bin/python3 (python3-numpy): it must pass on fresh random cases, its planted bug must be
 // caught, and every failure mode (--fault) must be a clear backend error, never a crash.
 #include <signal.h>
@@ -41,7 +41,7 @@ bool have_numpy() {
   if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy (Debian python3-numpy) is not installed"
 
 std::string adapter(const std::string& args = "") {
-  return std::string(kPython) + " '" + AO_SOURCE_DIR + "/scripts/backends/numpy_ref.py' " + args;
+  return std::string(kPython) + " '" + AO_SOURCE_DIR + "/scripts/adapters/numpy_ref.py' " + args;
 }
 
 struct TempDir {
@@ -370,7 +370,7 @@ TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
   REQUIRE_NUMPY();
   TempDir d;
   const std::string sock = d.path + "/ao.sock";
-  const std::string dir = std::string(AO_SOURCE_DIR) + "/scripts/backends/";
+  const std::string dir = std::string(AO_SOURCE_DIR) + "/scripts/adapters/";
   ASSERT_EQ(std::system((std::string(kPython) + " '" + dir + "ao_serve.py' --no-torch --idle-exit 60 --socket '" + sock +
                          "' >/dev/null 2>&1 &").c_str()),
             0);

@@ -144,13 +144,13 @@ TEST(PluginCli, ExitCodes) {
             2);
 }
 
-// A real `git bisect run` over a throwaway repo of plugin sources (scripts/bisect.sh --plugin-demo):
+// A real `git bisect run` over a throwaway repo of plugin sources (scripts/tools/bisect.sh --plugin-demo):
 // the library is rebuilt at each commit; the injected bad commit is named, and a commit that does not
 // build, one built against another ABI version and one that crashes each map to 125 (skip).
 TEST(PluginBisect, GitBisectRunNamesTheInjectedCommit) {
   if (std::system("command -v git >/dev/null && command -v c++ >/dev/null") != 0)
     GTEST_SKIP() << "git and a C++ compiler are needed to rebuild the plugin at each commit";
-  const std::string cmd = std::string("AO=") + AO_CLI + " bash " + AO_SOURCE_DIR + "/scripts/bisect.sh --plugin-demo 2>&1";
+  const std::string cmd = std::string("AO=") + AO_CLI + " bash " + AO_SOURCE_DIR + "/scripts/tools/bisect.sh --plugin-demo 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;

@@ -204,7 +204,7 @@ TEST(Tolerance, Fp32ExecReferencesPassTheCorpusSubset) {
     f << "op=sdpa docs=8192 cp=32 rank=31 rows=12 dtype=fp16\nop=sdpa q_lens=8 kv_lens=4100 mask=bottomright "
          "hq=2 hkv=1 dtype=fp32 scale=1000 seed=2\n";
   }
-  const std::string script = std::string("/usr/bin/python3 '") + AO_SOURCE_DIR + "/scripts/backends/numpy_sdpa_fp32.py'";
+  const std::string script = std::string("/usr/bin/python3 '") + AO_SOURCE_DIR + "/scripts/adapters/numpy_sdpa_fp32.py'";
   const auto r = test::run_cli(fmt::format(
       "gate -q '{0}/corpus/edge/masks-topk-gqa.case' '{0}/corpus/seeds/te-padded-thd.case' '{1}/long.case' "
       "--backend \"exec:{2} --impl dense\" --backend \"exec:{2} --impl online --tile 16 --round\"",

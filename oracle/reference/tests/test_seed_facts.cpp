@@ -1,4 +1,4 @@
-// Hand-checked facts from the seeds and field-facts.md.
+// Hand-checked facts from the seeds and docs/field-facts.md.
 #include <gtest/gtest.h>
 
 #include "attn_oracle/pipeline/harness.h"

@@ -1,4 +1,4 @@
-// A CPU kernel library behind the plugin ABI (attn_oracle/plugin.h): the DSA indexer and padded-THD
+// A CPU kernel library behind the plugin ABI (attn_oracle/backends/plugin.h): the DSA indexer and padded-THD
 // SDPA in plain C++ (fp64 accumulation), self-contained like a third-party library (it includes only
 // plugin.h). Tests and the bisect demo build it; knobs and env vars re-create defects:
 //   knob "bug=topleft-cp" or env AO_EXAMPLE_PLUGIN_BUG=topleft-cp: chunk-local causal mask (pos0 dropped);

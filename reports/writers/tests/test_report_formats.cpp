@@ -84,7 +84,7 @@ int check(const fs::path& dir, const std::string& args) {
 }  // namespace
 
 TEST(ReportFormats, EveryReportParsesAndShowsHostileTextAsWritten) {
-  if (!have_python3()) GTEST_SKIP() << "python3 with xml.etree not found (scripts/install-deps.sh installs it)";
+  if (!have_python3()) GTEST_SKIP() << "python3 with xml.etree not found (scripts/tools/install-deps.sh installs it)";
   std::vector<CaseResult> res;
   for (size_t i = 0; i < kHostile.size(); ++i) res.push_back(hostile_result(i));
   const fs::path dir = temp_dir("hostile");

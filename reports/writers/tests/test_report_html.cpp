@@ -147,7 +147,7 @@ TEST(ReportHtml, ChromiumRendersBothExamplesWithoutConsoleErrors) {
   for (const char* c : {"chromium", "chromium-browser"})
     if (have(c)) { chromium = c; break; }
   if (chromium.empty())
-    GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh --with-chromium installs Debian's chromium)";
+    GTEST_SKIP() << "chromium not installed (scripts/tools/install-deps.sh --with-chromium installs Debian's chromium)";
   if (!have("python3")) GTEST_SKIP() << "python3 not installed: cannot decode the screenshot";
   struct Example {
     std::string name, line, backend;
@@ -175,7 +175,7 @@ TEST(ReportHtml, ChromiumRendersBothExamplesWithoutConsoleErrors) {
     std::string args;
     for (const auto& [c, n] : e.colours) args += " " + c;
     const std::string stats = (dir / "stats.json").string();
-    ASSERT_EQ(sh("python3 " AO_SOURCE_DIR "/scripts/png_stats.py " + png + args + " >" + stats), 0);
+    ASSERT_EQ(sh("python3 " AO_SOURCE_DIR "/reports/writers/tests/png_stats.py " + png + args + " >" + stats), 0);
     const std::string js = slurp(stats);
     auto field = [&](const std::string& key) {
       const auto at = js.find("\"" + key + "\": ");

@@ -127,7 +127,7 @@ TEST(Reports, JsonEncodesNonFiniteMetricsAsStrings) {
 }
 
 TEST(Reports, JunitIsWellFormedWithSkippedFailureAndError) {
-  if (!have_python3()) GTEST_SKIP() << "python3 with xml.etree not found (scripts/install-deps.sh installs it)";
+  if (!have_python3()) GTEST_SKIP() << "python3 with xml.etree not found (scripts/tools/install-deps.sh installs it)";
   const auto res = sample_results();
   const fs::path dir = temp_dir("junit");
   std::ofstream(dir / "report.xml") << report_junit(res);

@@ -13,7 +13,7 @@ namespace ao {
 // Rewrites a backend's outputs after the reference computed them (bug_transforms.cpp).
 using OutputTransform = std::function<void(const Layout&, const Inputs&, Outputs&)>;
 
-// The defect classes of ../shared/context/defect-catalog.md (five frequent ones, two smaller ones)
+// The defect classes of docs/defect-catalog.md (five frequent ones, two smaller ones)
 // plus `generic` for the models invented here that re-create no single public report.
 enum class DefectClass { BoundaryMetadata, EmptyRows, WindowAlignment, PadLanes, TopkBuffers, SplitKv, Generic };
 const char* defect_class_name(DefectClass k);
@@ -40,7 +40,7 @@ std::vector<BugModel> transform_bug_models();
 // issue 15 (win): the window, alignment, CP and offset models of the catalog (catalog_window_models.cpp).
 std::vector<BugModel> catalog_window_models();
 
-// A catalog entry (../shared/context/defect-catalog.md) that no bug model re-creates yet, with the
+// A catalog entry (docs/defect-catalog.md) that no bug model re-creates yet, with the
 // extension of the case model (or of the oracle) it would need (unmodelled_catalog.cpp). partly: a model
 // re-creates part of the entry (it carries the same catalog id); `needs` is what it lacks.
 struct UnmodelledEntry {

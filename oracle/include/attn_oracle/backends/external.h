@@ -3,7 +3,7 @@
 //    (protocol below), runs `/bin/sh -c '<command> "$@"' ao-exec <dir>` (so <command> is a shell
 //    command line: quote as in sh; the directory is appended as the last argument and is also in
 //    $AO_CASE_DIR) in its own process group under a timeout, and reads the outputs back.
-//  * `plugin:<path.so>[:<knobs>]`: a shared library implementing attn_oracle/plugin.h, loaded with
+//  * `plugin:<path.so>[:<knobs>]`: a shared library implementing attn_oracle/backends/plugin.h, loaded with
 //    dlopen (the path holds no ':'; the text after the next ':' is handed to the plugin).
 // Every way an external backend can go wrong is a RunStatus::Error naming the cause, never a crash,
 // hang or leak of the harness: both run in supervised child processes (subprocess.h); a plugin's

@@ -20,7 +20,7 @@
  *            o [o_rows, hq, dim_v], lse [stats_rows, hq] (natural log, -inf for rows with no key)
  * Outputs arrive filled with a sentinel; write valid rows only (pad slots must stay untouched
  * unless pad_writes=allow). A GPU plugin copies to and from the device itself.
- * Semantics of rows, segments and allowed keys: README.md / attn_oracle/layout.h. In short: row i of a
+ * Semantics of rows, segments and allowed keys: README.md / attn_oracle/layout/layout.h. In short: row i of a
  * segment sits at document position pos0 + i; a document's q tokens t sit at shift + t, shift = 0 for
  * top-left, and for bottom-right the queries are the document's last q_len positions, shift =
  * kv_len*ratio - q_len (sdpa: kv_len - q_len), with and without CP (CP splits tokens t). Indexer keys

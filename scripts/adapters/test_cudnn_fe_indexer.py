@@ -9,7 +9,7 @@ first seq_lens[r] columns, -1/-inf padding) stands in for it, so the tests check
 the kernel and how it maps the answer back: with the fix (offsets=1, seq_lens=row) the result must be
 the exact causal top-k of every valid row; with the seed's bug (offsets=0) it must not be.
 
-  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/backends/test_cudnn_fe_indexer.py
+  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/adapters/test_cudnn_fe_indexer.py
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import contextlib
@@ -222,7 +222,7 @@ class CudnnFeIndexer(CaseDirTest):
         self.assert_exact(case, topk)
 
     def test_seq_lens_chunk_keeps_masked_picks(self):
-        # The trap the issue reports: with seq_lens = the chunk's key end, rows with fewer than k allowed
+        # The trap: with seq_lens = the chunk's key end, rows with fewer than k allowed
         # keys get indices of -inf keys. The adapter hands those back uncleaned (the oracle judges them).
         case = self.case("op=indexer docs=256 cp=2 rank=0 heads=4 dim=16 topk=64 crop=1 seed=6")
         plan, topk, scores = self.run_fake(case, seq_lens="chunk")

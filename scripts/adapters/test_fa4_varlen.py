@@ -11,7 +11,7 @@ adapter hands the kernel and how it maps the answer back: the result must equal 
 (DESIGN: row i of a segment at pos0 + i sees s <= p, s > p - window) on every valid row, and the pad
 slots must keep the sentinel.
 
-  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/backends/test_fa4_varlen.py
+  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/adapters/test_fa4_varlen.py
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import os
@@ -70,7 +70,7 @@ def fake_fa4(plan, case):
 
 
 def reference(case):
-    """The oracle's semantics (DESIGN.md), fp64: {o buffer row: (o, lse)} for every valid row."""
+    """The oracle's semantics (README.md), fp64: {o buffer row: (o, lse)} for every valid row."""
     q, k, v = (case.input(n).astype(np.float64) for n in ("q", "k", "v"))
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints scripts/bench.sh's table from the files it collected: table.py OUT_DIR SIDE_DOC DOC... ."""
+"""Prints scripts/tools/bench.sh's table from the files it collected: table.py OUT_DIR SIDE_DOC DOC... ."""
 import json
 import os
 import re

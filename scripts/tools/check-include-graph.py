@@ -55,7 +55,7 @@ def target_of(inc):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     files = subprocess.check_output(["git", "ls-files", "oracle", "app", "fuzz", "reports/writers", "gpu_backends"],
                                     cwd=root, text=True).split()
     bad = []

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Benchmarks the CPU oracle against baselines measured in the same run and prints one table
 # (case, ours, baseline, ratio) with the machine's core count. Nothing here runs in CI.
-#   scripts/bench.sh            full run (131k-token CP rank: several minutes on 2 cores)
-#   scripts/bench.sh --quick    32k-token document for the side-by-side and the full check
+#   scripts/tools/bench.sh            full run (131k-token CP rank: several minutes on 2 cores)
+#   scripts/tools/bench.sh --quick    32k-token document for the side-by-side and the full check
 # Env: BUILD (build dir, default build-bench), REPS (interleaved repetitions, default 3), KEEP (keep
-#      the raw results in this folder; re-print with scripts/bench/table.py),
+#      the raw results in this folder; re-print with scripts/tools/bench/table.py),
 #      PYTHON_NUMPY (python with numpy; default: the first of python3, /usr/bin/python3 that has it),
 #      PYTHON_TORCH (python with torch, default .venv/bin/python when present).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 quick=0; [[ "${1:-}" == "--quick" ]] && quick=1
 build=${BUILD:-build-bench}
 reps=${REPS:-3}
@@ -42,13 +42,13 @@ py_numpy=${PYTHON_NUMPY:-}
 if [[ -z "$py_numpy" ]]; then  # the first python that has numpy (Debian's python3-numpy is /usr/bin/python3's)
   for p in python3 /usr/bin/python3; do "$p" -c "import numpy" 2>/dev/null && { py_numpy=$p; break; }; done
 fi
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${py_numpy:-python3}" scripts/bench/indexer_baseline.py --impl numpy --doc $side \
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${py_numpy:-python3}" scripts/tools/bench/indexer_baseline.py --impl numpy --doc $side \
   >"$out/numpy.json" 2>"$out/numpy.err" || echo '{"impl": "numpy", "error": "failed"}' >"$out/numpy.json"
 py_torch=${PYTHON_TORCH:-}
 [[ -z "$py_torch" && -x .venv/bin/python ]] && py_torch=.venv/bin/python
 if [[ -n "$py_torch" ]] && "$py_torch" -c "import torch" >"$out/torch.err" 2>&1; then
   echo "bench: torch baseline, doc=$side ..." >&2
-  "$py_torch" scripts/bench/indexer_baseline.py --impl torch --doc $side >"$out/torch.json" 2>>"$out/torch.err" ||
+  "$py_torch" scripts/tools/bench/indexer_baseline.py --impl torch --doc $side >"$out/torch.json" 2>>"$out/torch.err" ||
     echo '{"impl": "torch", "error": "failed"}' >"$out/torch.json"
 else
   reason=$(tail -1 "$out/torch.err" 2>/dev/null || true)
@@ -56,4 +56,4 @@ else
     "torch not importable${py_torch:+ by $py_torch}: ${reason:-no python with torch (set PYTHON_TORCH)}" >"$out/torch.json"
 fi
 
-python3 scripts/bench/table.py "$out" "$side" "${docs[@]}"
+python3 scripts/tools/bench/table.py "$out" "$side" "${docs[@]}"

@@ -10,7 +10,7 @@ s <= i + seq_len_kv - seq_len_q, sliding_window_length w additionally s > p - w;
 A kernel that honours the binding must then reproduce the oracle's semantics on every valid row and leave
 the pad slots alone; the planted defect must not.
 
-  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/backends/test_cudnn_fe_sdpa.py
+  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/adapters/test_cudnn_fe_sdpa.py
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import os

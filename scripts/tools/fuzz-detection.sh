@@ -3,15 +3,15 @@
 # lists (or --models a,b): for each model and seeds 1..N, a campaign runs until its first failure
 # (--max-failures 1, shrunk with --shrink-runs), capped by --budget. Prints a Markdown table of the
 # median cases-to-detection, seconds-to-detection (before shrinking), shrink steps, shrunk line length
-# (characters of the canonical line) and shrunk document count, plus one shrunk line; the criteria of
-# issue 15 (median <= 60 s and <= 2000 cases, shrunk to <= 3 documents) are checked per model.
+# (characters of the canonical line) and shrunk document count, plus one shrunk line; the target
+# (median <= 60 s and <= 2000 cases, shrunk to <= 3 documents) is checked per model.
 # --jobs N runs N campaigns at once (each campaign is single-threaded: OMP_NUM_THREADS=1), so the
 # seconds are per campaign on one core. --catalog-out DIR writes DIR/<model>.case: the shortest
 # shrunk case over the seeds with `# catches: cpu-bug:<model>` (corpus/catalog/).
-# Usage: scripts/fuzz-detection.sh [--ao PATH] [--seeds N] [--budget 60s|N] [--dims small|glm]
+# Usage: scripts/tools/fuzz-detection.sh [--ao PATH] [--seeds N] [--budget 60s|N] [--dims small|glm]
 #          [--models a,b] [--jobs N] [--catalog-out DIR]
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 ao="$here/build/attn-oracle" seeds=10 budget=60s dims=small models="" jobs=1 catalog=""
 while (($#)); do
   case "$1" in
@@ -62,7 +62,7 @@ for m in $models; do for s in $(seq 1 "$seeds"); do echo "$m $s"; done; done |
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 [[ -n "$catalog" ]] && mkdir -p "$catalog"
-echo "| model | detected | median cases | median seconds | median shrink steps | median shrunk chars | max docs | meets issue 15 | example shrunk case (shortest) |"
+echo "| model | detected | median cases | median seconds | median shrink steps | median shrunk chars | max docs | meets the target | example shrunk case (shortest) |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for m in $models; do
   found=0 best="" bestlen=999999
@@ -81,7 +81,7 @@ for m in $models; do
   if ((found * 2 > seeds)) && awk -v c="$mc" -v t="$mt" -v d="${md:-9}" 'BEGIN{exit !(c <= 2000 && t <= 60 && d <= 3)}'; then ok=yes; fi
   echo "| $m | $found/$seeds | $mc | $mt | $(median < "$tmp/st") | $(median < "$tmp/ch") | ${md:--} | $ok | \`$best\` |"
   if [[ -n "$catalog" && -n "$best" ]]; then
-    printf '# %s: shortest shrunk case over %s seeds of scripts/fuzz-detection.sh (--dims %s)\n# catches: cpu-bug:%s\n%s\n' \
+    printf '# %s: shortest shrunk case over %s seeds of scripts/tools/fuzz-detection.sh (--dims %s)\n# catches: cpu-bug:%s\n%s\n' \
       "$m" "$seeds" "$dims" "$m" "$best" > "$catalog/$m.case"
   fi
 done

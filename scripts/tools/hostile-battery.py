@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Hostile-input battery against the attn-oracle CLI (the attack of issue 17, re-run).
+"""Hostile-input battery against the attn-oracle CLI: attacks an adversarial backend or a careless user would make.
 
-usage: attack.py ATTN_ORACLE BUILD_DIR [--full] [--only CLASS] [-v]
+usage: hostile-battery.py ATTN_ORACLE BUILD_DIR [--full] [--only CLASS] [-v]
 
-BUILD_DIR holds the test plugins (oracle/tests/libao_hostile_plugin_<mode>.so, libao_example_plugin_ok.so).
+BUILD_DIR holds the test plugins (BUILD_DIR/oracle/tests/libao_hostile_plugin_<mode>.so, libao_example_plugin_ok.so).
 Every attack runs in a fresh temp dir, in its own session, under a hard wall-clock limit (the whole process
 group is killed on the limit). Each states its expected exit codes and a predicate on output, files and
 processes; the verdict is HANDLED or NOT HANDLED with the reason. Deterministic (fixed seeds). Stdlib only.
@@ -264,7 +264,7 @@ def build(bin_path, bdir, full):
     plug = lambda m: "plugin:" + os.path.join(tests, f"libao_hostile_plugin_{m}.so")
     ok_plugin = "plugin:" + os.path.join(tests, "libao_example_plugin_ok.so")
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    numpy_ref = f"/usr/bin/python3 {src}/scripts/backends/numpy_ref.py"
+    numpy_ref = f"/usr/bin/python3 {src}/scripts/adapters/numpy_ref.py"
     edge = os.path.join(src, "corpus", "edge")
 
     # (1) mutated inputs

@@ -3,7 +3,7 @@
 (`attn-oracle repro ... --backend exec:numpy_ref.py`), and a convention it does not know ending in a skip
 that names it (never a silent wrong answer).
 
-  AO_CLI=build/attn-oracle python3 -m unittest scripts/backends/test_numpy_ref.py
+  AO_CLI=build/attn-oracle python3 -m unittest scripts/adapters/test_numpy_ref.py
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import json

@@ -2,8 +2,8 @@
 """A warm host for `exec:` adapters: imports torch (and initialises CUDA) once, then runs adapter
 modules in-process for ao_client.py, so each case costs the kernel, not a Python+CUDA start.
 
-  python3 scripts/backends/ao_serve.py --socket /tmp/ao.sock &
-  attn-oracle repro ... --backend 'exec:python3 scripts/backends/ao_client.py --socket /tmp/ao.sock torch_indexer'
+  python3 scripts/adapters/ao_serve.py --socket /tmp/ao.sock &
+  attn-oracle repro ... --backend 'exec:python3 scripts/adapters/ao_client.py --socket /tmp/ao.sock torch_indexer'
 
 Adapters are modules in this folder with run(argv) -> exit code (skip = SystemExit(125)). Requests
 are served one at a time; an adapter that crashes the interpreter takes the server with it (the
