@@ -130,11 +130,14 @@ TEST(FoundFileFormat, HostileBackendTextComesBackOnItsOwnCommentLine) {
     ASSERT_TRUE(back->choices) << text;
     EXPECT_EQ(back->choices->seq, g.choices) << text;
     EXPECT_EQ(unescape_comment_text(back->signature()), sanitize_utf8(f.signature)) << text;
+    // The spec is written in its portable spelling (normalize_backend_spec may tidy it), the forged lines
+    // inside it intact and on the backend's own line.
     const std::string backend_line = unescape_comment_text(back->comments.at("backend"));
-    EXPECT_NE(backend_line.find(sanitize_utf8(payload)), std::string::npos) << text;
-    EXPECT_NE(unescape_comment_text(back->comments.at("original failing")).find(sanitize_utf8(payload)),
+    EXPECT_NE(backend_line.find("\n# catches: cpu-ref\nop=sdpa docs=16\n# choices: dims=small op=any 1 2\r\n"
+                                "# signature: forged\\n"),
               std::string::npos)
         << text;
+    EXPECT_NE(backend_line.find("   vs: exec:"), std::string::npos) << text;
     const auto entries = read_case_files({path});
     ASSERT_EQ(entries.size(), 1u) << text;
     EXPECT_TRUE(entries[0].claim.empty()) << text;
