@@ -9,7 +9,10 @@
 #include <sstream>
 #include <string>
 
+#include "temp_files.h"
+
 using namespace std::string_literals;
+using ao::test::slurp;
 
 namespace {
 
@@ -17,13 +20,6 @@ struct CliRun {
   int rc = -1;
   std::string out, err;
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 CliRun cli(const std::string& args) {
   const std::string dir = ::testing::TempDir();
@@ -82,8 +78,7 @@ TEST(Cli, SeedBugIsCaughtAndDemoPasses) {
   EXPECT_NE(demo.out.find("cpu-ref passed and the bug model was caught"), std::string::npos) << demo.out;
 }
 
-// Option values out of range are rejected naming the option, not wrapped, clamped or accepted
-// (issue 17 items 6 and 12).
+// Option values out of range are rejected naming the option, not wrapped, clamped or accepted.
 TEST(Cli, BadOptionValuesExitTwoNamingTheOption) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"--max-mem nan show op=indexer", "--max-mem"},

@@ -17,6 +17,7 @@
 #include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/reports/report.h"
 #include "cli_run.h"
+#include "temp_files.h"
 
 using namespace ao;
 using namespace ao::test;
@@ -25,12 +26,6 @@ namespace fs = std::filesystem;
 namespace {
 const char* kTe = "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 }  // namespace
 
 TEST(ExplainCli, ExitCodes) {

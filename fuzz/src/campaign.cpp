@@ -1,5 +1,4 @@
 #include "attn_oracle/fuzz/campaign.h"
-#include "attn_oracle/backends/backend_spec.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -7,220 +6,28 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <numeric>
+#include <memory>
+#include <optional>
 #include <sstream>
-#include <tuple>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "attn_oracle/case/enum_names.h"
+#include "attn_oracle/backends/backend_spec.h"
 #include "attn_oracle/fuzz/case_file.h"
+#include "attn_oracle/fuzz/shrink_failure.h"
+#include "attn_oracle/internal/atomic_file.h"
 #include "attn_oracle/internal/interrupt.h"
-#include "attn_oracle/fuzz/choice_shrink.h"
-#include "attn_oracle/fuzz/shrink.h"
 
 namespace ao {
 
 namespace fs = std::filesystem;
 
-Budget parse_budget(const std::string& s) {
-  Budget b;
-  if (s.empty()) throw CaseError("budget", s, "empty (use e.g. 60s, 5m or a case count)");
-  const char unit = s.back();
-  const std::string num = (unit == 's' || unit == 'm' || unit == 'h') ? s.substr(0, s.size() - 1) : s;
-  if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos || num.size() > 12)
-    throw CaseError("budget", s, "must be a number of cases (N) or a time (Ns, Nm, Nh)");
-  const uint64_t n = std::stoull(num);
-  if (n == 0) throw CaseError("budget", s, "must be > 0");
-  if (unit == 's') b.seconds = double(n);
-  else if (unit == 'm') b.seconds = 60.0 * double(n);
-  else if (unit == 'h') b.seconds = 3600.0 * double(n);
-  else b.cases = n;
-  return b;
-}
-
-std::pair<int, int> parse_shard(const std::string& s) {
-  const auto slash = s.find('/');
-  auto bad = [&](const std::string& why) { return CaseError("shard", s, why); };
-  if (slash == std::string::npos) throw bad("must be i/n, e.g. 0/4");
-  const std::string a = s.substr(0, slash), b = s.substr(slash + 1);
-  for (const auto& x : {a, b})
-    if (x.empty() || x.find_first_not_of("0123456789") != std::string::npos)
-      throw bad("must be i/n with non-negative integers, e.g. 0/4");
-  constexpr int kMaxShards = 999999;  // i and n as int; more shards than cases a campaign runs is pointless
-  auto num = [&](const std::string& x) {
-    const size_t nz = std::min(x.find_first_not_of('0'), x.size() - 1);
-    if (x.size() - nz > 6) throw bad(fmt::format("n must be at most {} (and i < n)", kMaxShards));
-    return std::stoi(x.substr(nz));
-  };
-  const int i = num(a), n = num(b);
-  if (n < 1 || i >= n) throw bad(fmt::format("needs 0 <= i < n, got i={} n={}", i, n));
-  return {i, n};
-}
-
-std::string case_hash(const std::string& line) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : line) {
-    h ^= ch;
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
-std::string failure_signature(const std::string& backend, const Case& m, const Verdict& v) {
-  std::string verdict = verdict_name(v.kind);
-  if (v.kind == Verdict::Fail) {
-    std::string names;
-    for (const auto& n : failing_metrics(v)) names += (names.empty() ? "" : ",") + n;
-    verdict += "[" + names + "]";
-  }
-  bool pad = m.tail > 0 || m.q_capacity >= 0 || m.kv_capacity >= 0 || !m.o_offsets.empty() ||
-             !m.stats_offsets.empty();
-  try {  // gaps before, between or after documents in any buffer, CP chunk padding included
-    const Layout l = make_layout(m);
-    int64_t q = 0, kv = 0;
-    for (const auto& d : l.docs) {
-      pad |= d.q_padded != d.q_len || d.kv_off != d.packed_kv_off || (!l.is_cp() && d.q_off != d.packed_q_off);
-      q += d.q_padded;
-      kv += d.kv_len;
-    }
-    pad |= l.kv_rows != kv || (l.is_cp() ? l.q_rows * m.cp : l.q_rows) != q;
-  } catch (const CaseError&) {
-    pad = true;  // cannot happen for a shrunk case (the shrinker keeps valid cases only)
-  }
-  const size_t docs = m.q_lens.size();
-  return fmt::format("{} {} op={} mask={} window={} cp={} docs={} pad={} dtype={}", backend, verdict,
-                     to_string(m.op), to_string(m.mask), m.window > 0 ? "yes" : "no",
-                     m.cp > 1 ? "yes" : "no", docs >= 3 ? "3+" : std::to_string(docs), pad ? "yes" : "no",
-                     m.dtype == DType::F32 ? "f32" : "16bit");
-}
-
-bool smaller_case(const Case& a, const Case& b) {
-  auto key = [](const Case& c) {
-    const int64_t tokens = std::accumulate(c.q_lens.begin(), c.q_lens.end(), int64_t(0)) +
-                           std::accumulate(c.kv_lens.begin(), c.kv_lens.end(), int64_t(0));
-    return std::make_tuple(tokens, c.q_lens.size(), print_case(c).size());
-  };
-  return key(a) < key(b);
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  // Hidden and not *.case: a gate never picks up a temporary left by a crash.
-  const fs::path tmp = dir / fmt::format(".{}.tmp.{}", p.filename().string(), ::getpid());
-  auto fail = [&](const std::string& what) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return std::runtime_error(fmt::format("cannot {} {}: {}", what, tmp.string(), why));
-  };
-  ::unlink(tmp.c_str());  // a stale temporary of a crashed run with this pid
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw fail("create");
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      throw fail("write");
-    }
-    done += size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    throw fail("fsync");
-  }
-  if (::close(fd) != 0) throw fail("close");
-  if (::rename(tmp.c_str(), p.c_str()) != 0) throw fail("rename to " + path + ":");
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);  // the rename itself survives a crash
-    ::close(dfd);
-  }
-}
-
-bool valid_found_file(const std::string& path, const LayoutLimits& lim) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0 || ec) return false;
-  try {
-    return !read_case_files({path}, lim).empty();
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 namespace {
-
-// The spec as a user re-runs it (normalize_backend_spec); as given when the registry does not know it.
-std::string portable_spec(const std::string& spec) {
-  try {
-    return normalize_backend_spec(spec, SpecForm::Portable);
-  } catch (const CaseError&) {
-    return spec;
-  }
-}
-
-std::string repro_note(int fails, int runs) {
-  return fmt::format("reproduced {} of {} runs{}", fails, runs, fails < runs ? " (NONDETERMINISTIC)" : "");
-}
-
-}  // namespace
-
-std::string found_case_text(const CampaignOptions& opt, const FoundCase& f) {
-  CaseFileWriter w;
-  w.note("found by attn-oracle fuzz (shrunk regression)");
-  w.comment("backend", fmt::format("{}   vs: {}", portable_spec(opt.backend), portable_spec(opt.vs)));
-  w.comment("campaign", fmt::format("--seed {} --shard {}/{} --dims {}, case #{}", opt.seed, opt.shard, opt.shards,
-                                    dims_name(opt.gen.dims), f.index));
-  w.comment("original", f.original);
-  w.comment("original failing", portable_paths_in_text(failing_summary(f.original_result.verdict)));
-  w.comment("original reproduced", repro_note(f.repro_fails, f.repro_runs));
-  if (f.shrunk_repro_runs == 0) {
-    w.comment("not shrunk", "the failure is nondeterministic; shrinking would chase noise");
-  } else {
-    w.comment("shrunk", fmt::format("in {} steps ({} runs{}); shrunk failing: {}", f.steps, f.runs,
-                                    shrink_stop_note(f.shrink_stop),
-                                    portable_paths_in_text(failing_summary(f.shrunk_result.verdict))));
-    w.comment("shrunk reproduced", repro_note(f.shrunk_repro_fails, f.shrunk_repro_runs));
-  }
-  if (f.nondeterministic()) w.comment("nondeterministic", "this case does not fail on every run of the backend");
-  w.comment("signature", f.signature);
-  if (f.choices) w.choices({opt.gen, *f.choices});
-  w.case_line(parse_case(f.shrunk));
-  return w.text();
-}
-
-namespace {
-
-// Signatures of the valid found files already in `dir` (those written with a `# signature:` line), as
-// the line holds them (escape_comment_text).
-std::map<std::string, std::string> known_signatures(const std::string& dir, const LayoutLimits& lim) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".case" && it->is_regular_file(ec)) files.push_back(it->path().string());
-  std::sort(files.begin(), files.end());
-  for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    std::string line, sig;
-    try {
-      for (int n = 1; n <= 64 && read_bounded_line(in, line, file, n); ++n)
-        if (line.rfind("# signature: ", 0) == 0) {
-          sig = line.substr(13);
-          break;
-        }
-    } catch (const CaseFileError&) {
-      continue;  // not a valid found file: not known (a campaign rewrites it when it finds its case)
-    }
-    if (!sig.empty() && !out.count(sig) && valid_found_file(file, lim)) out[sig] = file;
-  }
-  return out;
-}
 
 // An exclusive lock on the output directory itself (flock on its descriptor: no lock file among the
 // cases, and released when its holder ends, however it ends). A directory that cannot be opened holds
@@ -249,6 +56,12 @@ std::optional<std::string> file_text(const std::string& path) {
   return ss.str();
 }
 
+// The layout of a failing run (CaseResult::layout, kept for FAIL and ERROR verdicts).
+std::shared_ptr<const Layout> failing_layout(const CaseResult& r) {
+  if (!r.layout) throw std::logic_error("fuzz: a failing result without its layout: " + r.case_line);
+  return r.layout;
+}
+
 }  // namespace
 
 CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
@@ -263,7 +76,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   std::map<std::string, std::string> known;    // signature -> file that existed before the campaign
   if (!opt.out_dir.empty()) {
     fs::create_directories(opt.out_dir);
-    known = known_signatures(opt.out_dir, opt.lim);
+    known = found_signatures(opt.out_dir, opt.lim);
   }
   ShrinkOptions so;
   so.max_runs = opt.shrink_runs;
@@ -286,7 +99,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         }
         // Another campaign sharing the directory replaced it since: its replacement has this signature.
         known.erase(it);
-        for (const auto& [sig, file] : known_signatures(opt.out_dir, opt.lim))
+        for (const auto& [sig, file] : found_signatures(opt.out_dir, opt.lim))
           if (sig == key && !ours.count(file)) {
             known[sig] = f.file = file;
             f.already_known = true;
@@ -294,14 +107,14 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
           }
       }
       f.already_known = false;
-      f.file = (fs::path(opt.out_dir) / (case_hash(f.shrunk) + ".case")).string();
+      f.file = found_file_path(opt.out_dir, f.shrunk);
       std::error_code ec;
       if (!ours.count(f.file) && valid_found_file(f.file, opt.lim)) {
         f.already_known = true;
         return;
       }
       f.resaved = !ours.count(f.file) && fs::exists(fs::symlink_status(f.file, ec));
-      const std::string text = found_case_text(opt, f);
+      const std::string text = found_file_text(opt, f);
       write_file_atomically(f.file, text);
       ours[f.file] = text;
     } catch (const std::exception& e) {
@@ -309,7 +122,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       f.file.clear();
       f.already_known = f.resaved = false;
       err << fmt::format("{}attn-oracle fuzz: case #{} NOT SAVED in {}: {}\n  its shrunk line: {}\n",
-                         opt.progress ? "\n" : "", f.index, opt.out_dir, f.save_error, f.shrunk)
+                         opt.progress ? "\n" : "", f.index, opt.out_dir, f.save_error, print_case(f.shrunk))
           << std::flush;
     }
   };
@@ -364,7 +177,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       const double ts = elapsed();
       FoundCase f;
       f.index = index;
-      f.original = r.case_line;
+      f.original = g.c;
       f.original_result = r;
       f.shrunk_result = r;
       const auto [again, reruns] = reproductions(g.c, r, opt.confirm_runs);
@@ -374,46 +187,35 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
       if (f.repro_fails < f.repro_runs) {
         // A flaky failure is kept as it was generated: a shrinker steered by it would keep whatever
         // candidate happened to fail and present noise as a minimal case.
-        f.shrunk = r.case_line;
+        f.shrunk = g.c;
         f.choices = g.choices;
-        f.signature = failure_signature(backend_id, g.c, r.verdict);
+        f.signature = failure_signature(backend_id, *failing_layout(r), r.verdict);
       } else {
+        // The layout of each case the shrinkers saw fail, by its line: the signature describes the case
+        // kept from the trial that ran it.
+        std::map<std::string, std::shared_ptr<const Layout>> failed_layouts{{r.case_line, failing_layout(r)}};
         const StillFails fails = fails_like(r, *backend, *vs, opt.lim, &f.shrunk_result);
-        const ChoiceShrinkResult sr = shrink_choices(g.choices, opt.gen, [&](const Case& cand) {
+        const ShrunkFailure sf = shrink_failure(g, opt.gen, [&](const Case& cand) {
           const double t = elapsed();
           const bool still = fails(cand);
           s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
+          if (still) failed_layouts[f.shrunk_result.case_line] = failing_layout(f.shrunk_result);
           return still;
         }, so);
-        // More than 3 documents left: the structural shrinker continues on the line itself (documents by
-        // ddmin, lengths, pads, dims), since the generator's families cannot always lower the document
-        // count (one huge document plus tiny ones). Its own run budget (--shrink-runs again); the deadline
-        // is shared. The line then no longer replays from the choices, so they are not saved.
-        const ShrinkOptions& rest = so;
-        const bool more = sr.minimal.q_lens.size() > 3;
-        const ShrinkResult st = more && (sr.stop == ShrinkStop::Minimum || sr.stop == ShrinkStop::RunBudget)
-                                    ? shrink_case(sr.minimal, [&](const Case& cand) {
-                                        const double t = elapsed();
-                                        const bool still = fails(cand);
-                                        s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
-                                        return still;
-                                      }, rest)
-                                    : ShrinkResult{sr.minimal, 0, 0, false, sr.stop};
-        f.shrunk = print_case(st.minimal);
-        if (st.steps == 0) f.choices = sr.choices;  // a structurally shrunk line no longer replays from them
-        f.steps = sr.steps + st.steps;
-        f.runs = sr.runs + st.runs;
-        f.shrink_stop = st.steps > 0 || st.runs > 0 ? st.stop : sr.stop;
-        f.signature = failure_signature(backend_id, st.minimal, f.shrunk_result.verdict);
+        f.shrunk = sf.minimal;
+        f.choices = sf.choices;
+        f.steps = sf.steps;
+        f.runs = sf.runs;
+        f.shrink_stop = sf.stop;
+        f.signature = failure_signature(backend_id, *failed_layouts.at(print_case(sf.minimal)), f.shrunk_result.verdict);
         // The shrunk case is confirmed like the original: a case the shrinker kept on one lucky failure
         // is marked, not passed off as a deterministic regression.
-        const auto [shrunk_again, shrunk_reruns] = reproductions(st.minimal, r, opt.confirm_runs);
+        const auto [shrunk_again, shrunk_reruns] = reproductions(sf.minimal, r, opt.confirm_runs);
         f.shrunk_repro_fails = 1 + shrunk_again;
         f.shrunk_repro_runs = 1 + shrunk_reruns;
         if ((s.interrupted = interrupted()) != 0) break;
       }
       s.shrink_seconds += elapsed() - ts;
-      const Case minimal = parse_case(f.shrunk);
       if (auto it = by_signature.find(f.signature); it == by_signature.end()) {
         if (!opt.out_dir.empty()) {
           DirLock lock(opt.out_dir);  // shards sharing --out: the check and the write are one step
@@ -428,7 +230,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         // nondeterministic one whatever its size.
         const bool better = kept.nondeterministic() != f.nondeterministic()
                                 ? kept.nondeterministic()
-                                : smaller_case(minimal, parse_case(kept.shrunk));
+                                : smaller_case(f.shrunk, kept.shrunk);
         if (!kept.already_known && better) {
           const std::string old_file = kept.file;
           f.merged = kept.merged + 1;
@@ -502,7 +304,8 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
     const std::string how = f.shrunk_repro_runs == 0
                                 ? std::string("not shrunk (nondeterministic)")
                                 : fmt::format("shrunk ({} steps, {} runs{})", f.steps, f.runs, shrink_stop_note(f.shrink_stop));
-    out += fmt::format("  FAIL case #{}: {}\n    {}: {}\n    failing: {}\n", f.index, f.original, how, f.shrunk,
+    out += fmt::format("  FAIL case #{}: {}\n    {}: {}\n    failing: {}\n", f.index, print_case(f.original), how,
+                       print_case(f.shrunk),
                        failing_summary(f.shrunk_result.verdict));
     out += fmt::format("    original {}{}\n", repro_note(f.repro_fails, f.repro_runs),
                        f.shrunk_repro_runs == 0 ? "; not shrunk (a nondeterministic failure)"

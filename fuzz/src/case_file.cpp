@@ -61,6 +61,56 @@ std::string escape_comment_text(std::string_view raw) {
   return out;
 }
 
+namespace {
+int hex_value(std::string_view s) {
+  int v = 0;
+  for (char c : s) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+void append_utf8(std::string& out, int cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xc0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3f));
+  } else {
+    out += char(0xe0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3f));
+    out += char(0x80 | (cp & 0x3f));
+  }
+}
+}  // namespace
+
+std::string unescape_comment_text(std::string_view e) {
+  std::string out;
+  out.reserve(e.size());
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (e[i] != '\\' || i + 1 == e.size()) {
+      out += e[i];
+      continue;
+    }
+    const char k = e[i + 1];
+    const size_t digits = k == 'x' ? 2 : k == 'u' ? 4 : 0;
+    if (k == '\\' || k == 'n' || k == 'r' || k == 't') {
+      out += k == '\\' ? '\\' : k == 'n' ? '\n' : k == 'r' ? '\r' : '\t';
+      ++i;
+    } else if (digits > 0 && i + 2 + digits <= e.size() && hex_value(e.substr(i + 2, digits)) >= 0) {
+      const int v = hex_value(e.substr(i + 2, digits));
+      if (k == 'x') out += char(v);
+      else append_utf8(out, v);
+      i += 1 + digits;
+    } else {
+      out += e[i];
+    }
+  }
+  return out;
+}
+
 CaseFileWriter& CaseFileWriter::note(std::string_view text) {
   const std::string e = escape_comment_text(text);
   if (e.rfind("catches:", 0) == 0 || e.rfind("choices:", 0) == 0)  // would be read back as data

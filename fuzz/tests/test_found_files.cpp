@@ -17,25 +17,14 @@
 #include "attn_oracle/fuzz/campaign.h"
 #include "attn_oracle/fuzz/case_file.h"
 #include "cli_run.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::fresh_dir;
+using test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("ao-found-{}-{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<fs::path> case_files(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -128,7 +117,7 @@ TEST(FoundFiles, ASaveFailurePrintsTheLineAndTheCampaignEndsWithItsSummary) {
   ASSERT_EQ(probe.unique.size(), 1u);
   // A directory where the file goes: the rename onto it fails (also as root, unlike a read-only dir).
   o.out_dir = (d / "found").string();
-  fs::create_directories(fs::path(o.out_dir) / (case_hash(probe.unique[0].shrunk) + ".case") / "x");
+  fs::create_directories(fs::path(o.out_dir) / (case_hash(print_case(probe.unique[0].shrunk)) + ".case") / "x");
   std::ostringstream err2;
   CampaignSummary s;
   ASSERT_NO_THROW(s = run_campaign(o, err2));
@@ -136,10 +125,10 @@ TEST(FoundFiles, ASaveFailurePrintsTheLineAndTheCampaignEndsWithItsSummary) {
   EXPECT_FALSE(s.unique[0].save_error.empty());
   EXPECT_EQ(s.unsaved, 1u);
   EXPECT_NE(err2.str().find("NOT SAVED"), std::string::npos) << err2.str();
-  EXPECT_NE(err2.str().find(probe.unique[0].shrunk), std::string::npos) << err2.str();
+  EXPECT_NE(err2.str().find(print_case(probe.unique[0].shrunk)), std::string::npos) << err2.str();
   const std::string summary = format_summary(o, s);
   EXPECT_NE(summary.find("NOT SAVED"), std::string::npos) << summary;
-  EXPECT_NE(summary.find(probe.unique[0].shrunk), std::string::npos) << summary;
+  EXPECT_NE(summary.find(print_case(probe.unique[0].shrunk)), std::string::npos) << summary;
   EXPECT_NE(summary.find("unsaved=1"), std::string::npos) << summary;
   EXPECT_EQ(campaign_exit_code(s), 1);
   fs::remove_all(d);

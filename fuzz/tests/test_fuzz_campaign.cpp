@@ -15,31 +15,21 @@
 
 #include "attn_oracle/fuzz/campaign.h"
 #include "attn_oracle/fuzz/case_file.h"
+#include "attn_oracle/internal/atomic_file.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "cli_run.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::fresh_dir;
+using test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("ao-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
 using test::Cmd;
 using test::run_cli;
 using test::run_sh;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Every file in dir: *.case files must be valid found cases; anything else is a leftover.
 void expect_only_valid_case_files(const fs::path& dir, size_t* count = nullptr) {
@@ -66,7 +56,7 @@ CampaignOptions one_failure(const fs::path& dir) {
 }  // namespace
 
 TEST(FuzzCampaign, FindsShrinksAndSavesABugModelFailure) {
-  const fs::path dir = temp_dir("campaign");
+  const fs::path dir = fresh_dir("campaign");
   CampaignOptions o;
   o.backend = "cpu-bug:topleft-cp";
   o.seed = 1;
@@ -83,23 +73,23 @@ TEST(FuzzCampaign, FindsShrinksAndSavesABugModelFailure) {
   EXPECT_GT(s.first_failure_case, 0);
   EXPECT_FALSE(f.already_known);
   ASSERT_TRUE(fs::exists(f.file));
-  EXPECT_EQ(fs::path(f.file).filename().string(), case_hash(f.shrunk) + ".case");
+  EXPECT_EQ(fs::path(f.file).filename().string(), case_hash(print_case(f.shrunk)) + ".case");
   // The file: comments with the original line, backend and metrics, then exactly one case line.
   std::ifstream in(f.file);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_NE(text.str().find("# original: " + f.original), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("# original: " + print_case(f.original)), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("cpu-bug:topleft-cp"), std::string::npos);
   EXPECT_NE(text.str().find("failing: "), std::string::npos);
   const auto entries = read_case_files({f.file});
   ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(print_case(entries[0].c), f.shrunk);
+  EXPECT_EQ(entries[0].c, f.shrunk);
   // It replays: still fails with the bug, passes the exact reference.
   auto bug = make_backend(o.backend);
   auto ref = make_backend("cpu-ref");
   EXPECT_EQ(run_case(entries[0].c, *bug, *ref).verdict.kind, Verdict::Fail);
   EXPECT_EQ(run_case(entries[0].c, *ref, *ref).verdict.kind, Verdict::Pass);
-  EXPECT_LE(f.shrunk.size(), f.original.size());
+  EXPECT_LE(print_case(f.shrunk).size(), print_case(f.original).size());
   // Running the same campaign again finds the same case and does not rewrite it.
   const CampaignSummary again = run_campaign(o, err);
   ASSERT_EQ(again.unique.size(), 1u);
@@ -167,7 +157,7 @@ TEST(FuzzCampaign, BudgetAndShardParsing) {
 }
 
 TEST(FuzzCampaign, CliExitCodesAndSummary) {
-  const fs::path dir = temp_dir("cli-fuzz");
+  const fs::path dir = fresh_dir("cli-fuzz");
   auto ok = run_cli("fuzz --backend cpu-ref --budget 20 --seed 3 --out " + dir.string());
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("fuzz-result cases=20 failed=0"), std::string::npos) << ok.out;
@@ -185,7 +175,7 @@ TEST(FuzzCampaign, CliExitCodesAndSummary) {
 }
 
 TEST(FuzzCampaign, AnEmptyOrUnparsableFoundFileIsNotKnownAndIsRewrittenByRename) {
-  const fs::path dir = temp_dir("resave");
+  const fs::path dir = fresh_dir("resave");
   const CampaignOptions o = one_failure(dir);
   std::ostringstream err;
   const CampaignSummary first = run_campaign(o, err);
@@ -226,7 +216,7 @@ TEST(FuzzCampaign, AnEmptyOrUnparsableFoundFileIsNotKnownAndIsRewrittenByRename)
 }
 
 TEST(FuzzCampaign, WriteFileAtomicallyLeavesNoTemporaryAndNamesTheFailure) {
-  const fs::path dir = temp_dir("atomic");
+  const fs::path dir = fresh_dir("atomic");
   const fs::path f = dir / "x.case";
   { std::ofstream(f) << "old\n"; }
   fs::create_hard_link(f, dir / "old-inode");
@@ -261,7 +251,7 @@ TEST(FuzzCampaign, FailureSignatureIsStructureAndMetricNamesNotValues) {
   const Verdict v1 = fail({{"out_of_causal", 1}, {"tie_aware_recall_min", 0.5}});
   const Verdict v2 = fail({{"tie_aware_recall_min", 0}, {"out_of_causal", 7}});
   auto sig = [](const std::string& line, const Verdict& v, const std::string& be = "cpu-bug:x") {
-    return failure_signature(be, parse_case(line), v);
+    return failure_signature(be, make_layout(parse_case(line)), v);
   };
   const std::string base = sig("op=indexer docs=4 heads=1 dim=1 topk=1", v1);
   EXPECT_NE(base.find("out_of_causal,tie_aware_recall_min"), std::string::npos) << base;
@@ -272,7 +262,7 @@ TEST(FuzzCampaign, FailureSignatureIsStructureAndMetricNamesNotValues) {
   // Different: backend, metric names, error, op, mask, window, cp, documents 1/2, padding, f32.
   for (const auto& other :
        {sig("op=indexer docs=4", v1, "cpu-bug:y"), sig("op=indexer docs=4", fail({{"out_of_causal", 1}})),
-        failure_signature("cpu-bug:x", parse_case("op=indexer docs=4"), Verdict{Verdict::Error, "boom", {}, {}}),
+        failure_signature("cpu-bug:x", make_layout(parse_case("op=indexer docs=4")), Verdict{Verdict::Error, "boom", {}, {}}),
         sig("op=sdpa lens=4", v1), sig("op=indexer docs=4 mask=none", v1), sig("op=sdpa lens=4 window=2", v1),
         sig("op=indexer docs=4 cp=2", v1), sig("op=indexer docs=4,4", v1), sig("op=indexer docs=4 pad=1", v1),
         sig("op=indexer docs=4 tail=3", v1), sig("op=indexer docs=4 dtype=fp32", v1)}) {
@@ -288,7 +278,7 @@ TEST(FuzzCampaign, FailureSignatureIsStructureAndMetricNamesNotValues) {
 }
 
 TEST(FuzzCampaign, OneSmallestFilePerFailureSignatureAlsoAcrossRuns) {
-  const fs::path dir = temp_dir("signature");
+  const fs::path dir = fresh_dir("signature");
   CampaignOptions o;
   o.backend = "cpu-bug:off-by-one-causal";
   o.seed = 5;
@@ -337,7 +327,7 @@ TEST(FuzzCampaign, TimeBudgetBoundsTheShrinker) {
   // finish first (its deadline stop is tested in FuzzChoices.ShrinkByChoicesStopsAtTheDeadline).
   // Either way the campaign ends within the budget plus its longest single run and saves the
   // smallest failing case so far, saying so when the deadline stopped it.
-  const fs::path dir = temp_dir("deadline");
+  const fs::path dir = fresh_dir("deadline");
   CampaignOptions o;
   o.backend = "cpu-bug:topleft-cp";
   o.seed = 3;
@@ -398,7 +388,7 @@ TEST(FuzzCampaign, AStopRequestEndsTheCampaignBeforeTheNextCase) {
 
 TEST(FuzzCampaign, CliStopsOnSigintAndSigtermWithASummaryAndOnlyWholeFiles) {
   for (const int sig : {SIGINT, SIGTERM}) {
-    const fs::path dir = temp_dir("sig" + std::to_string(sig));
+    const fs::path dir = fresh_dir("sig" + std::to_string(sig));
     auto bg = test::start_cli("fuzz --backend cpu-bug:off-by-one-causal --budget 10m --shrink-runs 100000 --out " +
                               dir.string());
     ASSERT_GT(bg.pid, 0);

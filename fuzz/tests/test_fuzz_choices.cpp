@@ -275,19 +275,19 @@ TEST(FuzzChoices, CampaignSavesTheChoicesOfAFoundCase) {
   const FoundCase& f = s.unique[0];
   EXPECT_GT(f.steps, 0);
   ASSERT_TRUE(f.choices);
-  const Case original = parse_case(f.original);
-  EXPECT_LT(tokens(parse_case(f.shrunk)), tokens(original));
+  const Case& original = f.original;
+  EXPECT_LT(tokens(f.shrunk), tokens(original));
   const auto entries = read_case_files({f.file});
   ASSERT_EQ(entries.size(), 1u);
   ASSERT_TRUE(entries[0].choices) << f.file;
   EXPECT_EQ(entries[0].choices->seq, *f.choices);
-  EXPECT_EQ(print_case(replay_choices(entries[0].choices->seq, entries[0].choices->gen)), f.shrunk);
+  EXPECT_EQ(replay_choices(entries[0].choices->seq, entries[0].choices->gen), f.shrunk);
   auto bug = make_backend(o.backend);
   auto ref = make_backend("cpu-ref");
-  EXPECT_EQ(run_case(parse_case(f.shrunk), *bug, *ref).verdict.kind, Verdict::Fail);
+  EXPECT_EQ(run_case(f.shrunk, *bug, *ref).verdict.kind, Verdict::Fail);
   // `attn-oracle shrink --choices` takes the file's sequence; a sequence of another case is bad input.
   const std::string seq = choices_comment(*entries[0].choices).substr(11);
-  const auto ok = test::run_cli(fmt::format("shrink {} --backend {} --choices '{}' --runs 20", f.shrunk, o.backend, seq));
+  const auto ok = test::run_cli(fmt::format("shrink {} --backend {} --choices '{}' --runs 20", print_case(f.shrunk), o.backend, seq));
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("# choices: dims=small"), std::string::npos) << ok.out;
   const auto bad = test::run_cli(fmt::format("shrink op=sdpa docs=3 --backend {} --choices '{}'", o.backend, seq));

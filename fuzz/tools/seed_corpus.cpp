@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "attn_oracle/fuzz/campaign.h"
+#include "attn_oracle/fuzz/found_file.h"
 #include "attn_oracle/fuzz/generator.h"
 
 int main(int argc, char** argv) {

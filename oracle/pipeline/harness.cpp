@@ -7,6 +7,16 @@
 
 namespace ao {
 
+namespace {
+std::shared_ptr<const Layout> layout_without_rows(const Layout& l) {
+  Layout d = l;  // failing cases only: the copy of the row vectors is small beside the run
+  d.row_segment = {};
+  d.check_rows = {};
+  return std::make_shared<const Layout>(std::move(d));
+}
+bool failed(const Verdict& v) { return v.kind == Verdict::Fail || v.kind == Verdict::Error; }
+}  // namespace
+
 CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts,
                     bool explain) {
   Trial t(c, lim);
@@ -20,11 +30,13 @@ CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLi
   res.backend_seconds = got.status.seconds;
   if (auto v = Trial::unjudged(got)) {  // the reference runs only where there is something to judge
     res.verdict = std::move(*v);
+    if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
     return res;
   }
   TrialRun ref = t.run(vs);
   res.ref_seconds = ref.status.seconds;
   res.verdict = t.judge(got, ref);
+  if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
   // Before keep_artifacts moves the outputs. Not after a stop request: explaining runs every bug model,
   // and the user asked to stop after the case in flight, whose verdict stands.
   if (explain && res.verdict.kind == Verdict::Fail && !interrupted())

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "attn_oracle/internal/atomic_file.h"
+
 namespace ao {
 
 namespace fs = std::filesystem;
@@ -31,22 +33,12 @@ std::string read_holder(int fd) {
   return s.empty() ? "unknown" : s;
 }
 
-// Writes text to a new file at path; returns "" or why not (the errno text: EFBIG, ENOSPC, ...).
-std::string write_file(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return fmt::format("cannot create it: {}", std::strerror(errno));
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      return fmt::format("write failed after {} of {} bytes: {}", done, text.size(), std::strerror(err));
-    }
-    done += size_t(n);
-  }
-  if (::close(fd) != 0) return fmt::format("write failed: {}", std::strerror(errno));
-  return {};
+// Why a report file was not written, in the words the error names each file with.
+std::string save_failure(const SaveError& e) {
+  if (e.step == "create") return fmt::format("cannot create it: {}", e.reason());
+  if (e.step == "write") return fmt::format("write failed after {} of {} bytes: {}", e.done, e.size, e.reason());
+  if (e.step == "rename") return fmt::format("cannot rename it into place: {}", e.reason());
+  return fmt::format("write failed: {}", e.reason());  // fsync, close: the bytes may not be on disk
 }
 
 }  // namespace
@@ -108,23 +100,21 @@ void ReportDir::write(const std::vector<CaseResult>& results, const ReportStatus
       {kReportFiles[3], [&] { return report_html(results); }},
   };
   std::vector<std::string> failed;
-  std::vector<const char*> written;
+  std::vector<std::pair<const char*, AtomicFile>> written;
   for (const auto& [name, make] : files) {
     try {
-      const std::string err = write_file((tmp / name).string(), make());
-      if (err.empty())
-        written.push_back(name);
+      AtomicFile f((fs::path(dir_) / name).string(), (tmp / name).string());
+      if (const SaveError e = f.write(make()))
+        failed.push_back(fmt::format("{}: {}", name, save_failure(e)));
       else
-        failed.push_back(fmt::format("{}: {}", name, err));
+        written.emplace_back(name, std::move(f));
     } catch (const std::exception& e) {  // the writer itself (out of memory)
       failed.push_back(fmt::format("{}: {}", name, e.what()));
     }
   }
-  // Renamed only once all were written: the dir never shows a file of this run beside an older one.
-  for (const char* name : written) {
-    fs::rename(tmp / name, fs::path(dir_) / name, ec);
-    if (ec) failed.push_back(fmt::format("{}: cannot rename it into place: {}", name, ec.message()));
-  }
+  // Put in place only once all were written: the dir never shows a file of this run beside an older one.
+  for (auto& [name, f] : written)
+    if (const SaveError e = f.put_in_place()) failed.push_back(fmt::format("{}: {}", name, save_failure(e)));
   fs::remove_all(tmp, ec);
   if (!failed.empty()) {
     std::string list;

@@ -25,8 +25,10 @@
 #include "attn_oracle/pipeline/harness.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/internal/npy.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -44,18 +46,10 @@ std::string adapter(const std::string& args = "") {
   return std::string(kPython) + " '" + AO_SOURCE_DIR + "/scripts/adapters/numpy_ref.py' " + args;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "ao-test-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 int python(const std::string& code) {
   TempDir d;
-  const std::string f = d.path + "/t.py";
+  const std::string f = d.path.string() + "/t.py";
   std::ofstream(f) << code;
   return std::system((std::string(kPython) + " " + f).c_str());
 }
@@ -79,7 +73,7 @@ TEST(Npy, ReadsWhatNumpyWrites) {
   REQUIRE_NUMPY();
   TempDir d;
   ASSERT_EQ(python("import numpy as np\n"
-                   "d='" + d.path + "'\n"
+                   "d='" + d.path.string() + "'\n"
                    "np.save(d+'/f4.npy', np.arange(24, dtype=np.float32).reshape(2,3,4) * 0.5 - 3)\n"
                    "np.save(d+'/i4.npy', np.array([[-1, 7, 2**31-1]], dtype=np.int32))\n"
                    "np.save(d+'/u2.npy', np.array([0x3f80, 0xffff, 0], dtype=np.uint16))\n"
@@ -90,32 +84,32 @@ TEST(Npy, ReadsWhatNumpyWrites) {
                    "np.save(d+'/fortran.npy', np.asfortranarray(np.ones((2,3), np.float32)))\n"
                    "np.save(d+'/big.npy', np.ones(3, dtype='>f4'))\n"),
             0);
-  auto f4 = npy::read_as<float>(d.path + "/f4.npy", "<f4", {2, 3, 4});
+  auto f4 = npy::read_as<float>(d.path.string() + "/f4.npy", "<f4", {2, 3, 4});
   for (int i = 0; i < 24; ++i) EXPECT_EQ(f4[size_t(i)], float(i) * 0.5f - 3.f);
-  EXPECT_EQ(npy::read_as<int32_t>(d.path + "/i4.npy", "<i4", {1, 3}), (std::vector<int32_t>{-1, 7, 2147483647}));
-  EXPECT_EQ(npy::read_as<uint16_t>(d.path + "/u2.npy", "<u2", {3}), (std::vector<uint16_t>{0x3f80, 0xffff, 0}));
-  auto f2 = npy::read(d.path + "/f2.npy");
+  EXPECT_EQ(npy::read_as<int32_t>(d.path.string() + "/i4.npy", "<i4", {1, 3}), (std::vector<int32_t>{-1, 7, 2147483647}));
+  EXPECT_EQ(npy::read_as<uint16_t>(d.path.string() + "/u2.npy", "<u2", {3}), (std::vector<uint16_t>{0x3f80, 0xffff, 0}));
+  auto f2 = npy::read(d.path.string() + "/f2.npy");
   EXPECT_EQ(f2.descr, "<f2");
   EXPECT_EQ(f2.data.size(), 4u);
-  EXPECT_TRUE(npy::read_as<float>(d.path + "/empty.npy", "<f4", {0, 5}).empty());
-  EXPECT_EQ(npy::read_as<float>(d.path + "/scalar.npy", "<f4", {}), std::vector<float>{2.5f});
-  EXPECT_EQ(npy::read_as<float>(d.path + "/v2.npy", "<f4", {3}), (std::vector<float>{1, 1, 1}));
-  EXPECT_THROW(npy::read(d.path + "/fortran.npy"), npy::NpyError);
+  EXPECT_TRUE(npy::read_as<float>(d.path.string() + "/empty.npy", "<f4", {0, 5}).empty());
+  EXPECT_EQ(npy::read_as<float>(d.path.string() + "/scalar.npy", "<f4", {}), std::vector<float>{2.5f});
+  EXPECT_EQ(npy::read_as<float>(d.path.string() + "/v2.npy", "<f4", {3}), (std::vector<float>{1, 1, 1}));
+  EXPECT_THROW(npy::read(d.path.string() + "/fortran.npy"), npy::NpyError);
   try {
-    npy::read(d.path + "/big.npy");
+    npy::read(d.path.string() + "/big.npy");
     FAIL() << "big-endian accepted";
   } catch (const npy::NpyError& e) {
     EXPECT_NE(std::string(e.what()).find("big-endian"), std::string::npos) << e.what();
   }
   // Wrong dtype / shape are named.
   try {
-    npy::read_as<float>(d.path + "/i4.npy", "<f4", {1, 3});
+    npy::read_as<float>(d.path.string() + "/i4.npy", "<f4", {1, 3});
     FAIL();
   } catch (const npy::NpyError& e) {
     EXPECT_NE(std::string(e.what()).find("dtype <f4 expected, got <i4"), std::string::npos) << e.what();
   }
   try {
-    npy::read_as<float>(d.path + "/f4.npy", "<f4", {2, 12});
+    npy::read_as<float>(d.path.string() + "/f4.npy", "<f4", {2, 12});
     FAIL();
   } catch (const npy::NpyError& e) {
     EXPECT_NE(std::string(e.what()).find("shape (2, 12) expected, got (2, 3, 4)"), std::string::npos) << e.what();
@@ -133,9 +127,9 @@ TEST(Npy, NumpyReadsWhatWeWrite) {
   std::vector<int32_t> i(11);
   for (auto& x : i) x = int32_t(rng());
   std::vector<uint16_t> u{0x7fc0, 0x3f80, 0x8000};
-  npy::write(d.path + "/f.npy", "<f4", {7, 5, 3}, f.data());
-  npy::write(d.path + "/i.npy", "<i4", {11}, i.data());
-  npy::write(d.path + "/u.npy", "<u2", {1, 3}, u.data());
+  npy::write(d.path.string() + "/f.npy", "<f4", {7, 5, 3}, f.data());
+  npy::write(d.path.string() + "/i.npy", "<i4", {11}, i.data());
+  npy::write(d.path.string() + "/u.npy", "<u2", {1, 3}, u.data());
   std::string fl, il;
   for (size_t k = 0; k < f.size(); ++k) {
     const std::string x = std::isfinite(f[k]) ? fmt::format("{:.9g}", f[k]) : std::isnan(f[k]) ? "np.nan" : "-np.inf";
@@ -143,7 +137,7 @@ TEST(Npy, NumpyReadsWhatWeWrite) {
   }
   for (size_t k = 0; k < i.size(); ++k) il += fmt::format("{}{}", k ? "," : "", i[k]);
   EXPECT_EQ(python("import numpy as np, sys\n"
-                   "d='" + d.path + "'\n"
+                   "d='" + d.path.string() + "'\n"
                    "f=np.load(d+'/f.npy'); i=np.load(d+'/i.npy'); u=np.load(d+'/u.npy')\n"
                    "assert f.dtype==np.float32 and f.shape==(7,5,3), (f.dtype, f.shape)\n"
                    "assert np.array_equal(f.ravel(), np.array([" + fl + "], np.float32), equal_nan=True)\n"
@@ -155,7 +149,7 @@ TEST(Npy, NumpyReadsWhatWeWrite) {
 TEST(Npy, TruncatedTrailingAndGarbageFilesAreNamed) {
   TempDir d;
   std::vector<float> v(100, 1.f);
-  const std::string p = d.path + "/x.npy";
+  const std::string p = d.path.string() + "/x.npy";
   npy::write(p, "<f4", {10, 10}, v.data());
   const auto full = fs::file_size(p);
   fs::resize_file(p, full - 8);
@@ -177,7 +171,7 @@ TEST(Npy, TruncatedTrailingAndGarbageFilesAreNamed) {
   }
   std::ofstream(p, std::ios::trunc) << "not a numpy file at all";
   EXPECT_THROW(npy::read(p), npy::NpyError);
-  EXPECT_THROW(npy::read(d.path + "/nope.npy"), npy::NpyError);
+  EXPECT_THROW(npy::read(d.path.string() + "/nope.npy"), npy::NpyError);
 }
 
 // ---- the case directory ----
@@ -186,7 +180,7 @@ TEST(ExecCaseDir, MetaAndInputsDescribeTheLayout) {
   TempDir d;
   const Layout l = make_layout(parse_case("op=indexer docs=256,128 cp=2 rank=1 heads=2 dim=8 topk=4 dtype=bf16 seed=3"));
   const Inputs in = make_inputs(l);
-  const auto m = nlohmann::json::parse(write_case_dir(d.path, l, in));
+  const auto m = nlohmann::json::parse(write_case_dir(d.path.string(), l, in));
   EXPECT_EQ(m["cu_seqlens_q"], (std::vector<int64_t>{0, 256, 384}));
   ASSERT_EQ(m["segments"].size(), l.segments.size());
   for (size_t i = 0; i < l.segments.size(); ++i) {
@@ -197,15 +191,15 @@ TEST(ExecCaseDir, MetaAndInputsDescribeTheLayout) {
   EXPECT_EQ(m["inputs"]["q"]["stored_as"], "<u2");
   EXPECT_NE(m["dtype_note"].get<std::string>().find("uint16"), std::string::npos);
   // bf16 inputs are the exact bit patterns of the values the reference sees.
-  auto q = npy::read_as<uint16_t>(d.path + "/q.npy", "<u2", {l.q_rows, 2, 8});
+  auto q = npy::read_as<uint16_t>(d.path.string() + "/q.npy", "<u2", {l.q_rows, 2, 8});
   for (size_t i = 0; i < q.size(); ++i) {
     const float x = bf16_bits_to_f32(q[i]);
     if (std::isnan(in.q[i])) EXPECT_TRUE(std::isnan(x));
     else EXPECT_EQ(x, in.q[i]) << i;
   }
-  auto topk = npy::read_as<int32_t>(d.path + "/topk.npy", "<i4", {l.q_rows, 4});
+  auto topk = npy::read_as<int32_t>(d.path.string() + "/topk.npy", "<i4", {l.q_rows, 4});
   for (auto t : topk) EXPECT_EQ(t, kSentinelIndex);
-  std::ifstream cf(d.path + "/case.txt");
+  std::ifstream cf(d.path.string() + "/case.txt");
   std::string line;
   std::getline(cf, line);
   EXPECT_EQ(parse_case(line), l.c);
@@ -218,7 +212,7 @@ TEST(ExecCaseDir, SemanticsDescribeEveryConventionKey) {
   const Layout l = make_layout(parse_case(
       "op=sdpa docs=8,5 window=2 window_right=3 window_convention=fa empty_rows=posinf max_seqlen_kv=16 "
       "num_splits=2 hq=1 dim=8"));
-  const auto m = nlohmann::json::parse(write_case_dir(d.path, l, make_inputs(l)));
+  const auto m = nlohmann::json::parse(write_case_dir(d.path.string(), l, make_inputs(l)));
   EXPECT_EQ(m["window_right"], 3);
   EXPECT_EQ(m["window_convention"], "fa");
   EXPECT_EQ(m["empty_rows"], "posinf");
@@ -317,7 +311,7 @@ TEST(ExecFaultExtra, TimeoutKillsTheWholeProcessGroup) {
   ExecOptions o;
   o.timeout_s = 2;
   o.keep_dir = true;
-  o.work_root = root.path;
+  o.work_root = root.path.string();
   // The adapter starts a grandchild shell (`sh -c 'sleep 60; :' x <case dir>`) and sleeps itself.
   auto be = make_exec_backend(adapter("--fault sleep-child"), o);
   auto ref = make_backend("cpu-ref");
@@ -330,7 +324,7 @@ TEST(ExecFaultExtra, TimeoutKillsTheWholeProcessGroup) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     std::ifstream cmd(e.path() / "cmdline");
     std::string s((std::istreambuf_iterator<char>(cmd)), {});
-    if (s.find(root.path) != std::string::npos) ++survivors;
+    if (s.find(root.path.string()) != std::string::npos) ++survivors;
   }
   EXPECT_EQ(survivors, 0);
 }
@@ -369,7 +363,7 @@ TEST(ExecCli, ReproExitCodesThroughExec) {
 TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
   REQUIRE_NUMPY();
   TempDir d;
-  const std::string sock = d.path + "/ao.sock";
+  const std::string sock = d.path.string() + "/ao.sock";
   const std::string dir = std::string(AO_SOURCE_DIR) + "/scripts/adapters/";
   ASSERT_EQ(std::system((std::string(kPython) + " '" + dir + "ao_serve.py' --no-torch --idle-exit 60 --socket '" + sock +
                          "' >/dev/null 2>&1 &").c_str()),
@@ -407,13 +401,13 @@ namespace {
 struct Script {
   TempDir root;  // holds the script, pid files and (AO_EXEC_DIR) the case directories
   std::string path;
-  explicit Script(const std::string& body) : path(root.path + "/backend.sh") {
-    std::ofstream(path) << "#!/bin/sh\nd=\"$1\"\nR='" << root.path << "'\n" << body << "\n";
+  explicit Script(const std::string& body) : path(root.path.string() + "/backend.sh") {
+    std::ofstream(path) << "#!/bin/sh\nd=\"$1\"\nR='" << root.path.string() << "'\n" << body << "\n";
   }
   CaseResult run(double timeout = 20) const {
     ExecOptions o;
     o.timeout_s = timeout;
-    o.work_root = root.path;
+    o.work_root = root.path.string();
     auto be = make_exec_backend("/bin/sh '" + path + "'", o);
     auto ref = make_backend("cpu-ref");
     return run_case(parse_case(std::string(kIdxCp) + "4"), *be, *ref);
@@ -421,7 +415,7 @@ struct Script {
   // Case directories left under the root (every path must remove them).
   int case_dirs_left() const {
     int n = 0;
-    for (const auto& e : fs::directory_iterator(root.path)) n += e.path().filename().string().rfind("ao-exec-", 0) == 0;
+    for (const auto& e : fs::directory_iterator(root.path.string())) n += e.path().filename().string().rfind("ao-exec-", 0) == 0;
     return n;
   }
 };
@@ -483,8 +477,8 @@ TEST(ExecHostile, SymlinkedOutputsAreRefusedByName) {
     EXPECT_EQ(r.verdict.reason.find("9223372036854775807"), std::string::npos) << r.verdict.reason;
   }
   TempDir d;  // the reader itself, on a directory and a FIFO
-  ASSERT_EQ(::mkfifo((d.path + "/f.npy").c_str(), 0600), 0);
-  for (const std::string& p : {d.path, d.path + "/f.npy"}) {
+  ASSERT_EQ(::mkfifo((d.path.string() + "/f.npy").c_str(), 0600), 0);
+  for (const std::string& p : {d.path.string(), d.path.string() + "/f.npy"}) {
     try {
       npy::read_as<float>(p, "<f4", {1});
       ADD_FAILURE() << p << " read";
@@ -500,7 +494,7 @@ TEST(ExecHostile, SetsidDescendantDoesNotSurviveTheRun) {
            "while [ ! -s \"$R/orphan.pid\" ]; do sleep 0.05; done\nexit 0");
   auto r = s.run();
   EXPECT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
-  const pid_t orphan = read_pid(s.root.path + "/orphan.pid");
+  const pid_t orphan = read_pid(s.root.path.string() + "/orphan.pid");
   ASSERT_GT(orphan, 0);
   EXPECT_FALSE(alive(orphan)) << "pid " << orphan << " survived the run";
   EXPECT_EQ(s.case_dirs_left(), 0);
@@ -510,7 +504,7 @@ TEST(ExecHostile, SetsidDescendantDoesNotSurviveTheRun) {
   auto rt = t.run(2);
   EXPECT_NE(rt.verdict.reason.find("timed out after 2 s"), std::string::npos) << rt.verdict.reason;
   for (const char* f : {"/orphan.pid", "/sh.pid"}) {
-    const pid_t p = read_pid(t.root.path + f);
+    const pid_t p = read_pid(t.root.path.string() + f);
     ASSERT_GT(p, 0) << f;
     EXPECT_FALSE(alive(p)) << f << " " << p << " survived the timeout";
   }
@@ -534,7 +528,7 @@ TEST(ExecHostile, InterruptKillsTheCommandAndRemovesTheCaseDir) {
   EXPECT_LT(secs, 10);
   ASSERT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
   EXPECT_NE(r.verdict.reason.find("interrupted by signal 15"), std::string::npos) << r.verdict.reason;
-  const pid_t sh = read_pid(s.root.path + "/sh.pid");
+  const pid_t sh = read_pid(s.root.path.string() + "/sh.pid");
   ASSERT_GT(sh, 0);
   EXPECT_FALSE(alive(sh));
   EXPECT_EQ(s.case_dirs_left(), 0);
@@ -571,7 +565,7 @@ void write_announcing_npy(const std::string& path, uint64_t data_bytes) {
 
 TEST(ExecHostile, HugeNpyHeaderIsRefusedBeforeAllocating) {
   TempDir d;
-  const std::string huge = d.path + "/huge.npy";
+  const std::string huge = d.path.string() + "/huge.npy";
   write_announcing_npy(huge, uint64_t(100000000) * 8 * 4);  // a sparse 3.2 GB file, valid as such
   Script s("rm -f \"$d/topk.npy\"; ln '" + huge + "' \"$d/topk.npy\"");
   long kib = rss_growth_kib([&] {
@@ -601,13 +595,13 @@ TEST(ExecFaultExtra, StdoutFileIsBounded) {
   ExecOptions o;
   o.timeout_s = 60;
   o.keep_dir = true;
-  o.work_root = root.path;
+  o.work_root = root.path.string();
   auto be = make_exec_backend("echo first-line; yes flood | head -c 40000000; exit 3; :", o);
   auto ref = make_backend("cpu-ref");
   auto r = run_case(parse_case(std::string(kIdxCp) + "2"), *be, *ref);
   ASSERT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
   int dirs = 0;
-  for (const auto& e : fs::directory_iterator(root.path)) {
+  for (const auto& e : fs::directory_iterator(root.path.string())) {
     ++dirs;
     const auto f = e.path() / "stdout.txt";
     ASSERT_TRUE(fs::exists(f));

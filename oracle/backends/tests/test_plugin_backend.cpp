@@ -19,8 +19,10 @@
 #include "attn_oracle/pipeline/harness.h"
 #include "attn_oracle/pipeline/trial.h"
 #include "cli_run.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::TempDir;
 
 namespace {
 
@@ -297,14 +299,6 @@ struct EnvVar {
   ~EnvVar() { ::unsetenv(name.c_str()); }
 };
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "ao-plugin-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
 

@@ -20,8 +20,10 @@
 #include "attn_oracle/case/case.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/internal/subprocess.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -34,14 +36,6 @@ SubprocessOutcome sh(const std::string& script, double timeout = 20) {
 
 bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "ao-subprocess-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 pid_t pid_in(const fs::path& f) {
   std::ifstream in(f);

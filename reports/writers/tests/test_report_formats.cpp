@@ -19,18 +19,13 @@
 #include "attn_oracle/reports/escape.h"
 #include "attn_oracle/reports/report.h"
 #include "cli_run.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::fresh_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("ao_test_formats_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 bool have_python3() { return std::system("python3 -c 'import xml.etree.ElementTree' >/dev/null 2>&1") == 0; }
 
@@ -87,7 +82,7 @@ TEST(ReportFormats, EveryReportParsesAndShowsHostileTextAsWritten) {
   if (!have_python3()) GTEST_SKIP() << "python3 with xml.etree not found (scripts/tools/install-deps.sh installs it)";
   std::vector<CaseResult> res;
   for (size_t i = 0; i < kHostile.size(); ++i) res.push_back(hostile_result(i));
-  const fs::path dir = temp_dir("hostile");
+  const fs::path dir = fresh_dir("hostile");
   ASSERT_NO_THROW(write_report_files((dir / "rep").string(), res));
   std::ofstream(dir / "expect.json") << expectation(res).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
   EXPECT_EQ(check(dir / "rep", "--expect '" + (dir / "expect.json").string() + "'"), 0);
@@ -99,7 +94,7 @@ TEST(ReportFormats, CheckerRejectsBrokenReports) {
   if (!have_python3()) GTEST_SKIP() << "python3 not found";
   std::vector<CaseResult> res{hostile_result(3)};
   res[0].verdict.reason = "plain";
-  const fs::path dir = temp_dir("checker");
+  const fs::path dir = fresh_dir("checker");
   write_report_files((dir / "rep").string(), res);
   ASSERT_EQ(check(dir / "rep", "--cases 1"), 0);
   const fs::path md = dir / "rep" / "report.md", xml = dir / "rep" / "report.xml";
@@ -144,7 +139,7 @@ TEST(ReportFormats, XmlEscapeDropsWhatXmlForbids) {
 // report.md's row broke at the line break).
 TEST(ReportFormats, GateWithHostileStderrWritesWellFormedReports) {
   if (!have_python3()) GTEST_SKIP() << "python3 not found";
-  const fs::path dir = temp_dir("cli");
+  const fs::path dir = fresh_dir("cli");
   std::ofstream(dir / "bad.sh") << "printf 'bad \\357\\277\\276 \\357\\277\\277\\n# heading\\n<!-- hidden | x' >&2\n"
                                    "exit 3\n";
   std::ofstream(dir / "a.case") << "op=sdpa docs=16\nop=indexer docs=32\n";

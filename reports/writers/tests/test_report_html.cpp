@@ -11,8 +11,10 @@
 
 #include "attn_oracle/pipeline/harness.h"
 #include "attn_oracle/reports/report.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
@@ -36,13 +38,6 @@ std::string write(const fs::path& dir, const std::string& html) {
   const auto p = dir / "report.html";
   std::ofstream(p) << html;
   return p.string();
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 int sh(const std::string& cmd) { return std::system(cmd.c_str()); }

@@ -1,4 +1,4 @@
-// Reports under hostile conditions (issue 17.8, 17.10): foreign text that is not UTF-8, a report dir
+// Reports under hostile conditions: foreign text that is not UTF-8, a report dir
 // that is empty/unwritable/in use, stale reports of an earlier run, and a gate stopped by SIGINT.
 #include <gtest/gtest.h>
 
@@ -23,27 +23,16 @@
 #include "cli_run.h"
 #include "attn_oracle/reports/report.h"
 #include "attn_oracle/reports/report_dir.h"
+#include "temp_files.h"
 
 extern char** environ;
 
 using namespace ao;
+using test::fresh_dir;
+using test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("ao_test_robust_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 bool valid_utf8(const std::string& s) { return sanitize_utf8(s) == s; }
 
@@ -83,7 +72,7 @@ TEST(Utf8, NonUtf8BackendTextStillGivesAllReports) {
   auto ref = make_backend("cpu-ref");
   std::vector<CaseResult> res{run_case(parse_case("op=sdpa docs=16 seed=3"), bad, *ref)};
   ASSERT_EQ(res[0].verdict.kind, Verdict::Error);
-  const fs::path dir = temp_dir("utf8");
+  const fs::path dir = fresh_dir("utf8");
   ASSERT_NO_THROW(write_report_files(dir.string(), res));
   const auto j = nlohmann::json::parse(slurp(dir / "report.json"));
   EXPECT_EQ(j["cases"][0]["verdict"], "error");
@@ -100,7 +89,7 @@ TEST(Utf8, NonUtf8BackendTextStillGivesAllReports) {
 
 // The exec: path of the report: a script whose stderr is not UTF-8 (before: exit 2, no report).
 TEST(Utf8, GateWithNonUtf8StderrWritesItsReport) {
-  const fs::path dir = temp_dir("utf8cli");
+  const fs::path dir = fresh_dir("utf8cli");
   std::ofstream(dir / "bad.sh") << "printf 'broken \\377 and cut \\342\\202' >&2\nexit 3\n";
   std::ofstream(dir / "a.case") << "op=sdpa docs=16\n";
   const auto r = test::run_cli(fmt::format("gate {} --backend 'exec:/bin/sh {}' --report-dir {}",
@@ -114,7 +103,7 @@ TEST(Utf8, GateWithNonUtf8StderrWritesItsReport) {
 }
 
 TEST(ReportDir, EmptyPathIsRejected) {
-  const fs::path dir = temp_dir("empty");
+  const fs::path dir = fresh_dir("empty");
   std::ofstream(dir / "a.case") << "op=sdpa docs=16\n";
   for (const std::string& cmd : {"gate " + (dir / "a.case").string() + " --backend cpu-ref --report-dir ''",
                                 std::string("repro op=sdpa docs=16 --report-dir ''")}) {
@@ -130,7 +119,7 @@ TEST(ReportDir, EmptyPathIsRejected) {
 // Found before any case runs (before: after all of them, summary lost). A path under a regular file
 // is unwritable even for root.
 TEST(ReportDir, UnwritableDirIsAnErrorBeforeAnyCaseRuns) {
-  const fs::path dir = temp_dir("unwritable");
+  const fs::path dir = fresh_dir("unwritable");
   std::ofstream(dir / "a.case") << "op=sdpa docs=16\nop=indexer docs=32\n";
   std::ofstream(dir / "file") << "x";
   const std::string rep = (dir / "file" / "sub").string();
@@ -142,7 +131,7 @@ TEST(ReportDir, UnwritableDirIsAnErrorBeforeAnyCaseRuns) {
 }
 
 TEST(ReportDir, SecondRunOnALockedDirIsRefusedNamingTheHolder) {
-  const fs::path dir = temp_dir("lock");
+  const fs::path dir = fresh_dir("lock");
   std::ofstream(dir / "a.case") << "op=sdpa docs=16\n";
   const std::string rep = (dir / "rep").string();
   const std::string gate = fmt::format("gate {} --backend cpu-ref --report-dir {}", (dir / "a.case").string(), rep);
@@ -162,7 +151,7 @@ TEST(ReportDir, SecondRunOnALockedDirIsRefusedNamingTheHolder) {
 }
 
 TEST(ReportDir, OpeningRemovesTheLastRunsReportsAndWritesASet) {
-  const fs::path dir = temp_dir("stale");
+  const fs::path dir = fresh_dir("stale");
   for (const char* f : {"report.json", "report.md", "report.xml", "report.html"}) std::ofstream(dir / f) << "old run";
   fs::create_directories(dir / ".report-tmp-1");  // an interrupted write
   std::ofstream(dir / "notes.txt") << "not ours";
@@ -187,7 +176,7 @@ TEST(ReportDir, OpeningRemovesTheLastRunsReportsAndWritesASet) {
 // SIGINT after the first case finished: the gate stops after the case in flight, prints and reports
 // what finished (report.json status "interrupted"), and exits 128 + SIGINT.
 TEST(ReportDir, InterruptedGateWritesWhatFinishedAndExits130) {
-  const fs::path dir = temp_dir("sigint");
+  const fs::path dir = fresh_dir("sigint");
   std::ofstream(dir / "slow.sh") << "sleep 1\necho slow backend >&2\nexit 3\n";
   std::ofstream(dir / "a.case") << "op=sdpa docs=16\nop=sdpa docs=17\nop=sdpa docs=18\nop=sdpa docs=19\nop=sdpa docs=20\n";
   const fs::path out = dir / "out.txt", rep = dir / "rep";

@@ -28,25 +28,14 @@
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/pipeline/harness.h"
 #include "cli_run.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::fresh_dir;
+using test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("ao_test_stops_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 bool have_python3() { return std::system("python3 -c 'import xml.etree.ElementTree' >/dev/null 2>&1") == 0; }
 
@@ -137,7 +126,7 @@ class StopSignal : public ::testing::TestWithParam<std::tuple<std::string, int>>
 
 TEST_P(StopSignal, StopsCleanlyWithReportSummaryAndNoCaseDir) {
   const auto& [command, sig] = GetParam();
-  const fs::path dir = temp_dir(fmt::format("{}_{}", command, sig));
+  const fs::path dir = fresh_dir(fmt::format("{}_{}", command, sig));
   const fs::path tmp = dir / "tmp", running = dir / "running", out = dir / "out.txt", rep = dir / "rep";
   fs::create_directories(tmp);
   // A slow backend: it says it runs (its case dir exists in TMPDIR by then), then sleeps.
@@ -189,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(Commands, StopSignal,
 
 // Under nohup (SIGHUP ignored on entry) a hangup does not stop the gate: it runs every case.
 TEST(Stops, IgnoredOnEntryStaysIgnored) {
-  const fs::path dir = temp_dir("nohup");
+  const fs::path dir = fresh_dir("nohup");
   const fs::path tmp = dir / "tmp", running = dir / "running", out = dir / "out.txt";
   fs::create_directories(tmp);
   std::ofstream(dir / "slow.sh") << fmt::format("touch '{}'\nsleep 1\nexit 3\n", running.string());
@@ -211,7 +200,7 @@ TEST(Stops, IgnoredOnEntryStaysIgnored) {
 // (exit 141 = 128 + SIGPIPE, as a shell reports a writer killed by SIGPIPE), writes its reports as
 // interrupted by SIGPIPE and prints the summary on stderr (before: killed by SIGPIPE, no report).
 TEST(Stops, ClosedStdoutStopsTheGateWithItsReports) {
-  const fs::path dir = temp_dir("sigpipe");
+  const fs::path dir = fresh_dir("sigpipe");
   const fs::path tmp = dir / "tmp", err = dir / "err.txt", rep = dir / "rep";
   fs::create_directories(tmp);
   std::ofstream(dir / "slow.sh") << "sleep 0.3\nexit 3\n";
@@ -242,7 +231,7 @@ TEST(Stops, ClosedStdoutStopsTheGateWithItsReports) {
 
 // RLIMIT_FSIZE smaller than report.html (a failing case's pictures) but not than the other reports.
 TEST(Stops, FileSizeLimitIsAReportedWriteErrorNotADeath) {
-  const fs::path dir = temp_dir("fsize");
+  const fs::path dir = fresh_dir("fsize");
   const fs::path tmp = dir / "tmp", out = dir / "out.txt", rep = dir / "rep";
   fs::create_directories(tmp);
   std::ofstream(dir / "a.case") << "op=indexer docs=64,32 heads=2 dim=16 topk=8 cp=2 rank=1\n";
@@ -265,7 +254,7 @@ TEST(Stops, FileSizeLimitIsAReportedWriteErrorNotADeath) {
 
 // A backend that can reach the report dir makes report.json a directory while the gate runs.
 TEST(Stops, ADirectoryInPlaceOfOneReportCostsOnlyThatReport) {
-  const fs::path dir = temp_dir("isdir");
+  const fs::path dir = fresh_dir("isdir");
   const fs::path rep = dir / "rep";
   std::ofstream(dir / "evil.sh") << fmt::format("mkdir -p '{}/report.json/x'\nexit 3\n", rep.string());
   std::ofstream(dir / "a.case") << kSmall << "\n";

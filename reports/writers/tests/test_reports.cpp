@@ -15,8 +15,11 @@
 
 #include "attn_oracle/pipeline/harness.h"
 #include "attn_oracle/reports/report.h"
+#include "temp_files.h"
 
 using namespace ao;
+using test::fresh_dir;
+using test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
@@ -38,20 +41,6 @@ std::vector<CaseResult> sample_results() {
   ThrowingBackend t;
   r.push_back(run_case(parse_case("op=sdpa docs=64"), t, *ref));
   return r;
-}
-
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("ao_test_reports_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 // Parses the JUnit file with python3's xml.etree and checks its structure; returns the exit status.
@@ -129,7 +118,7 @@ TEST(Reports, JsonEncodesNonFiniteMetricsAsStrings) {
 TEST(Reports, JunitIsWellFormedWithSkippedFailureAndError) {
   if (!have_python3()) GTEST_SKIP() << "python3 with xml.etree not found (scripts/tools/install-deps.sh installs it)";
   const auto res = sample_results();
-  const fs::path dir = temp_dir("junit");
+  const fs::path dir = fresh_dir("junit");
   std::ofstream(dir / "report.xml") << report_junit(res);
   EXPECT_EQ(check_junit_with_python(dir / "report.xml", 4, 1, 1, 1), 0);
   // Markup in reasons and case lines is escaped.
@@ -150,7 +139,7 @@ TEST(Reports, MarkdownHasSummaryLineAndTable) {
 }
 
 TEST(Reports, ReproReportDirWritesAllThree) {
-  const fs::path dir = temp_dir("repro");
+  const fs::path dir = fresh_dir("repro");
   const std::string cmd = fmt::format(
       "'{}' repro op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 --backend cpu-ref --backend cpu-bug:derived-offsets "
       "--report-dir '{}' >/dev/null",

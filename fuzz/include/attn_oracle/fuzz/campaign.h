@@ -1,6 +1,6 @@
 // A fuzz campaign: generated cases (generator.h) run against a backend vs a reference; each failure
-// is shrunk through its choice sequence (choice_shrink.h) and deduplicated by its failure signature (failure_signature below): one
-// smallest case per signature is written, atomically, as <hash of its line>.case into the output
+// is shrunk (shrink_failure.h) and deduplicated by its failure signature (failure_signature.h): one
+// smallest case per signature is saved, atomically, as a found file (found_file.h) into the output
 // directory, the others are counted as merged into it. Deterministic for a (seed, shard, budget in
 // cases). A time budget B is a bound: no case or shrink run starts after B, so the campaign ends
 // within B plus one run (one case or one shrink candidate against backend and reference: the
@@ -18,55 +18,15 @@
 #pragma once
 #include <cstdint>
 #include <iosfwd>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "attn_oracle/fuzz/generator.h"
-#include "attn_oracle/pipeline/harness.h"
-#include "attn_oracle/fuzz/shrink.h"
+#include "attn_oracle/fuzz/campaign_options.h"
+#include "attn_oracle/fuzz/failure_signature.h"
+#include "attn_oracle/fuzz/found_file.h"
 #include "attn_oracle/verdict/verdict.h"
 
 namespace ao {
-
-struct Budget {
-  double seconds = 0;   // > 0: stop after this wall time
-  uint64_t cases = 0;   // > 0: stop after this many cases
-};
-// "60s", "5m", "1h" (time) or "N" (cases). Throws CaseError("budget", ...).
-Budget parse_budget(const std::string& s);
-// "i/n" with 0 <= i < n. Throws CaseError("shard", ...).
-std::pair<int, int> parse_shard(const std::string& s);
-
-struct CampaignOptions {
-  std::string backend, vs = "cpu-ref";
-  uint64_t seed = 1;
-  Budget budget{60, 0};
-  int shard = 0, shards = 1;   // this shard runs case numbers shard, shard+shards, ...
-  std::string out_dir;         // empty: write nothing
-  GenOptions gen;
-  int shrink_runs = 300;
-  int max_failures = 0;        // stop after this many failing cases (0: run the whole budget)
-  LayoutLimits lim;
-  bool progress = false;       // a \r progress line on stderr
-  int confirm_runs = 3;        // re-runs of each failure (and of its shrunk case) before it is kept
-};
-
-struct FoundCase {
-  uint64_t index = 0;          // case number in the campaign
-  std::string original, shrunk, file, signature;
-  std::optional<Choices> choices;  // the shrunk case's choice sequence (written as `# choices:`)
-  CaseResult original_result, shrunk_result;
-  int steps = 0, runs = 0;
-  ShrinkStop shrink_stop = ShrinkStop::Minimum;  // why the shrinker stopped
-  bool already_known = false;  // a valid file with this line or this signature existed before the campaign
-  bool resaved = false;        // the file at this name existed but was empty or unparsable: rewritten
-  uint64_t merged = 0;         // other failures of this campaign with the same signature
-  int repro_runs = 1, repro_fails = 1;           // the original case: runs, and runs failing like the first
-  int shrunk_repro_runs = 0, shrunk_repro_fails = 0;  // the same for the shrunk case (0 runs: not shrunk)
-  bool nondeterministic() const { return repro_fails < repro_runs || shrunk_repro_fails < shrunk_repro_runs; }
-  std::string save_error;      // non-empty: the case could not be written (why); `file` is empty
-};
 
 struct CampaignSummary {
   uint64_t cases = 0, invalid = 0;
@@ -87,26 +47,5 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err);
 std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s);
 // 1 if anything failed (or the generator produced an invalid case), 125 if nothing ran, else 0.
 int campaign_exit_code(const CampaignSummary& s);
-
-// File name of a shrunk case: 16 hex digits of a 64-bit FNV-1a hash of the canonical line.
-std::string case_hash(const std::string& line);
-// Two failures are "the same" when their signatures are equal: the backend under test (its portable
-// spelling, normalize_backend_spec: a temp socket or the checkout folder does not make a new one); the shrunk
-// case's verdict (FAIL with the sorted names, not values, of its failing metrics, or ERROR); and the
-// shrunk case's structure: op, mask, sliding window or not, cp > 1 or not, number of documents
-// (1, 2 or 3+), padding present or not (gaps, offsets, tail, capacity, CP chunk padding), dtype
-// class (f32 or 16-bit). Written into each found file as `# signature: ...`.
-std::string failure_signature(const std::string& backend, const Case& minimal, const Verdict& v);
-// Size order among cases of one signature: valid tokens (q + kv), then documents, then line length.
-bool smaller_case(const Case& a, const Case& b);
-// Writes `text` to `path` through a temporary file in the same directory (fsync, rename, fsync of
-// the directory): a crash leaves the old file or the new one, never a partial one.
-void write_file_atomically(const std::string& path, const std::string& text);
-// A found-case file that counts as known: a regular, non-empty file whose case lines all parse and
-// validate (at least one). Empty or unparsable files do not count (the campaign rewrites them).
-bool valid_found_file(const std::string& path, const LayoutLimits& lim = {});
-// Text of a found-case file (CaseFileWriter): comment lines (original line, backend in its portable
-// spelling, failing metrics, reproduction counts, the choice sequence as `# choices:`), then the line.
-std::string found_case_text(const CampaignOptions& opt, const FoundCase& f);
 
 }  // namespace ao

@@ -70,6 +70,9 @@ bool read_bounded_line(std::istream& in, std::string& line, const std::string& f
 // tab as `\n` `\r` `\t`, other control characters (C0, DEL, C1) and the Unicode line and paragraph
 // separators as `\xNN` / `\uNNNN`.
 std::string escape_comment_text(std::string_view text);
+// The text a comment line holds back: unescape_comment_text(escape_comment_text(t)) == sanitize_utf8(t).
+// An escape it does not know (not written by escape_comment_text) is kept as it stands.
+std::string unescape_comment_text(std::string_view escaped);
 
 // The one writer of case files.
 class CaseFileWriter {

@@ -19,6 +19,10 @@ struct CaseResult {
   double backend_seconds = 0, ref_seconds = 0;
   std::shared_ptr<const CaseArtifacts> artifacts;  // null unless run_case(..., keep_artifacts) failed
   std::shared_ptr<const Explanation> explanation;  // null unless run_case(..., explain) failed (explain.h)
+  // The trial's layout without its per-row vectors (row_segment, check_rows), kept for a FAIL or ERROR
+  // verdict: what describes the failing case's structure (fuzz's failure signatures) without a second
+  // make_layout. Null for a pass or skip.
+  std::shared_ptr<const Layout> layout;
 };
 
 // Throws CaseError for an invalid case (the caller maps it to exit code 2).

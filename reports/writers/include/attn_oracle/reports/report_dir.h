@@ -5,7 +5,8 @@
 //    run on the same dir is refused naming the holder's pid;
 //  * the previous run's report files are removed on open, so an interrupted run never leaves an older
 //    run's reports looking current;
-//  * write() puts each file into a temporary dir inside it, then renames the ones written into place; a
+//  * write() saves each file into a temporary dir inside it (AtomicFile, internal/atomic_file.h: written
+//    whole and fsynced), then renames the ones written into place; a
 //    file that cannot be written (EFBIG past RLIMIT_FSIZE, ENOSPC) or put in place (a directory where it
 //    goes) never costs the others: they are written, then a ReportDirError names every file missed.
 #pragma once
