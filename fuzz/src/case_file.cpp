@@ -154,7 +154,7 @@ std::optional<RecordedChoices> parse_choices_comment(const std::string& line) {
     else if (tok.rfind("op=", 0) == 0) r.gen.op = parse_op_filter(tok.substr(3)), op = true;
     else rest += " " + tok;
   }
-  if (!dims || !op) throw CaseError("choices", line, "needs dims=<small|glm|tiny> op=<indexer|sdpa|any>");
+  if (!dims || !op) throw CaseError("choices", line, "needs dims=<small|glm|tiny|wide> op=<indexer|sdpa|any>");
   r.seq = parse_choices(rest);
   return r;
 }

@@ -18,6 +18,9 @@
 //    often where q_len > kv_len under bottom-right, with right bounds past max_seqlen_kv), split-KV
 //    (num_splits), empty_rows=posinf, ties=strict (mostly where ties exist), wide heads (dim 128/256,
 //    few heads, fewer rows checked).
+// --dims wide draws every case's head dim above 256 (512 first, 264, 384, d_qk 576 / d_v 512) with GQA
+// heads: the large-tile domain (on Hopper the cuDNN frontend's FROST SDPA serves only 256 < d <= 512),
+// the small profile's layouts otherwise.
 // Large cases get `rows=` so the CPU oracle checks a sample (plus every boundary row).
 #include "attn_oracle/fuzz/generator.h"
 
@@ -36,11 +39,12 @@ DimsProfile parse_dims(const std::string& s) {
   if (s == "small") return DimsProfile::Small;
   if (s == "glm") return DimsProfile::Glm;
   if (s == "tiny") return DimsProfile::Tiny;
-  throw CaseError("dims", s, "must be small, glm or tiny");
+  if (s == "wide") return DimsProfile::Wide;
+  throw CaseError("dims", s, "must be small, glm, tiny or wide");
 }
 
 const char* dims_name(DimsProfile d) {
-  return d == DimsProfile::Glm ? "glm" : d == DimsProfile::Tiny ? "tiny" : "small";
+  return d == DimsProfile::Glm ? "glm" : d == DimsProfile::Tiny ? "tiny" : d == DimsProfile::Wide ? "wide" : "small";
 }
 
 std::optional<Op> parse_op_filter(const std::string& s) {
@@ -62,6 +66,7 @@ struct Profile {
   int max_heads = 8, max_dim = 64;  // small-dims caps (glm dims are fixed)
   int64_t long_doc = 0;  // rare long-row family: a document of max_doc+1 .. long_doc tokens (0 = none)
   int wide_dim = 0;      // rare wide-head family: dim 128 .. wide_dim with 1-2 heads (0 = none)
+  bool all_wide = false;  // every case from the large-tile head dims (> 256), GQA heads
 };
 
 Profile profile(DimsProfile d) {
@@ -71,6 +76,7 @@ Profile profile(DimsProfile d) {
   Profile p{4096, 8192, 256, int64_t(1) << 21};
   p.long_doc = 8192;  // rows above 4096 keys (long-row paths), checked on rows= samples
   p.wide_dim = 256;
+  if (d == DimsProfile::Wide) p.all_wide = true;
   return p;
 }
 
@@ -263,8 +269,12 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const bool glm = opt.dims == DimsProfile::Glm;
   int64_t max_keys = 1;
   for (size_t b = 0; b < c.kv_lens.size(); ++b) max_keys = std::max(max_keys, c.kv_lens[b]);
-  const bool wide = !glm && P.wide_dim > 0 && R.chance(0.06);  // head-dim sweep past max_dim: 128, 256
-  const int wide_dim = wide ? int(R.pick<int64_t>({128, P.wide_dim})) : 0;
+  // Head-dim sweep past max_dim (128, 256); the wide profile draws every case above 256, d = 512 simplest
+  // (576 stands for d_qk = 576 with d_v = 512, the MLA shape).
+  const bool wide = P.all_wide || (!glm && P.wide_dim > 0 && R.chance(0.06));
+  const int wide_dim = P.all_wide ? int(R.pick<int64_t>({512, 264, 384, 576}))
+                       : wide     ? int(R.pick<int64_t>({128, P.wide_dim}))
+                                  : 0;
   if (op == Op::Indexer) {
     c.heads = glm ? 32 : wide ? R.pick<int>({1, 2}) : std::min(P.max_heads, R.pick<int>({1, 2, 4, 4, 8}));
     c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({4, 8, 16, 32, 32, 64}));
@@ -275,12 +285,16 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     c.topk = int(std::clamp<int64_t>(k, 1, glm ? 2048 : 512));
   } else {
     auto [hq, hkv] = glm ? R.pick<std::pair<int, int>>({{32, 32}, {32, 8}, {32, 4}})
+                     : P.all_wide ? R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 2}, {8, 2}, {4, 4}})
                      : wide ? R.pick<std::pair<int, int>>({{1, 1}, {2, 1}})
                          : R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 1}, {4, 2}, {4, 4}, {6, 2}, {8, 2}, {6, 3}});
     c.hq = hq;
     c.hkv = hkv;
     c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({8, 16, 32, 64}));
-    c.dim_v = R.chance(0.25) ? (glm ? 64 : std::min(P.max_dim, R.pick<int>({8, 16, 32}))) : c.dim;
+    if (P.all_wide)
+      c.dim_v = c.dim == 576 ? 512 : c.dim;
+    else
+      c.dim_v = R.chance(0.25) ? (glm ? 64 : std::min(P.max_dim, R.pick<int>({8, 16, 32}))) : c.dim;
     if (c.mask != MaskKind::None && R.chance(0.15)) c.window = R.pick<int64_t>({1, 16, 64, 100});
     // Two-sided bands, the -1 sentinels and FlashAttention's convention; more often where queries
     // outnumber keys under bottom-right (right bounds past max_seqlen_kv meet the shift there).

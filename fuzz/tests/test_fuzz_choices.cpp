@@ -55,7 +55,7 @@ TEST(FuzzChoices, ReplayPastTheEndAnswersTheSimplestValue) {
   ReplayChoices over({99});
   EXPECT_EQ(over.integer(0, 4), 4);  // above the range: clamped
   // The empty sequence and all zeros give the same (simplest) case; deleting choices is always valid.
-  for (auto d : {DimsProfile::Small, DimsProfile::Glm, DimsProfile::Tiny}) {
+  for (auto d : {DimsProfile::Small, DimsProfile::Glm, DimsProfile::Tiny, DimsProfile::Wide}) {
     Choices eff;
     const Case c = replay_choices({}, dims(d), &eff);
     EXPECT_EQ(c, replay_choices(Choices(200, 0), dims(d)));
@@ -80,7 +80,7 @@ TEST(FuzzChoices, SimplestValueRotatesTheStoredValueNotTheDrawnOutcome) {
 }
 
 TEST(FuzzChoices, RecordedSequencesReplayToTheGeneratedCase) {
-  for (auto d : {DimsProfile::Small, DimsProfile::Tiny})
+  for (auto d : {DimsProfile::Small, DimsProfile::Tiny, DimsProfile::Wide})
     for (uint64_t i = 0; i < 400; ++i) {
       const GeneratedCase g = generate_recorded(3, i, dims(d));
       EXPECT_EQ(print_case(g.c), print_case(generate_case(3, i, dims(d))));
@@ -97,8 +97,8 @@ TEST(FuzzChoices, EverySequenceGivesAValidCase) {
   uint64_t st = 12345;
   auto rnd = [&] { return splitmix64(st++); };
   int n = 0;
-  for (auto d : {DimsProfile::Small, DimsProfile::Tiny, DimsProfile::Glm})
-    for (int k = 0; k < (d == DimsProfile::Glm ? 300 : 2000); ++k) {
+  for (auto d : {DimsProfile::Small, DimsProfile::Tiny, DimsProfile::Glm, DimsProfile::Wide})
+    for (int k = 0; k < (d == DimsProfile::Glm || d == DimsProfile::Wide ? 300 : 2000); ++k) {
       Choices s(rnd() % 120);
       const uint64_t mode = rnd() % 4;
       for (auto& v : s) v = mode == 0 ? rnd() % 2 : mode == 1 ? rnd() % 8 : mode == 2 ? rnd() % 70000 : rnd();
@@ -111,7 +111,7 @@ TEST(FuzzChoices, EverySequenceGivesAValidCase) {
       }
       ++n;
     }
-  EXPECT_EQ(n, 4300);
+  EXPECT_EQ(n, 4600);
 }
 
 #if defined(AO_FDP_HEADER)

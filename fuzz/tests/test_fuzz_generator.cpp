@@ -42,6 +42,36 @@ TEST(FuzzGenerator, GlmDimsAreRealisticAndValid) {
   EXPECT_GT(glm_topk, 100);
 }
 
+// --dims wide: every sdpa case's head dim above 256 (264/384/512, 576 with d_v 512), GQA among the heads,
+// valid and round-tripping; the simplest choices give d = 512; small's cases are unchanged by it.
+TEST(FuzzGenerator, WideDimsAreAboveTheSmallTilesAndValid) {
+  GenOptions o;
+  o.dims = DimsProfile::Wide;
+  o.op = Op::Sdpa;
+  std::map<int, int> dims;
+  int gqa = 0;
+  for (uint64_t i = 0; i < 600; ++i) {
+    const Case c = generate_case(7, i, o);
+    ASSERT_NO_THROW(make_layout(c)) << print_case(c);
+    ASSERT_EQ(parse_case(print_case(c)), c) << print_case(c);
+    EXPECT_GT(c.dim, 256) << print_case(c);
+    EXPECT_EQ(c.dim_v, c.dim == 576 ? 512 : c.dim) << print_case(c);
+    ++dims[c.dim];
+    gqa += c.hq > c.hkv && c.hkv > 1;
+  }
+  EXPECT_EQ(dims.size(), 4u);
+  EXPECT_GT(dims[512], 100);
+  EXPECT_GT(gqa, 50);
+  EXPECT_EQ(replay_choices({}, o).dim, 512);
+  EXPECT_EQ(parse_dims("wide"), DimsProfile::Wide);
+  EXPECT_STREQ(dims_name(DimsProfile::Wide), "wide");
+  GenOptions small;
+  small.op = Op::Sdpa;
+  int small_wide = 0;
+  for (uint64_t i = 0; i < 600; ++i) small_wide += generate_case(7, i, small).dim > 256;
+  EXPECT_EQ(small_wide, 0);
+}
+
 TEST(FuzzGenerator, DeterministicPerSeedAndIndex) {
   for (uint64_t i = 0; i < 50; ++i) EXPECT_EQ(print_case(generate_case(3, i)), print_case(generate_case(3, i)));
   int differ = 0;

@@ -5,7 +5,8 @@ families' offered ids, CUDNN_FRONTEND_ENABLE_FROST_ENGINES for the opt-in slots)
 on one small dense call (and THD for sdpa_fwd_wrapper_sm80): ran or declined with its own message, and
 when it ran the max |error| against torch's fp32 SDPA (a smoke check; the oracle judges the table).
 
-  cudnn-fe-sdpa-probe.py   (AO_SITE_DIR: the unpacked wheels)
+  cudnn-fe-sdpa-probe.py [NAME_PART...]   (AO_SITE_DIR: the unpacked wheels; NAME_PART: only the probes whose
+                                           name contains one, e.g. sdpa_bwd)
 """
 import os
 import site
@@ -18,6 +19,8 @@ if d:
     sys.path.insert(0, d)
     site.addsitedir(d)
 import torch  # noqa: E402
+
+ONLY = sys.argv[1:]  # probe names containing one of these (all when none given)
 
 
 def say(*a):
@@ -44,6 +47,8 @@ def ref(q, k, v, causal, bottom_right=False):
 
 
 def probe(name, fn):
+    if ONLY and not any(o in name for o in ONLY):
+        return
     t0 = time.perf_counter()
     try:
         res = fn()
@@ -125,20 +130,36 @@ def main():
                f"{float((o.reshape(96, 4, 128)[:64].float() - ro[0].transpose(0, 1)).abs().max()):.3g}"
     probe("sdpa_fwd_wrapper_sm80 THD d=128", sm80_thd)
 
-    def bwd_sm80():
+    # The backward's inputs come from the fp32 reference (O, natural LSE), not from the SM80 forward wrapper,
+    # which declines on SM90 before the backward would be reached. The LSE is tried in the shapes the
+    # wrapper's forward twin returns ((B, H, S) and (B, H, S, 1)) and both log bases; each try's outcome is kept.
+    def bwd_sm80(d=128, causal=True):
         from cudnn.sdpa import bwd
-        q, k, v = (bhsd(1, 4, 64, 128).requires_grad_(True) for _ in range(3))
-        o, lse = ref(q, k, v, True)
+        q, k, v = (bhsd(1, 4, 64, d).requires_grad_(True) for _ in range(3))
+        o, lse = ref(q, k, v, causal)
         do = torch.randn_like(o)
         o.backward(do)
-        f = fwd.sdpa_fwd_wrapper_sm80(q.detach(), k.detach(), v.detach(), is_causal=True, scale_softmax=128 ** -0.5)
-        r = bwd.sdpa_bwd_wrapper_sm80(q.detach(), k.detach(), v.detach(), f["o_tensor"], do.to(torch.bfloat16)
-                                      .transpose(1, 2).contiguous().transpose(1, 2), f["lse_tensor"], is_causal=True,
-                                      scale_softmax=128 ** -0.5)
-        torch.cuda.synchronize()
-        return ", ".join(f"{n} max|err| {float((r[n + '_tensor'].float() - g.grad).abs().max()):.3g} "
-                         f"(|ref| max {float(g.grad.abs().max()):.3g})" for n, g in (("dq", q), ("dk", k), ("dv", v)))
-    probe("sdpa_bwd_wrapper_sm80 dense d=128", bwd_sm80)
+        ob, dob = (x.detach().to(torch.bfloat16).transpose(1, 2).contiguous().transpose(1, 2) for x in (o, do))
+        tries = []
+        for shape in ("bhs", "bhs1"):
+            for base, l in (("natural", lse.detach()), ("log2", lse.detach() * 1.4426950408889634)):
+                l = (l if shape == "bhs" else l[..., None]).float().contiguous()
+                try:
+                    r = bwd.sdpa_bwd_wrapper_sm80(q.detach(), k.detach(), v.detach(), ob, dob, l, is_causal=causal,
+                                                  scale_softmax=d ** -0.5)
+                    torch.cuda.synchronize()
+                    errs = ", ".join(f"{n} max|err| {float((r[n + '_tensor'].float() - g.grad).abs().max()):.3g} "
+                                     f"(|ref| max {float(g.grad.abs().max()):.3g})" for n, g in (("dq", q), ("dk", k), ("dv", v)))
+                    tries.append(f"lse {shape} {base}: RAN: {errs}")
+                except Exception as e:  # noqa: BLE001 - what it says is the finding
+                    tries.append(f"lse {shape} {base}: {first_line(e)}")
+                    if "requires SM80" in str(e):
+                        raise  # the architecture decline: the same for every LSE form
+        ran = [t for t in tries if ": RAN: " in t]
+        if not ran:
+            raise RuntimeError("every LSE form failed: " + " || ".join(tries))
+        return " || ".join(tries)
+    probe("sdpa_bwd_wrapper_sm80 dense d=128 (fp32-reference forward)", bwd_sm80)
 
 
 if __name__ == "__main__":

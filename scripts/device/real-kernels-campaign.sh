@@ -20,7 +20,8 @@
 #   fa4-smoke  one padded-THD case through fa4_varlen in a fresh process (FA4 imports and runs)
 #   fa4-table  the seed-like table (scripts/device/fa4-table.case) through fa4_varlen
 #   fes-probe  what of the frontend's Python SDPA serves here (scripts/device/cudnn-fe-sdpa-probe.py:
-#              versions, the FROST families on offer, the direct wrappers sm90 / sm80 / bwd sm80)
+#              versions, the FROST families on offer, the direct wrappers sm90 / sm80 / bwd sm80;
+#              FES_PROBE_ONLY="sdpa_bwd": only the probes whose name holds one of its words)
 #   fes-table  the seed-003 table (scripts/device/fes-table.case) through cudnn_fe_sdpa: d=512 (FROST on
 #              SM90) with --engine auto|frost|backend and --bug derived-offsets, d=128 (backend), the
 #              wrappers, d=576/512; summary in fes-table.tsv (scripts/device/fes-table.py)
@@ -28,9 +29,16 @@
 #              $FUZZ_SEED) through `gate` for $FES512_S seconds (default: half of what is left), the
 #              failures shrunk with `attn-oracle shrink` into reports.tar.xz (found-fes512/)
 #   fes-fuzz   fes-fuzz512 beside `fuzz` with FUZZ=fes (two warm hosts on the GPU), for what is left
-#   fuzz       one fuzz per backend of $FUZZ (fe: cudnn_fe_indexer --bug none, op indexer; fa4:
-#              fa4_varlen, op sdpa; fes: cudnn_fe_sdpa, op sdpa, --dims small), all at once (one warm
-#              host each), --dims glm, --seed $FUZZ_SEED, for what is left of the budget (or $FUZZ_S seconds)
+#   fes-control  the table's padded and packed lines at d=512 through FROST pinned (--engine frost), the
+#              packed ones the control of the padded ones; `explain` of every failing line (fes-explain.txt)
+#   fes-fp32   the fp32 d=256 lines the backend failed (scripts/device/fes-fp32.case): `explain`, what the
+#              adapter wrote element by element (scripts/device/fes-out-pattern.py) and a dims/dtype sweep
+#              of the same layouts (fes-fp32.tsv)
+#   setup      nothing: CALL=2's unpacking and versions only (other instances then run CALL=3 beside)
+#   fuzz       one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS (fe: cudnn_fe_indexer --bug none, op
+#              indexer; fa4: fa4_varlen, op sdpa; fes: cudnn_fe_sdpa $FES_KNOBS, op sdpa, --dims $FES_DIMS
+#              (small)), all at once (one warm host each), --dims glm, for what is left of the budget (or
+#              $FUZZ_S seconds). FES_KNOBS="--engine frost" FES_DIMS=wide: FROST pinned at head dims > 256.
 # Each backend's fuzz runs with --shrink-runs $FUZZ_SHRINK_RUNS (12) and --max-failures $FUZZ_MAX_FAILURES
 # (0: the whole time), ending 45 s before the budget so that the summary prints before the call's end;
 # shrunk failures go to reports.tar.xz (found-<backend>/).
@@ -53,6 +61,7 @@ BUDGET_S=${BUDGET_S:-480}       # the whole call, setup included; the device's p
 BIN=${BIN:-/tmp/ao-bin}         # where CALL=2 unpacks .whl/ao-bin.tar.xz (CALL=3 reuses it)
 FUZZ=${FUZZ:-fe fa4}
 FUZZ_SEED=${FUZZ_SEED:-1}
+FUZZ_SEEDS=${FUZZ_SEEDS:-$FUZZ_SEED}  # the fuzz step runs one campaign per seed, side by side
 FUZZ_S=${FUZZ_S:-}              # fuzz seconds per backend (default: what is left of the budget)
 # A backend that fails on most cases (FA4 on padded THD) would end a --max-failures 3 campaign in a minute:
 # the step fuzzes for the whole time instead and keeps each new signature's shrink short.
@@ -203,7 +212,7 @@ have_fe=1; have_fa4=1
 
 # --- the warm hosts (one per adapter, so that fuzz campaigns run side by side) -----------------------------
 declare -A srv=()
-start_server() {  # adapter
+start_server() {  # host name (the adapter's name, or another for a second host of one adapter)
   local sock="$work/$1.sock"
   rm -f "$sock"
   $PY scripts/adapters/ao_serve.py --socket "$sock" >> "$OUT/serve.log" 2>&1 &
@@ -217,7 +226,7 @@ stop_server() {  # adapter
   $PY -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"adapter\": \"__quit__\"}\n"); s.recv(99)' "$work/$1.sock" 2>/dev/null
   sleep 0.5; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; srv[$1]=
 }
-client() { echo "$PY $PWD/scripts/adapters/ao_client.py --socket $work/$1.sock $1"; }
+client() { echo "$PY $PWD/scripts/adapters/ao_client.py --socket $work/$1.sock ${2:-$1}"; }  # host [adapter]
 
 summary=()
 notrun=()
@@ -302,32 +311,37 @@ step_fa4_table() {
   grep -v '^#' scripts/device/fa4-table.case | grep . > "$work/fa4-table.case"
   gate fa4-table "$work/fa4-table.case" warm
 }
-step_fuzz() {  # one fuzz per backend of $FUZZ, side by side
-  local fz=${FUZZ_S:-$(( $(left) - 45 ))} pids=() b a knobs op
+step_fuzz() {  # one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS, side by side
+  local fz=${FUZZ_S:-$(( $(left) - 45 ))} pids=() b a knobs op seed h tag
   (( fz <= $(left) - 45 )) || fz=$(( $(left) - 45 ))
   if (( fz < 30 )); then log "SKIP fuzz: $(left)s of the budget left"; notrun+=("fuzz:-"); return; fi
+  local tags=()
   for b in $FUZZ; do
     case $b in
       fe)  a=cudnn_fe_indexer knobs=" --bug none" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe: no frontend"; continue; } ;;
       fa4) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4: no FA4"; continue; } ;;
-      fes) a=cudnn_fe_sdpa knobs= op=sdpa; [[ -n "$have_fe" ]] || { log "SKIP fuzz fes: no frontend"; continue; } ;;
+      fes) a=cudnn_fe_sdpa knobs=${FES_KNOBS:+ $FES_KNOBS} op=sdpa; [[ -n "$have_fe" ]] || { log "SKIP fuzz fes: no frontend"; continue; } ;;
       *) log "fuzz: unknown backend $b (fe|fa4|fes)"; continue ;;
     esac
-    [[ -n "${srv[$a]:-}" ]] || start_server $a || continue
-    log "fuzz $b: ${fz}s, seed $FUZZ_SEED"
     local dims=glm; [[ $b == fes ]] && dims=${FES_DIMS:-small}  # glm is dim 128 only; small reaches 256
-    ( timeout -k 10 "$(( fz + 30 ))" "$AO" fuzz --backend "exec:$(client $a)$knobs" --dims $dims --op $op --seed "$FUZZ_SEED" \
-        --budget "${fz}s" --shrink-runs "$FUZZ_SHRINK_RUNS" --max-failures "$FUZZ_MAX_FAILURES" --out "$work/reports/found-$b" > "$OUT/fuzz-$b.txt" 2>&1
-      echo "exit $?" >> "$OUT/fuzz-$b.txt" ) &
-    pids+=($!)
+    for seed in $FUZZ_SEEDS; do
+      tag=$b; [[ "$FUZZ_SEEDS" == "$FUZZ_SEED" ]] || tag=$b-s$seed
+      h=$a; [[ $tag == "$b" ]] || h=$a-s$seed  # one warm host per campaign
+      [[ -n "${srv[$h]:-}" ]] || start_server "$h" || continue
+      log "fuzz $tag: ${fz}s, seed $seed, dims $dims, knobs:${knobs:- (none)}"
+      ( timeout -k 10 "$(( fz + 30 ))" "$AO" fuzz --backend "exec:$(client "$h" $a)$knobs" --dims $dims --op $op --seed "$seed" \
+          --budget "${fz}s" --shrink-runs "$FUZZ_SHRINK_RUNS" --max-failures "$FUZZ_MAX_FAILURES" --out "$work/reports/found-$tag" > "$OUT/fuzz-$tag.txt" 2>&1
+        echo "exit $?" >> "$OUT/fuzz-$tag.txt" ) &
+      pids+=($!); tags+=("$tag")
+    done
   done
   for p in "${pids[@]}"; do wait "$p"; done
-  for b in $FUZZ; do [[ -f "$OUT/fuzz-$b.txt" ]] && log "fuzz $b: $(grep -h 'fuzz-result' "$OUT/fuzz-$b.txt" | tail -1) $(tail -1 "$OUT/fuzz-$b.txt")"; done
+  for tag in "${tags[@]}"; do [[ -f "$OUT/fuzz-$tag.txt" ]] && log "fuzz $tag: $(grep -h 'fuzz-result' "$OUT/fuzz-$tag.txt" | tail -1) $(tail -1 "$OUT/fuzz-$tag.txt")"; done
 }
 
 step_fes_probe() {
   [[ -n "$have_fe" ]] || { log "SKIP fes-probe: the frontend does not import"; notrun+=("fes-probe:-"); return; }
-  timeout -k 5 "${FES_PROBE_S:-240}" $PY scripts/device/cudnn-fe-sdpa-probe.py > "$OUT/fes-probe.txt" 2>&1
+  timeout -k 5 "${FES_PROBE_S:-240}" $PY scripts/device/cudnn-fe-sdpa-probe.py ${FES_PROBE_ONLY:-} > "$OUT/fes-probe.txt" 2>&1
   log "fes-probe: exit $? ($(grep -c ': RAN' "$OUT/fes-probe.txt") ran, $(grep -c ': DECLINED' "$OUT/fes-probe.txt") declined/failed)"
 }
 fes_gates=()
@@ -357,6 +371,51 @@ step_fes_table() {
   printf '%s\n' "${fes_gates[@]}" > "$work/fes-gates.tsv"
   $PY scripts/device/fes-table.py "$OUT/fes-table.tsv" "$OUT/timing.jsonl" "$work/fes-gates.tsv"
   log "fes table: $OUT/fes-table.tsv ($(($(wc -l < "$OUT/fes-table.tsv") - 1)) rows)"
+}
+fes_explain() {  # report dir, adapter knobs... -> `explain` of each failing case, appended to fes-explain.txt
+  local rep=$1 line; shift
+  $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] == "fail"]' \
+    "$rep/report.json" 2>/dev/null | while read -r line; do
+    (( $(left) > 60 )) || { echo "(explain not run, budget: $line)"; continue; }
+    echo "=== explain [$*] $line"
+    timeout -k 5 120 "$AO" explain $line --backend "exec:$(client cudnn_fe_sdpa) $*" --top 4 2>&1
+    echo "exit $?"
+  done >> "$OUT/fes-explain.txt"
+}
+step_fes_control() {  # FROST pinned on the table's padded lines and the same documents packed
+  [[ -n "$have_fe" ]] || { log "SKIP fes-control: the frontend does not import"; notrun+=("fes-control:-"); return; }
+  fes_gates=()
+  fes_gate fes-d512-frost-all dim=512 all --engine frost
+  printf '%s\n' "${fes_gates[@]}" > "$work/fes-control-gates.tsv"
+  $PY scripts/device/fes-table.py "$OUT/fes-control.tsv" "$OUT/timing.jsonl" "$work/fes-control-gates.tsv"
+  fes_explain "$work/reports/fes-d512-frost-all" --engine frost
+  log "fes-control: $OUT/fes-control.tsv; explain: $(grep -c '^=== explain' "$OUT/fes-explain.txt" 2>/dev/null) lines"
+}
+step_fes_fp32() {  # the backend's fp32 d=256 failures: explain, the written pattern, a dims/dtype sweep
+  [[ -n "$have_fe" ]] || { log "SKIP fes-fp32: the frontend does not import"; notrun+=("fes-fp32:-"); return; }
+  local line keep="$work/keep" n=0
+  mkdir -p "$keep"
+  adapter=cudnn_fe_sdpa
+  [[ -n "${srv[cudnn_fe_sdpa]:-}" ]] || start_server cudnn_fe_sdpa || return
+  grep -v '^#' scripts/device/fes-fp32.case | grep . > "$work/fp32-all.case"
+  awk '$1 == "found" {$1 = ""; sub(/^ /, ""); print}' "$work/fp32-all.case" > "$work/fp32-found.case"
+  awk '$1 == "sweep" {$1 = ""; sub(/^ /, ""); print}' "$work/fp32-all.case" > "$work/fp32-sweep.case"
+  while read -r line; do
+    n=$((n + 1))
+    { echo "=== explain [auto] $line"; timeout -k 5 120 "$AO" explain $line --backend "exec:$(client cudnn_fe_sdpa)" --top 4 2>&1; echo "exit $?"; } >> "$OUT/fes-explain.txt"
+    mkdir -p "$keep/$n"
+    AO_EXEC_KEEP=1 AO_EXEC_DIR="$keep/$n" timeout -k 5 120 "$AO" repro $line --backend "exec:$PY $PWD/scripts/adapters/cudnn_fe_sdpa.py" \
+      > "$keep/$n.repro.txt" 2>&1
+    { echo "=== pattern $line"; tail -3 "$keep/$n.repro.txt"; $PY scripts/device/fes-out-pattern.py "$keep/$n"/* 2>&1; } >> "$OUT/fes-fp32-pattern.txt"
+  done < "$work/fp32-found.case"
+  fes_gates=()
+  gate fes-fp32-sweep "$work/fp32-sweep.case" warm
+  fes_gates+=("fes-fp32-sweep"$'\t'"$work/reports/fes-fp32-sweep"$'\t')
+  gate fes-fp32-sweep-backend "$work/fp32-sweep.case" warm --engine backend
+  fes_gates+=("fes-fp32-sweep-backend"$'\t'"$work/reports/fes-fp32-sweep-backend"$'\t'"--engine backend")
+  printf '%s\n' "${fes_gates[@]}" > "$work/fes-fp32-gates.tsv"
+  $PY scripts/device/fes-table.py "$OUT/fes-fp32.tsv" "$OUT/timing.jsonl" "$work/fes-fp32-gates.tsv"
+  log "fes-fp32: $n found lines explained and dumped, sweep in $OUT/fes-fp32.tsv"
 }
 step_fes_fuzz512() {  # generated FROST-domain lines through gate, then shrink the failures
   [[ -n "$have_fe" ]] || { log "SKIP fes-fuzz512: the frontend does not import"; notrun+=("fes-fuzz512:-"); return; }
@@ -409,7 +468,10 @@ for st in $STEPS; do
     fes-table) step_fes_table ;;
     fes-fuzz512) step_fes_fuzz512 ;;
     fes-fuzz) step_fes_fuzz ;;
-    *) log "unknown step $st (fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz)" ;;
+    fes-control) step_fes_control ;;
+    fes-fp32) step_fes_fp32 ;;
+    setup) ;;
+    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32)" ;;
   esac
 done
 for a in "${!srv[@]}"; do stop_server "$a"; done

@@ -15,15 +15,16 @@
 
 namespace ao {
 
-enum class DimsProfile { Small, Glm, Tiny };
+enum class DimsProfile { Small, Glm, Tiny, Wide };
 
 struct GenOptions {
   DimsProfile dims = DimsProfile::Small;  // small: CPU-fast; glm: 32 indexer heads x 128, topk 2048;
-                                          // tiny: short documents, cp <= 4, <= 4 heads x 16, no rows= (libFuzzer target)
+                                          // tiny: short documents, cp <= 4, <= 4 heads x 16, no rows= (libFuzzer target);
+                                          // wide: small's layouts, every head dim above 256 (264/384/512, 576 with d_v 512)
   std::optional<Op> op;                   // empty: both ops
 };
 
-// Throws CaseError("dims", ...) for anything but small|glm|tiny.
+// Throws CaseError("dims", ...) for anything but small|glm|tiny|wide.
 DimsProfile parse_dims(const std::string& s);
 const char* dims_name(DimsProfile d);
 // Throws CaseError("op", ...) for anything but indexer|sdpa|any (any = empty optional).
