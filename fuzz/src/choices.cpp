@@ -29,6 +29,22 @@ int64_t ChoiceSource::count(int64_t lo, int64_t hi) {
   return n;
 }
 
+int64_t ChoiceSource::weighted(int64_t hi, int64_t simplest, const std::vector<double>& weights) {
+  if (hi <= 0) return 0;
+  const uint64_t max = uint64_t(hi);
+  const uint64_t shift = uint64_t(std::clamp<int64_t>(simplest, 0, hi));
+  const uint64_t v = std::min(draw_weighted(max, shift, weights), max);
+  record_.push_back({v, max, false});
+  return int64_t(rotate(v, shift, max));
+}
+
+int64_t ChoiceSource::scheduled(int64_t n) {
+  if (n <= 0) return 0;
+  const uint64_t v = std::min(draw_scheduled(uint64_t(n)), uint64_t(n));
+  record_.push_back({v, uint64_t(n), false});
+  return int64_t(v);
+}
+
 bool ChoiceSource::chance(double p, bool simplest) {
   const bool v = draw_flag(p, simplest);
   record_.push_back({v ? 1u : 0u, 1, true});
@@ -43,12 +59,31 @@ Choices ChoiceSource::values() const {
 }
 
 RandomChoices::RandomChoices(uint64_t seed, uint64_t index)
-    : state_(splitmix64(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) ^ splitmix64(index + 0xABCDEFull)) {}
+    : state_(splitmix64(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) ^ splitmix64(index + 0xABCDEFull)),
+      turn_(index + splitmix64(seed) % 1024) {}
 
 uint64_t RandomChoices::next() { return splitmix64(state_++ * 0x2545F4914F6CDD1Dull); }
 uint64_t RandomChoices::draw(uint64_t max, uint64_t shift) {
   const uint64_t outcome = max == ~uint64_t(0) ? next() : next() % (max + 1);
   return shift == 0 ? outcome : rotate(outcome, max - shift + 1, max);  // the stored value of this outcome
+}
+uint64_t RandomChoices::draw_weighted(uint64_t max, uint64_t shift, const std::vector<double>& weights) {
+  double total = 0;
+  for (double w : weights) total += std::max(0.0, w);
+  if (weights.size() != max + 1 || !(total > 0)) return draw(max, shift);
+  double u = double(next() >> 11) * 0x1.0p-53 * total;
+  uint64_t outcome = 0;
+  for (double w : weights) {
+    if (outcome == max || u < std::max(0.0, w)) break;
+    u -= std::max(0.0, w);
+    ++outcome;
+  }
+  return shift == 0 ? outcome : rotate(outcome, max - shift + 1, max);
+}
+uint64_t RandomChoices::draw_scheduled(uint64_t max) {  // the next digit of the turn, in base max + 1
+  const uint64_t v = turn_ % (max + 1);
+  turn_ /= max + 1;
+  return v;
 }
 bool RandomChoices::draw_flag(double p, bool simplest) { return (double(next() >> 11) * 0x1.0p-53 < p) != simplest; }
 

@@ -10,7 +10,7 @@
 //  * q shorter or longer than kv with top-left and bottom-right alignment, mask none, windows;
 //  * top-k below, at, just above and far above the allowed keys; key compression ratio;
 //  * GQA ratios, all dtypes, all poisons, tie-stress quantisation, fp64 references;
-//  * the defect catalog's triggers (issue 15), each rare and each shrinking to the plain case:
+//  * the defect catalog's triggers, each rare and each shrinking to the plain case:
 //    values=extreme|plateau|clustered inputs (clustered mostly on long rows), a long-row family above
 //    the profile's max_doc (rows > 4096 keys under --dims small, rows= sampled), decode (q_len = 1),
 //    an empty K/V document (kv_len = 0) among others, chunked prefill (start_pos, kv extended),
@@ -21,6 +21,8 @@
 // --dims wide draws every case's head dim above 256 (512 first, 264, 384, d_qk 576 / d_v 512) with GQA
 // heads: the large-tile domain (on Hopper the cuDNN frontend's FROST SDPA serves only 256 < d <= 512),
 // the small profile's layouts otherwise.
+// The families take turns (Emphasis below): each case emphasises one, so rare triggers come up within
+// a dozen cases of any seed rather than at their base rate.
 // Large cases get `rows=` so the CPU oracle checks a sample (plus every boundary row).
 #include "attn_oracle/fuzz/generator.h"
 
@@ -82,6 +84,47 @@ Profile profile(DimsProfile d) {
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+// The key family a case emphasises. A campaign's cases take turns (ChoiceSource::scheduled: case n
+// of a seed emphasises family (n + r) mod N), so every family comes up within N consecutive cases
+// instead of at its base rate (some catalog triggers are drawn in well under 1% of plain cases).
+// The emphasis changes only the PRNG's probabilities and weights, never which decisions are drawn:
+// a replayed sequence gives the same case whatever its emphasis value, so shrinking moves it to
+// None freely. None keeps the plain mix, so nothing the base rates reach is lost.
+enum class Focus {
+  None,
+  Window,     // sdpa: bottom-right with queries past the keys, two-sided bands, right bounds past max_seqlen_kv
+  Sentinel,   // sdpa: the -1 sentinels of the window bounds, FlashAttention's convention
+  Cp,         // context parallel; sliding windows on CP ranks
+  Split,      // sdpa: split-KV with empty K/V documents among several, GQA
+  Metadata,   // boundary metadata: empty K/V documents, max_seqlen_q/kv past the longest lengths, padded
+              // and explicit offsets, packed O/stats offsets, chunked prefill, empty_rows=posinf
+  Decode,     // one query per document, mask=none (decode tiles)
+  Values,     // values=extreme|plateau|clustered, wide heads
+  LongRows,   // rows past max_doc keys behind a shorter document, clustered scores
+  Compressed, // indexer: key compression ratio with decode rows and chunked prefill
+  Ties,       // indexer: quantised inputs with strict tie order, queries starting past position 0
+};
+
+struct Emphasis {
+  Focus f = Focus::None;
+  int64_t turn = 0;  // which variant of the family, turning once per round of the families
+  // `base` in a case of another family, `emphasised` in one of family `g`.
+  double p(Focus g, double base, double emphasised) const { return f == g ? emphasised : base; }
+  bool on(Focus g) const { return f == g; }
+};
+
+Emphasis draw_emphasis(ChoiceSource& R, const std::optional<Op>& op) {
+  std::vector<Focus> fam = {Focus::None, Focus::Cp, Focus::Metadata, Focus::Decode, Focus::Values, Focus::LongRows};
+  if (op != Op::Indexer)
+    for (Focus f : {Focus::Window, Focus::Sentinel, Focus::Split}) fam.push_back(f);
+  if (op != Op::Sdpa)
+    for (Focus f : {Focus::Compressed, Focus::Ties}) fam.push_back(f);
+  const Focus f = fam[size_t(R.scheduled(int64_t(fam.size()) - 1))];
+  // Families whose triggers exclude each other alternate between them from one round to the next
+  // (drawn for every family, so that the emphasis never changes which decisions follow).
+  return {f, R.scheduled(1)};
+}
+
 int64_t edge_len(ChoiceSource& R, int64_t max_len) {
   int64_t L;
   switch (R.integer(0, 9)) {
@@ -95,13 +138,19 @@ int64_t edge_len(ChoiceSource& R, int64_t max_len) {
 }
 
 // Document lengths: one, a few, many, or one huge followed by many tiny ones.
-std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scale_cap, bool long_rows) {
+std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scale_cap, bool long_rows,
+                                 const Emphasis& E) {
   std::vector<int64_t> lens;
   const int64_t max_doc = std::min(P.max_doc, scale_cap);
-  const int64_t shape = long_rows ? -1 : R.integer(0, 19);
+  // Several documents: split-KV with an empty document among others, a stride of max_seqlen_kv, decode
+  // rows whose key tiles run into the next document.
+  const bool several = E.on(Focus::Split) || E.on(Focus::Metadata) || E.on(Focus::Decode);
+  std::vector<double> shape_w(20, 1.0);
+  if (several) std::fill(shape_w.begin(), shape_w.begin() + 9, 0.15);
+  const int64_t shape = long_rows ? -1 : R.integer_weighted(0, 19, 0, shape_w);
   if (shape < 0) {  // long rows: one document past max_doc, sometimes followed by a few short ones
     lens.push_back(R.pick<int64_t>({P.max_doc + 1, P.max_doc + 64, (P.max_doc + P.long_doc) / 2, P.long_doc}));
-    if (R.chance(0.3))
+    if (R.chance(E.p(Focus::LongRows, 0.3, 0.9)))
       for (int64_t i = 0, n = R.count(1, 3); i < n; ++i) lens.push_back(edge_len(R, 300));
   } else if (shape < 9) {
     lens.push_back(edge_len(R, max_doc));
@@ -125,7 +174,8 @@ std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scal
   }
   if (total > P.max_total) lens[0] = P.max_total;
   if (lens.size() > 1) {
-    const int64_t order = R.integer(0, 4, 2);  // shrinks to the generated order
+    // Shrinks to the generated order; long rows emphasised: the long document last, away from row 0.
+    const int64_t order = R.integer_weighted(0, 4, 2, {1, E.on(Focus::LongRows) ? 20.0 : 1.0, 1, 1, 1});
     if (order == 0) std::sort(lens.begin(), lens.end(), std::greater<>());  // largest first
     if (order == 1) std::sort(lens.begin(), lens.end());                    // largest last
   }
@@ -187,9 +237,11 @@ void choose_cp(ChoiceSource& R, const Profile& P, Case& c) {
   if (R.chance(0.2) && !(c.q_offsets.size() == lens.size() + 1)) c.tail = parts * R.pick<int64_t>({1, 2});
 }
 
-void choose_padding(ChoiceSource& R, Case& c) {
+void choose_padding(ChoiceSource& R, Case& c, const Emphasis& E) {
   const size_t B = c.q_lens.size();
-  const int64_t mode = R.integer(0, 9);
+  // Padded or explicit offsets where boundary metadata is emphasised.
+  const int64_t mode = R.integer_weighted(0, 9, 0, E.on(Focus::Metadata) ? std::vector<double>{0.05, 0.05, 0.05, 0.05, 1, 1, 1, 1, 1, 0.2}
+                                                                          : std::vector<double>(10, 1.0));
   auto gaps = [&] {
     std::vector<int64_t> g(B);
     for (auto& x : g) x = gap(R);
@@ -210,50 +262,80 @@ void choose_padding(ChoiceSource& R, Case& c) {
   const bool has_cap_entry = c.q_offsets.size() == B + 1 || c.kv_offsets.size() == B + 1;
   if (!has_cap_entry && R.chance(0.2)) c.tail = R.pick<int64_t>({1, 63, 64, 200});
   // Packed O / stats offsets while Q is padded (sdpa only: outputs follow Q under the indexer).
-  if (c.op == Op::Sdpa && (!c.q_pad.empty() || !c.q_offsets.empty()) && R.chance(0.25)) {
+  if (c.op == Op::Sdpa && (!c.q_pad.empty() || !c.q_offsets.empty()) && R.chance(E.p(Focus::Metadata, 0.25, 0.95))) {
     std::vector<int64_t> packed = offsets_from(c.q_lens, std::vector<int64_t>(B, 0), 0, false);
-    if (R.chance(0.5)) c.o_offsets = packed;
-    if (R.chance(0.5)) c.stats_offsets = packed;
+    if (R.chance(E.p(Focus::Metadata, 0.5, 0.85))) c.o_offsets = packed;
+    if (R.chance(E.p(Focus::Metadata, 0.5, 0.85))) c.stats_offsets = packed;
   }
 }
 
 }  // namespace
 
 Case generate_case(ChoiceSource& R, const GenOptions& opt) {
-  const Op op = opt.op ? *opt.op : (R.chance(0.55) ? Op::Indexer : Op::Sdpa);
+  const Emphasis E = draw_emphasis(R, opt.op);
+  const bool sdpa_family = E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::Split);
+  const bool indexer_family = E.on(Focus::Compressed) || E.on(Focus::Ties);
+  const double p_indexer = sdpa_family                                 ? 0.0
+                           : indexer_family                            ? 0.9
+                           : E.on(Focus::LongRows) || E.on(Focus::Values) ? 0.7
+                           : E.on(Focus::Cp)                           ? 0.1
+                           : E.on(Focus::Metadata)                     ? 0.1
+                           : E.on(Focus::Decode)                       ? 0.3
+                                                                       : 0.55;
+  const Op op = opt.op ? *opt.op : (R.chance(p_indexer) ? Op::Indexer : Op::Sdpa);
   const Profile P = profile(opt.dims);
   Case c = defaults_for(op);
-  const bool cp = R.chance(op == Op::Indexer ? 0.45 : 0.2);
+  const bool no_cp = E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::Decode) || E.on(Focus::Compressed) ||
+                     E.on(Focus::Metadata) || E.on(Focus::Split) || E.on(Focus::LongRows);
+  const bool cp = R.chance(E.on(Focus::Cp) ? 0.95 : no_cp ? 0.0 : op == Op::Indexer ? 0.45 : 0.2);
   // Input distributions that reach the catalog's triggers (value_shapes.h); clustered scores are
   // about long rows (radix-bin candidate buffers), so they mostly come with the long-row family.
-  if (R.chance(op == Op::Indexer ? 0.12 : 0.06))
-    c.values = op == Op::Indexer ? R.pick<Values>({Values::Extreme, Values::Plateau, Values::Clustered}) : Values::Extreme;
-  const bool long_rows = P.long_doc > 0 && R.chance(c.values == Values::Clustered ? 0.5 : 0.04);
+  if (R.chance(E.on(Focus::Values) ? 0.9 : E.on(Focus::LongRows) ? 0.7 : op == Op::Indexer ? 0.12 : 0.06))
+    c.values = op == Op::Indexer ? R.pick_weighted<Values>({Values::Extreme, Values::Plateau, Values::Clustered},
+                                                           {1, 1, E.on(Focus::LongRows) ? 8.0 : E.on(Focus::Values) ? 0.3 : 1.0})
+                                 : Values::Extreme;
+  const bool long_rows =
+      P.long_doc > 0 && R.chance(E.on(Focus::LongRows) ? 0.85 : c.values == Values::Clustered ? 0.5 : 0.04);
 
-  c.q_lens = doc_lengths(R, P, cp ? P.max_total : P.max_doc, long_rows);
+  c.q_lens = doc_lengths(R, P, cp ? P.max_total : P.max_doc, long_rows, E);
   c.kv_lens = c.q_lens;
-  if (op == Op::Indexer && !cp && R.chance(0.15)) c.ratio = R.pick<int>({2, 4});
+  if (op == Op::Indexer && !cp && R.chance(E.p(Focus::Compressed, 0.15, 0.95))) c.ratio = R.pick<int>({2, 4});
   if (cp) {
     choose_cp(R, P, c);
   } else {
-    if (R.chance(0.3))  // q shorter or longer than kv
+    // q shorter or longer than kv; queries past the keys where bottom-right windows are emphasised.
+    const std::vector<double> longer_w = E.on(Focus::Window) ? std::vector<double>{1, 0, 1, 0, 0, 4, 0}
+                                                             : std::vector<double>(7, 1.0);
+    if (R.chance(E.p(Focus::Window, 0.3, 0.95)))
       for (auto& kv : c.kv_lens)
-        kv = std::max<int64_t>(1, kv + R.pick<int64_t>({-1, 1, -63, 64, 129, -kv / 2, kv}));
+        kv = std::max<int64_t>(1, kv + R.pick_weighted<int64_t>({-1, 1, -63, 64, 129, -kv / 2, kv}, longer_w));
     if (c.ratio > 1 && R.chance(0.6))  // compressed keys: about len/ratio of them
       for (size_t b = 0; b < c.kv_lens.size(); ++b) c.kv_lens[b] = std::max<int64_t>(1, c.q_lens[b] / c.ratio);
-    if (R.chance(0.08))  // decode: one query per document against its whole K/V
+    if (R.chance(E.on(Focus::Decode) || E.on(Focus::Compressed) ? 0.9 : E.on(Focus::Split) ? 0.25 : 0.08))  // decode: one query per document
       for (auto& q : c.q_lens) q = 1;
-    if (op == Op::Indexer && R.chance(0.1)) {  // chunked / suffix prefill: queries start at start_pos
+    if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.1, 0.5))) {  // chunked / suffix prefill: queries start at start_pos
       c.start_pos = R.pick<int64_t>({0, 1, 16, 64, 1000});
       if (R.chance(0.7, true))  // the K/V holds the earlier chunks too
         for (size_t b = 0; b < c.kv_lens.size(); ++b)
           c.kv_lens[b] = std::max(c.kv_lens[b], (c.start_pos + c.q_lens[b]) / c.ratio);
     }
-    if (c.kv_lens.size() >= 2 && R.chance(0.08))  // an empty K/V document among others
-      c.kv_lens[size_t(R.integer(0, int64_t(c.kv_lens.size()) - 1))] = 0;
-    choose_padding(R, c);
+    if (c.kv_lens.size() >= 2 && R.chance(E.on(Focus::Split) ? 0.6 : E.on(Focus::Metadata) ? 0.9 : 0.08))  // an empty K/V document among others
+    {
+      // Not the first where split-KV is emphasised: its rows' stats then sit past other documents'.
+      std::vector<double> at_w(c.kv_lens.size(), 1.0);
+      if (E.on(Focus::Split)) at_w[0] = 0.1;
+      c.kv_lens[size_t(R.integer_weighted(0, int64_t(c.kv_lens.size()) - 1, 0, at_w))] = 0;
+    }
+    choose_padding(R, c, E);
   }
-  const int64_t mask = R.integer(0, 9, c.mask == MaskKind::BottomRight ? 4 : 0);  // shrinks to the op's default
+  // Shrinks to the op's default. Bottom-right where queries past the keys meet windows; no mask for
+  // decode tiles; a causal mask where windows or key compression need one.
+  std::vector<double> mask_w(10, 1.0);
+  if (E.on(Focus::Window)) mask_w = {0.1, 0.1, 0.1, 0.1, 1, 1, 1, 1, 1, 0};
+  if (E.on(Focus::Compressed)) mask_w = {0.1, 0.1, 0.1, 0.1, 1, 1, 1, 1, 1, 0};  // decode rows see keys under bottom-right
+  if (E.on(Focus::Sentinel) || (E.on(Focus::Cp) && op == Op::Sdpa)) mask_w[9] = 0;
+  if (E.on(Focus::Decode)) mask_w[9] = op == Op::Sdpa ? 27 : 9;
+  const int64_t mask = R.integer_weighted(0, 9, c.mask == MaskKind::BottomRight ? 4 : 0, mask_w);
   c.mask = mask < 4 ? MaskKind::TopLeft : mask < 9 ? MaskKind::BottomRight : MaskKind::None;
   if (c.mask == MaskKind::None) {  // crop, ratio and start_pos act on the causal key range only
     c.crop = false;
@@ -262,8 +344,9 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   }
   // The max_seqlen a kernel is given: above the longest lengths (split ranges, batch strides).
   const auto longest = [](const std::vector<int64_t>& v) { return *std::max_element(v.begin(), v.end()); };
-  if (R.chance(0.12)) c.max_seqlen_kv = longest(c.kv_lens) + R.pick<int64_t>({1, 64, 128, longest(c.kv_lens)});
-  if (R.chance(0.08)) c.max_seqlen_q = longest(c.q_lens) + R.pick<int64_t>({1, 64, longest(c.q_lens)});
+  if (R.chance(E.p(Focus::Metadata, 0.12, 0.6)))
+    c.max_seqlen_kv = longest(c.kv_lens) + R.pick<int64_t>({1, 64, 128, longest(c.kv_lens)});
+  if (R.chance(E.p(Focus::Metadata, 0.08, 0.3))) c.max_seqlen_q = longest(c.q_lens) + R.pick<int64_t>({1, 64, longest(c.q_lens)});
 
   // Dimensions.
   const bool glm = opt.dims == DimsProfile::Glm;
@@ -271,7 +354,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   for (size_t b = 0; b < c.kv_lens.size(); ++b) max_keys = std::max(max_keys, c.kv_lens[b]);
   // Head-dim sweep past max_dim (128, 256); the wide profile draws every case above 256, d = 512 simplest
   // (576 stands for d_qk = 576 with d_v = 512, the MLA shape).
-  const bool wide = P.all_wide || (!glm && P.wide_dim > 0 && R.chance(0.06));
+  const bool wide = P.all_wide || (!glm && P.wide_dim > 0 && R.chance(E.p(Focus::Values, 0.06, 0.4)));
   const int wide_dim = P.all_wide ? int(R.pick<int64_t>({512, 264, 384, 576}))
                        : wide     ? int(R.pick<int64_t>({128, P.wide_dim}))
                                   : 0;
@@ -280,14 +363,22 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({4, 8, 16, 32, 32, 64}));
     c.dim_v = c.dim;  // what parse_case derives for the indexer (dim_v is an sdpa key)
     const int64_t m = std::max<int64_t>(1, max_keys / c.ratio);
+    // Under key compression a decode row sees about ratio * m keys: m and 2m are then a half or a
+    // quarter of them, and a wrong tail key moves the selection.
+    const std::vector<double> k_w = E.on(Focus::Compressed) ? std::vector<double>{0.5, 0.5, 1, 3, 1, 3, 1, 0.5, 0.5}
+                                                            : std::vector<double>(9, 1.0);
     int64_t k = glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
-                    : R.pick<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.integer(1, std::min<int64_t>(m, 256)), 64, 128});
+                    : R.pick_weighted<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.integer(1, std::min<int64_t>(m, 256)), 64, 128}, k_w);
     c.topk = int(std::clamp<int64_t>(k, 1, glm ? 2048 : 512));
   } else {
+    // Grouped heads under split-KV and decode (per-head partial-state layouts).
+    const std::vector<double> heads_w = E.on(Focus::Split) || E.on(Focus::Decode) ? std::vector<double>{1, 1, 1, 3, 3, 3, 3, 3}
+                                                           : std::vector<double>(8, 1.0);
     auto [hq, hkv] = glm ? R.pick<std::pair<int, int>>({{32, 32}, {32, 8}, {32, 4}})
                      : P.all_wide ? R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 2}, {8, 2}, {4, 4}})
                      : wide ? R.pick<std::pair<int, int>>({{1, 1}, {2, 1}})
-                         : R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 1}, {4, 2}, {4, 4}, {6, 2}, {8, 2}, {6, 3}});
+                         : R.pick_weighted<std::pair<int, int>>(
+                               {{1, 1}, {2, 1}, {4, 1}, {4, 2}, {4, 4}, {6, 2}, {8, 2}, {6, 3}}, heads_w);
     c.hq = hq;
     c.hkv = hkv;
     c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({8, 16, 32, 64}));
@@ -295,26 +386,39 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
       c.dim_v = c.dim == 576 ? 512 : c.dim;
     else
       c.dim_v = R.chance(0.25) ? (glm ? 64 : std::min(P.max_dim, R.pick<int>({8, 16, 32}))) : c.dim;
-    if (c.mask != MaskKind::None && R.chance(0.15)) c.window = R.pick<int64_t>({1, 16, 64, 100});
+    const double p_window = E.on(Focus::Sentinel) ? 0.0 : E.on(Focus::Cp) ? 0.85 : E.on(Focus::Window) ? 0.3 : 0.15;
+    if (c.mask != MaskKind::None && R.chance(p_window))  // short windows on CP ranks' short chunks
+      c.window = R.pick_weighted<int64_t>({1, 16, 64, 100}, E.on(Focus::Cp) ? std::vector<double>{3, 2, 0.5, 0.2} : std::vector<double>(4, 1.0));
     // Two-sided bands, the -1 sentinels and FlashAttention's convention; more often where queries
     // outnumber keys under bottom-right (right bounds past max_seqlen_kv meet the shift there).
     bool q_longer = false;
     for (size_t b = 0; b < c.q_lens.size(); ++b) q_longer |= c.q_lens[b] > c.kv_lens[b];
-    if (c.mask != MaskKind::None && R.chance(q_longer && c.mask == MaskKind::BottomRight ? 0.4 : 0.12)) {
+    const bool band_family = E.on(Focus::Window) || E.on(Focus::Sentinel);
+    if (c.mask != MaskKind::None &&
+        R.chance(band_family       ? 0.95
+                 : E.on(Focus::Cp) ? 0.03
+                 : q_longer && c.mask == MaskKind::BottomRight ? 0.4
+                                                               : 0.12)) {
       const int64_t seqlen_kv = c.max_seqlen_kv > 0 ? c.max_seqlen_kv : longest(c.kv_lens);
-      c.window_right = R.pick<int64_t>({0, -1, 1, 16, seqlen_kv + 1, seqlen_kv + 64});
-      if (c.window == 0 && R.chance(0.5)) c.window = -1;
+      // Sentinel rounds alternate the causal (-1, 0) band and an unbounded right side (-1).
+      const std::vector<double> right_w = E.on(Focus::Window) ? std::vector<double>{0.2, 0.2, 1, 1, 2, 2}
+                                          : E.on(Focus::Sentinel) && E.turn == 0 ? std::vector<double>{1, 0.05, 0.02, 0.02, 0.02, 0.02}
+                                          : E.on(Focus::Sentinel) ? std::vector<double>{0.05, 1, 0.02, 0.02, 0.02, 0.02}
+                                                                  : std::vector<double>(6, 1.0);
+      c.window_right = R.pick_weighted<int64_t>({0, -1, 1, 16, seqlen_kv + 1, seqlen_kv + 64}, right_w);
+      if (c.window == 0 && R.chance(E.p(Focus::Sentinel, 0.5, 0.95))) c.window = -1;
       if (R.chance(0.3)) c.window_convention = WindowConvention::Fa;
     }
-    if (R.chance(0.2)) c.num_splits = R.pick<int>({2, 3, 4, 8, 16});
-    if (R.chance(0.04)) c.empty_rows = EmptyRows::PosInf;
+    if (R.chance(E.on(Focus::Split) ? 0.95 : E.on(Focus::Decode) ? 0.8 : 0.2)) c.num_splits = R.pick<int>({2, 3, 4, 8, 16});
+    if (R.chance(E.p(Focus::Metadata, 0.04, 0.95))) c.empty_rows = EmptyRows::PosInf;
   }
   c.dtype = R.pick<DType>({DType::F32, DType::BF16, DType::F16}, 1);  // shrinks to bf16, the default
   c.poison = R.pick<Poison>({Poison::NaN, Poison::Inf, Poison::Large, Poison::None});
   if (R.chance(0.1)) c.precision = Precision::F64;
-  if (op == Op::Indexer && R.chance(0.15)) c.levels = R.pick<uint32_t>({2, 16, 1024});
+  if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.15, 0.9))) c.levels = R.pick<uint32_t>({2, 16, 1024});
   // Strict tie order matters only where ties exist (quantised inputs, zero plateaus).
-  if (op == Op::Indexer && R.chance(c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02)) c.ties = Ties::Strict;
+  if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.9 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
+    c.ties = Ties::Strict;
   if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
   c.seed = R.integer(1, 1000000);
 

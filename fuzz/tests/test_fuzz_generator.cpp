@@ -173,74 +173,78 @@ TEST(FuzzGenerator, CoversTheEdgeFamilies) {
   EXPECT_EQ(cps, (std::set<int>{2, 3, 4, 8, 16, 32}));
 }
 
-// The defect catalog's triggers (issue 15): each reached at a stated minimum rate over 5000 recorded
-// cases (seed 13, --dims small, both ops), so a fuzz campaign meets each within ~2000 cases. The
-// table is printed (the README's trigger-rate table comes from it).
+// The defect catalog's triggers a case reaches, by name (the layout facts each one needs).
+std::map<std::string, bool> catalog_triggers(const Case& c) {
+  std::map<std::string, bool> seen;
+  auto hit = [&](const std::string& k, bool cond) { seen[k] = seen[k] || cond; };
+  const Layout l = make_layout(c, {}, LayoutMode::Describe);
+  const size_t B = c.q_lens.size();
+  const bool idx = c.op == Op::Indexer, sdpa = c.op == Op::Sdpa;
+  int64_t max_allowed = 0, max_seg_rows = 0;
+  bool empty_row = false;
+  for (const auto& s : l.segments) {
+    max_seg_rows = std::max(max_seg_rows, s.valid);
+    for (int64_t r = 0; r < s.valid; ++r) {
+      int64_t lo, hi;
+      l.allowed_range(s.doc, s.pos0 + r, lo, hi);
+      max_allowed = std::max(max_allowed, hi - lo);
+      empty_row |= hi <= lo;
+    }
+  }
+  bool q_longer = false, kv_empty = false, decode = false, unaligned_cp = false;
+  for (size_t b = 0; b < B; ++b) {
+    q_longer |= c.q_lens[b] > c.kv_lens[b];
+    kv_empty |= c.kv_lens[b] == 0;
+    decode |= c.q_lens[b] == 1 && c.kv_lens[b] > 1;
+    unaligned_cp |= c.cp > 1 && c.q_lens[b] % (c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp) != 0;
+  }
+  int interior_gaps = 0;  // gaps between K/V documents before the last one: [a a a pad b b pad pad c]
+  for (size_t b = 0; b + 1 < B; ++b)
+    interior_gaps += l.docs[b + 1].kv_off > l.docs[b].kv_off + l.docs[b].kv_len;
+  const bool window = c.window != 0 || c.window_right != 0 || c.window_convention == WindowConvention::Fa;
+
+  hit("values=extreme sdpa: every logit < -65504", sdpa && c.values == Values::Extreme);
+  hit("values=extreme indexer: fewer scores >= -65504 than k",
+      idx && c.values == Values::Extreme && c.topk > max_allowed / 32 + 1);
+  hit("values=plateau: zero plateau at the k-th", idx && c.values == Values::Plateau && c.topk < max_allowed);
+  hit("values=clustered, row > 2048 keys", idx && c.values == Values::Clustered && max_allowed > 2048);
+  hit("indexer row > 4096 keys", idx && max_allowed > 4096);
+  hit("sdpa row > 4096 keys", sdpa && max_allowed > 4096);
+  hit("segment > 148 rows", max_seg_rows > 148);
+  hit("indexer topk > allowed", idx && c.topk > max_allowed);
+  hit("interior padding (2+ gaps before the last doc)", B >= 3 && interior_gaps >= 2);
+  hit("cp length not divisible by 2cp (padded)", unaligned_cp);
+  hit("q > kv, bottomright, window", sdpa && q_longer && c.mask == MaskKind::BottomRight && window);
+  hit("q > kv, bottomright, window_right > max_seqlen_kv",
+      sdpa && q_longer && c.mask == MaskKind::BottomRight && c.window_right > l.max_seqlen_kv);
+  hit("window_right > 0 (two-sided)", c.window_right > 0);
+  hit("window (-1, 0) sentinel", c.window == -1 && c.window_right == 0);
+  hit("window_right = -1", c.window_right == -1);
+  hit("window_convention=fa", c.window_convention == WindowConvention::Fa);
+  hit("cp with window (sdpa)", sdpa && c.cp > 1 && window);
+  hit("kv_len = 0 among others", B >= 2 && kv_empty);
+  hit("decode q_len = 1, mask none (sdpa)", sdpa && decode && c.mask == MaskKind::None);
+  hit("GQA decode + num_splits > 1", sdpa && decode && c.hq > c.hkv && c.num_splits > 1);
+  hit("num_splits > 1, 2+ docs", sdpa && c.num_splits > 1 && B >= 2);
+  hit("num_splits > 1, a row with no key", sdpa && c.num_splits > 1 && empty_row);
+  hit("max_seqlen_kv > longest", c.max_seqlen_kv > 0 && c.max_seqlen_kv > *std::max_element(c.kv_lens.begin(), c.kv_lens.end()));
+  hit("max_seqlen_q > longest", c.max_seqlen_q > 0 && c.max_seqlen_q > *std::max_element(c.q_lens.begin(), c.q_lens.end()));
+  hit("start_pos > 0 (indexer)", idx && c.start_pos > 0);
+  hit("ratio > 1 and q_len = 1", idx && c.ratio > 1 && decode);
+  hit("empty_rows=posinf", c.empty_rows == EmptyRows::PosInf);
+  hit("ties=strict with ties (levels/plateau)", c.ties == Ties::Strict && (c.levels > 0 || c.values == Values::Plateau));
+  hit("indexer dim 32 bf16 (rows < 128 bytes)", idx && c.dim == 32 && c.dtype == DType::BF16);
+  for (int d : {32, 64, 128, 256}) hit("dim " + std::to_string(d), c.dim == d);
+  return seen;
+}
+
+// The defect catalog's triggers: each reached at a stated minimum rate over 5000 recorded cases
+// (seed 13, --dims small, both ops). The table is printed (the README's trigger-rate table comes from it).
 TEST(FuzzGenerator, ReachesTheCatalogTriggers) {
   const int N = 5000;
   std::map<std::string, int> seen;
-  auto hit = [&](const std::string& k, bool cond) { seen[k] += cond ? 1 : 0; };
-  for (uint64_t i = 0; i < uint64_t(N); ++i) {
-    const Case c = generate_case(13, i);
-    const Layout l = make_layout(c, {}, LayoutMode::Describe);
-    const size_t B = c.q_lens.size();
-    const bool idx = c.op == Op::Indexer, sdpa = c.op == Op::Sdpa;
-    int64_t max_allowed = 0, max_seg_rows = 0;
-    bool empty_row = false;
-    for (const auto& s : l.segments) {
-      max_seg_rows = std::max(max_seg_rows, s.valid);
-      for (int64_t r = 0; r < s.valid; ++r) {
-        int64_t lo, hi;
-        l.allowed_range(s.doc, s.pos0 + r, lo, hi);
-        max_allowed = std::max(max_allowed, hi - lo);
-        empty_row |= hi <= lo;
-      }
-    }
-    bool q_longer = false, kv_empty = false, decode = false, unaligned_cp = false;
-    for (size_t b = 0; b < B; ++b) {
-      q_longer |= c.q_lens[b] > c.kv_lens[b];
-      kv_empty |= c.kv_lens[b] == 0;
-      decode |= c.q_lens[b] == 1 && c.kv_lens[b] > 1;
-      unaligned_cp |= c.cp > 1 && c.q_lens[b] % (c.cp_scheme == CpScheme::Zigzag ? 2 * c.cp : c.cp) != 0;
-    }
-    int interior_gaps = 0;  // gaps between K/V documents before the last one: [a a a pad b b pad pad c]
-    for (size_t b = 0; b + 1 < B; ++b)
-      interior_gaps += l.docs[b + 1].kv_off > l.docs[b].kv_off + l.docs[b].kv_len;
-    const bool window = c.window != 0 || c.window_right != 0 || c.window_convention == WindowConvention::Fa;
-
-    hit("values=extreme sdpa: every logit < -65504", sdpa && c.values == Values::Extreme);
-    hit("values=extreme indexer: fewer scores >= -65504 than k",
-        idx && c.values == Values::Extreme && c.topk > max_allowed / 32 + 1);
-    hit("values=plateau: zero plateau at the k-th", idx && c.values == Values::Plateau && c.topk < max_allowed);
-    hit("values=clustered, row > 2048 keys", idx && c.values == Values::Clustered && max_allowed > 2048);
-    hit("indexer row > 4096 keys", idx && max_allowed > 4096);
-    hit("sdpa row > 4096 keys", sdpa && max_allowed > 4096);
-    hit("segment > 148 rows", max_seg_rows > 148);
-    hit("indexer topk > allowed", idx && c.topk > max_allowed);
-    hit("interior padding (2+ gaps before the last doc)", B >= 3 && interior_gaps >= 2);
-    hit("cp length not divisible by 2cp (padded)", unaligned_cp);
-    hit("q > kv, bottomright, window", sdpa && q_longer && c.mask == MaskKind::BottomRight && window);
-    hit("q > kv, bottomright, window_right > max_seqlen_kv",
-        sdpa && q_longer && c.mask == MaskKind::BottomRight && c.window_right > l.max_seqlen_kv);
-    hit("window_right > 0 (two-sided)", c.window_right > 0);
-    hit("window (-1, 0) sentinel", c.window == -1 && c.window_right == 0);
-    hit("window_right = -1", c.window_right == -1);
-    hit("window_convention=fa", c.window_convention == WindowConvention::Fa);
-    hit("cp with window (sdpa)", sdpa && c.cp > 1 && window);
-    hit("kv_len = 0 among others", B >= 2 && kv_empty);
-    hit("decode q_len = 1, mask none (sdpa)", sdpa && decode && c.mask == MaskKind::None);
-    hit("GQA decode + num_splits > 1", sdpa && decode && c.hq > c.hkv && c.num_splits > 1);
-    hit("num_splits > 1, 2+ docs", sdpa && c.num_splits > 1 && B >= 2);
-    hit("num_splits > 1, a row with no key", sdpa && c.num_splits > 1 && empty_row);
-    hit("max_seqlen_kv > longest", c.max_seqlen_kv > 0 && c.max_seqlen_kv > *std::max_element(c.kv_lens.begin(), c.kv_lens.end()));
-    hit("max_seqlen_q > longest", c.max_seqlen_q > 0 && c.max_seqlen_q > *std::max_element(c.q_lens.begin(), c.q_lens.end()));
-    hit("start_pos > 0 (indexer)", idx && c.start_pos > 0);
-    hit("ratio > 1 and q_len = 1", idx && c.ratio > 1 && decode);
-    hit("empty_rows=posinf", c.empty_rows == EmptyRows::PosInf);
-    hit("ties=strict with ties (levels/plateau)", c.ties == Ties::Strict && (c.levels > 0 || c.values == Values::Plateau));
-    hit("indexer dim 32 bf16 (rows < 128 bytes)", idx && c.dim == 32 && c.dtype == DType::BF16);
-    for (int d : {32, 64, 128, 256}) hit("dim " + std::to_string(d), c.dim == d);
-  }
+  for (uint64_t i = 0; i < uint64_t(N); ++i)
+    for (const auto& [k, hit] : catalog_triggers(generate_case(13, i))) seen[k] += hit ? 1 : 0;
   // Minimum rates in permille: 2000 cases then hold several of each (>= 3 per mille: ~6).
   const std::map<std::string, int> min_permille = {
       {"values=extreme sdpa: every logit < -65504", 10},
@@ -281,5 +285,92 @@ TEST(FuzzGenerator, ReachesTheCatalogTriggers) {
     std::printf("  %-56s %5d / %d  (%.1f%%)\n", k.c_str(), n, N, 100.0 * n / N);
     ASSERT_TRUE(min_permille.count(k)) << k;
     EXPECT_GE(n * 1000, min_permille.at(k) * N) << "trigger family too rare: " << k;
+  }
+}
+
+namespace {
+
+// The case keys a campaign's families turn on (0 = the key at its default).
+std::map<std::string, bool> key_families(const Case& c) {
+  bool decode = false, kv_empty = false;
+  for (size_t b = 0; b < c.q_lens.size(); ++b) decode |= c.q_lens[b] == 1, kv_empty |= c.kv_lens[b] == 0 && c.q_lens.size() > 1;
+  return {
+      {"cp", c.cp > 1},
+      {"window / window_right / window_convention", c.window != 0 || c.window_right != 0},
+      {"num_splits", c.num_splits > 1},
+      {"max_seqlen_q / max_seqlen_kv", c.max_seqlen_q > 0 || c.max_seqlen_kv > 0},
+      {"empty_rows=posinf", c.empty_rows == EmptyRows::PosInf},
+      {"kv_lens with an empty document", kv_empty},
+      {"q_lens = 1 (decode)", decode},
+      {"mask=none", c.mask == MaskKind::None},
+      {"values", c.values != Values::Normal},
+      {"ratio", c.ratio > 1},
+      {"levels", c.levels > 0},
+      {"ties=strict", c.ties == Ties::Strict},
+      {"q_offsets / kv_offsets / pad", !c.q_offsets.empty() || !c.q_pad.empty() || !c.kv_pad.empty()},
+      {"o_offsets / stats_offsets", !c.o_offsets.empty() || !c.stats_offsets.empty()},
+      {"rows (long rows sampled)", c.rows > 0},
+  };
+}
+
+// The first case index (of `limit`) at which each name of `facts` holds, per seed.
+template <class Facts>
+std::map<std::string, std::vector<int>> first_hits(Facts facts, int seeds, int limit, const GenOptions& o = {}) {
+  std::map<std::string, std::vector<int>> first;
+  for (int s = 1; s <= seeds; ++s) {
+    std::map<std::string, int> at;
+    for (int i = 0; i < limit; ++i)
+      for (const auto& [k, hit] : facts(generate_case(uint64_t(s), uint64_t(i), o)))
+        if (hit && !at.count(k)) at[k] = i;
+    for (const auto& [k, hit] : facts(generate_case(uint64_t(s), 0, o))) first[k].push_back(at.count(k) ? at[k] : -1);
+  }
+  return first;
+}
+
+}  // namespace
+
+// The families take turns (generator.cpp, Emphasis): every key family is drawn within the first 30
+// cases of each of 40 seeds, on both ops together and on each op alone (the worst first case of each
+// is printed; a plain mix needs hundreds of cases for some).
+TEST(FuzzGenerator, EveryKeyFamilyEarlyInEverySeed) {
+  for (auto op : {std::optional<Op>{}, std::optional<Op>{Op::Indexer}, std::optional<Op>{Op::Sdpa}}) {
+    GenOptions o;
+    o.op = op;
+    for (const auto& [k, firsts] : first_hits(key_families, 40, 30, o)) {
+      const bool sdpa_only = k == "num_splits" || k == "empty_rows=posinf" || k == "o_offsets / stats_offsets" ||
+                             k.rfind("window", 0) == 0;
+      const bool indexer_only = k == "ratio" || k == "levels" || k == "ties=strict";
+      if ((op == Op::Indexer && sdpa_only) || (op == Op::Sdpa && indexer_only)) continue;
+      for (size_t s = 0; s < firsts.size(); ++s)
+        EXPECT_GE(firsts[s], 0) << k << " not drawn in the first 30 cases of seed " << s + 1
+                                << (op ? std::string(" op=") + to_string(*op) : std::string());
+      std::printf("  %-8s %-44s worst first case %d\n", op ? to_string(*op) : "any", k.c_str(),
+                  *std::max_element(firsts.begin(), firsts.end(), [](int x, int y) { return (x < 0 ? 1 << 20 : x) < (y < 0 ? 1 << 20 : y); }));
+    }
+  }
+}
+
+// Every catalog trigger early in every campaign: within 30 cases on the median seed of 20 and within
+// 300 on every seed (a plain mix reaches some of them in fewer than 1 case in 200).
+TEST(FuzzGenerator, EveryCatalogTriggerEarlyInEverySeed) {
+  for (const auto& [k, firsts] : first_hits(catalog_triggers, 20, 300)) {
+    std::vector<int> f = firsts;
+    for (int& x : f) x = x < 0 ? 100000 : x;
+    std::sort(f.begin(), f.end());
+    std::printf("  %-56s median %3d, worst %4d\n", k.c_str(), f[f.size() / 2], f.back());
+    EXPECT_LT(f.back(), 300) << k << ": not within 300 cases of some seed";
+    EXPECT_LE(f[f.size() / 2], 30) << k << ": median first case";
+  }
+}
+
+// The emphasis only steers the PRNG: a recorded sequence with its emphasis decision set to the plain
+// mix (0) replays to the same case, so shrinking never has to keep it.
+TEST(FuzzGenerator, EmphasisNeverChangesAReplayedCase) {
+  for (uint64_t i = 0; i < 600; ++i) {
+    GeneratedCase g = generate_recorded(17, i);
+    ASSERT_FALSE(g.choices.empty());
+    Choices plain = g.choices;
+    plain[0] = 0;
+    EXPECT_EQ(print_case(replay_choices(plain)), print_case(g.c)) << "case " << i;
   }
 }

@@ -44,6 +44,23 @@ class ChoiceSource {
   T pick(std::initializer_list<T> xs, size_t simplest = 0) {
     return *(xs.begin() + integer(0, int64_t(xs.size()) - 1, int64_t(simplest)));
   }
+  // pick() whose PRNG draw follows `weights` (one per option, >= 0, not all 0). The weights steer
+  // only what RandomChoices draws: a replay or a fuzzer input reads the same stored value as pick()'s,
+  // so a shrunk or replayed case does not depend on them.
+  template <class T>
+  T pick_weighted(std::initializer_list<T> xs, const std::vector<double>& weights, size_t simplest = 0) {
+    return *(xs.begin() + weighted(int64_t(xs.size()) - 1, int64_t(simplest), weights));
+  }
+  // integer(lo, hi, simplest) whose PRNG draw follows weights[v - lo] (as pick_weighted()).
+  int64_t integer_weighted(int64_t lo, int64_t hi, int64_t simplest, const std::vector<double>& weights) {
+    return hi <= lo ? lo : lo + weighted(hi - lo, simplest - lo, weights);
+  }
+  // A decision in [0, n] that the campaign's PRNG source takes from its case number (round-robin
+  // over the n + 1 outcomes, rotated by the seed) instead of drawing it, so that every outcome comes
+  // up within n + 1 consecutive cases; replayed and fuzzer sources read it like integer(0, n). A
+  // second scheduled decision of the same case takes the next digit (case number / (n + 1)), so it
+  // turns once per round of the first.
+  int64_t scheduled(int64_t n);
   // What was drawn so far, in order (the effective sequence of a replay: clamped, zeros past the end).
   const std::vector<Choice>& record() const { return record_; }
   Choices values() const;
@@ -54,8 +71,13 @@ class ChoiceSource {
   virtual uint64_t draw(uint64_t max, uint64_t shift) = 0;
   // The stored value of a chance: the outcome is `value != simplest`.
   virtual bool draw_flag(double p, bool simplest) = 0;
+  // The stored value of a weighted pick (outcome i drawn with probability weights[i] / sum), and of a
+  // scheduled decision; by default the plain draw.
+  virtual uint64_t draw_weighted(uint64_t max, uint64_t shift, const std::vector<double>&) { return draw(max, shift); }
+  virtual uint64_t draw_scheduled(uint64_t max) { return draw(max, 0); }
 
  private:
+  int64_t weighted(int64_t hi, int64_t simplest, const std::vector<double>& weights);
   std::vector<Choice> record_;
 };
 
@@ -67,10 +89,13 @@ class RandomChoices : public ChoiceSource {
  protected:
   uint64_t draw(uint64_t max, uint64_t shift) override;
   bool draw_flag(double p, bool simplest) override;
+  uint64_t draw_weighted(uint64_t max, uint64_t shift, const std::vector<double>& weights) override;
+  uint64_t draw_scheduled(uint64_t max) override;
 
  private:
   uint64_t next();
   uint64_t state_;
+  uint64_t turn_;  // case number + a rotation by seed; scheduled() decisions take its digits
 };
 
 // Plays `seq` back: a value above a decision's range is clamped to it; past the end, 0.
