@@ -10,7 +10,7 @@
 //  * q shorter or longer than kv with top-left and bottom-right alignment, mask none, windows;
 //  * top-k below, at, just above and far above the allowed keys; key compression ratio;
 //  * GQA ratios, all dtypes, all poisons, tie-stress quantisation, fp64 references;
-//  * the defect catalog's triggers (issue 15), each rare and each shrinking to the plain case:
+//  * the defect catalog's triggers, each rare and each shrinking to the plain case:
 //    values=extreme|plateau|clustered inputs (clustered mostly on long rows), a long-row family above
 //    the profile's max_doc (rows > 4096 keys under --dims small, rows= sampled), decode (q_len = 1),
 //    an empty K/V document (kv_len = 0) among others, chunked prefill (start_pos, kv extended),
@@ -218,7 +218,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const Profile P = profile(opt.dims);
   Case c = defaults_for(op);
   const bool cp = R.chance(op == Op::Indexer ? 0.45 : 0.2);
-  // Input distributions that reach the catalog's triggers (value_shapes.h); clustered scores are
+  // Input distributions that reach the catalog's triggers (value_distributions.h); clustered scores are
   // about long rows (radix-bin candidate buffers), so they mostly come with the long-row family.
   if (R.chance(op == Op::Indexer ? 0.12 : 0.06))
     c.values = op == Op::Indexer ? R.pick<Values>({Values::Extreme, Values::Plateau, Values::Clustered}) : Values::Extreme;
