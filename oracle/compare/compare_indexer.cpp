@@ -162,6 +162,15 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
   return build_verdict(std::move(metrics), std::move(notes), WorseIs::Lowest);
 }
 
+// Per thread, a row's sets (seen, in_ref: hash nodes of the returned and the reference's keys) and its
+// lists (to_score, listed). Counted in one part with the reference's row-block scratch, as a refusal over
+// --max-mem names it; the SDPA comparator's rows are the reference stage's (sdpa_truth).
+std::vector<ScratchBytes> compare_scratch_bytes(const Layout& l) {
+  if (l.c.op != Op::Indexer) return {};
+  const double K = l.c.topk;
+  return {{"the reference's per-thread scratch", 2 * K * 64 + 4 * K, "topk"}};
+}
+
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
   return l.c.op == Op::Indexer ? compare_indexer(l, in, got, ref) : compare_sdpa(l, in, got, ref);
 }
