@@ -78,7 +78,7 @@ struct LayoutLimits {
   // The stages' per-thread scratch, summed into the budget before anything of the case's size exists.
   // The pipeline supplies it with the threads of this machine (with_stage_memory, pipeline/memory_budget.h);
   // empty: the layout's own parts (tensors, metadata, artifacts) and the process baseline only.
-  std::function<std::vector<ScratchBytes>(const Layout&)> scratch;
+  std::function<std::vector<ScratchBytes>(const Layout&)> scratch = {};
 };
 
 // Full: everything a run needs. Describe: validation, documents, segments and the memory estimate
