@@ -51,7 +51,7 @@ bool judged_by_rule(const Layout& l, RowBuffer b, int64_t row, const Change& ch)
 // first and last rows (boundaries and pad rows) and a spread between.
 std::vector<int64_t> rows_to_change(const Layout& l, int64_t n) {
   std::vector<int64_t> v;
-  if (n <= 48) {
+  if (n <= 32) {
     for (int64_t r = 0; r < n; ++r) v.push_back(r);
     return v;
   }
@@ -62,7 +62,7 @@ std::vector<int64_t> rows_to_change(const Layout& l, int64_t n) {
       if (r >= 0 && r < n) v.push_back(r);
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
-  if (v.size() > 40) v.resize(40);
+  if (v.size() > 32) v.resize(32);
   return v;
 }
 
@@ -72,7 +72,7 @@ TEST(JudgedRegion, ComparatorSelftestAndRuleAgreeOnEveryChangedRow) {
   auto ref_backend = make_backend("cpu-ref");
   int cases = 0, cp = 0, padded = 0, forbid = 0, allow = 0, judged = 0, unjudged = 0, fills_in_pads = 0;
   for (uint64_t seed : {7u, 20261204u})
-    for (uint64_t i = 0, here = 0; i < 600 && here < 40; ++i) {
+    for (uint64_t i = 0, here = 0; i < 600 && here < 16; ++i) {
       Case c = generate_case(seed, i);
       c.pad_writes = i % 2 ? PadWrites::Allow : PadWrites::Forbid;
       Layout probe;
@@ -133,14 +133,16 @@ TEST(JudgedRegion, ComparatorSelftestAndRuleAgreeOnEveryChangedRow) {
       }
     }
   // The seeds reach what the region distinguishes.
-  EXPECT_EQ(cases, 80);
-  EXPECT_GT(cp, 3);
-  EXPECT_GT(padded, 8);
-  EXPECT_GT(forbid, 12);
-  EXPECT_GT(allow, 12);
-  EXPECT_GT(judged, 500);
-  EXPECT_GT(unjudged, 100);
-  EXPECT_GT(fills_in_pads, 10);
+  std::printf("  %d cases (%d CP, %d padded, %d forbid, %d allow): %d changes judged, %d not, %d fills in pad slots\n",
+              cases, cp, padded, forbid, allow, judged, unjudged, fills_in_pads);
+  EXPECT_EQ(cases, 32);
+  EXPECT_GT(cp, 2);
+  EXPECT_GT(padded, 4);
+  EXPECT_GT(forbid, 8);
+  EXPECT_GT(allow, 8);
+  EXPECT_GT(judged, 200);
+  EXPECT_GT(unjudged, 40);
+  EXPECT_GT(fills_in_pads, 5);
 }
 
 // A pad slot is judged on whether it was written, not on its order: two clobbers that write the same
