@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "commands.h"
 #include "layout_text.h"
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : bad_input_code();
   }
   lim.max_bytes = int64_t(max_mem_gib * double(1 << 30));
+  lim = with_stage_memory(lim);  // every command's layouts count the stages' scratch
   try {
     if (*repro)
       return cmd_repro(case_args, backends, vs, report_dir_opt->count() ? &report_dir : nullptr, !no_explain, lim);

@@ -288,7 +288,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const bool no_cp = E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::Decode) || E.on(Focus::Compressed) ||
                      E.on(Focus::Metadata) || E.on(Focus::Split) || E.on(Focus::LongRows);
   const bool cp = R.chance(E.on(Focus::Cp) ? 0.95 : no_cp ? 0.0 : op == Op::Indexer ? 0.45 : 0.2);
-  // Input distributions that reach the catalog's triggers (value_shapes.h); clustered scores are
+  // Input distributions that reach the catalog's triggers (value_distributions.h); clustered scores are
   // about long rows (radix-bin candidate buffers), so they mostly come with the long-row family.
   if (R.chance(E.on(Focus::Values) ? 0.9 : E.on(Focus::LongRows) ? 0.7 : op == Op::Indexer ? 0.12 : 0.06))
     c.values = op == Op::Indexer ? R.pick_weighted<Values>({Values::Extreme, Values::Plateau, Values::Clustered},

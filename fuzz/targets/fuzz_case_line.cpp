@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attn_oracle/layout/layout.h"
+#include "attn_oracle/pipeline/memory_budget.h"
 
 namespace {
 
@@ -49,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_bytes = ao::kProcessBaselineBytes + (int64_t(32) << 20);
   lim.threads = 1;
   try {
-    const ao::Layout l = ao::make_layout(c, lim);
+    const ao::Layout l = ao::make_layout(c, ao::with_stage_memory(lim));
     if (int64_t(l.row_segment.size()) != l.q_rows) violated(input, "row_segment size != q_rows");
     for (const auto& s : l.segments)
       if (s.row0 < 0 || s.rows < 0 || s.row0 + s.rows > l.q_rows || s.valid > s.rows)

@@ -5,8 +5,9 @@
 //    fp32 accumulation over heads x dim at the row's input magnitudes). Gate: >= min_recall (1).
 //  * out-of-causal (same document, not allowed), cross-document, out-of-range (outside the KV buffer
 //    or in a KV pad slot), duplicates, wrong -1 fill (count of -1 != k - min(k, allowed)), unwritten rows,
-//    and writes into Q pad rows outside every segment (clobbered_pad_slots, pad_writes=forbid). All
-//    gated at 0.
+//    and writes into pad slots (clobbered_pad_slots, pad_writes=forbid). All gated at 0.
+// The rows judged and the pad slots are the judged region's (judged_region.h): every checked row, a
+// segment's pad rows included (they must hold k fills), and the Q rows outside every segment.
 //  * ties=strict only: rows whose exactly tied keys (equal fp64 exact score) are not in ascending index
 //    order, or whose tie at the k-th was not taken at the lowest indices (tie_order_rows, gated at 0).
 #include <algorithm>
@@ -17,6 +18,7 @@
 
 #include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/compare/judged_region.h"
 #include "attn_oracle/reference/reference.h"
 #include "attn_oracle/compare/tolerance.h"
 
@@ -38,7 +40,8 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
     bool unwritten = false, bad_fill = false, bad = false, tie_order = false;
     double ov = 1, rc = 1;
   };
-  const auto& rows = l.check_rows;
+  const JudgedRegion region(l);
+  const auto& rows = region.value_rows();
   std::vector<RowStats> st(rows.size());
 #pragma omp parallel for schedule(dynamic, 16) num_threads(omp_team_size())
   for (size_t ri = 0; ri < rows.size(); ++ri) {
@@ -111,7 +114,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
     x.rc = expect ? double(std::min(good, expect)) / double(expect) : (seen.empty() ? 1.0 : 0.0);
   }
   int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0, fill_rows = 0, unwritten = 0,
-          pad_written = 0, rows_scored = 0, tie_rows = 0;
+          rows_scored = 0, tie_rows = 0;
   double ov_min = 1, ov_sum = 0, rc_min = 1, rc_sum = 0;
   std::vector<RowNote> notes;
   for (size_t ri = 0; ri < rows.size(); ++ri) {
@@ -134,15 +137,7 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
       notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), std::min(x.ov, x.rc)});
     }
   }
-  // Q rows outside every segment are pad slots: a write there (anything but sentinel or -1) clobbers.
-  if (c.pad_writes == PadWrites::Forbid)
-    for (int64_t r = 0; r < l.q_rows; ++r) {
-      if (l.row_segment[size_t(r)] >= 0) continue;
-      for (size_t e = 0; e < K; ++e) {
-        const int32_t v = got.topk[size_t(r) * K + e];
-        if (v != kSentinelIndex && v != -1) { ++pad_written; break; }
-      }
-    }
+  const int64_t pad_written = region.clobbered_pad_slots(got);
 
   const double n = double(std::max<int64_t>(rows_scored, 1));
   const double min_recall = c.min_recall >= 0 ? c.min_recall : 1.0;
@@ -165,6 +160,15 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
   if (c.ties == Ties::Strict)
     metrics.push_back(gated_metric("tie_order_rows", double(tie_rows), "== 0", tie_rows > 0));
   return build_verdict(std::move(metrics), std::move(notes), WorseIs::Lowest);
+}
+
+// Per thread, a row's sets (seen, in_ref: hash nodes of the returned and the reference's keys) and its
+// lists (to_score, listed). Counted in one part with the reference's row-block scratch, as a refusal over
+// --max-mem names it; the SDPA comparator's rows are the reference stage's (sdpa_truth).
+std::vector<ScratchBytes> compare_scratch_bytes(const Layout& l) {
+  if (l.c.op != Op::Indexer) return {};
+  const double K = l.c.topk;
+  return {{"the reference's per-thread scratch", 2 * K * 64 + 4 * K, "topk"}};
 }
 
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {

@@ -10,6 +10,8 @@
 //  * nonfinite_valid: NaN/Inf in valid O/LSE that is not the sentinel (contamination, gate 0)
 //  * unwritten_rows: (row, head) pairs still holding the sentinel (gate 0)
 //  * clobbered_pad_slots: O/stats rows outside valid rows that were written (gate 0, pad_writes=forbid)
+// The rows judged (sdpa_truth's: the checked rows of valid tokens) and the pad slots are the judged
+// region's (judged_region.h).
 // Case keys atol/rtol (element within atol + rtol*|exact|) and lse_tol (absolute) replace the derived
 // gates; a missing one of atol/rtol takes the peers' per-dtype default (bf16 2e-2, fp16 5e-3, fp32 1e-4).
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/compare/judged_region.h"
 
 namespace ao {
 
@@ -35,7 +38,7 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
   const SdpaTruth truth = sdpa_truth(l, in);
   double max_abs = 0, diff2 = 0, ref2 = 0, emul2 = 0, floor2 = 0, lse_err = 0;
   double o_ratio = 0, o_gate_at = 0, lse_ratio = 0, lse_gate_at = 0;
-  int64_t violations = 0, nonfinite = 0, unwritten = 0, clobbered = 0, elems = 0;
+  int64_t violations = 0, nonfinite = 0, unwritten = 0, elems = 0;
   std::vector<RowNote> notes;
 
   for (size_t ri = 0; ri < truth.rows.size(); ++ri) {
@@ -97,21 +100,7 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
     }
     if (row_ratio > 1) notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), row_ratio});
   }
-  if (c.pad_writes == PadWrites::Forbid) {
-    const std::vector<char> o_valid = valid_rows(l, RowBuffer::O), s_valid = valid_rows(l, RowBuffer::Stats);
-    for (int64_t r = 0; r < l.o_rows; ++r) {
-      if (o_valid[size_t(r)]) continue;
-      bool w = false;
-      for (int64_t e = 0; e < int64_t(Hq) * Dv && !w; ++e) w = !is_sentinel(got.o[size_t(r * Hq * Dv + e)]);
-      clobbered += w;
-    }
-    for (int64_t r = 0; r < l.stats_rows; ++r) {
-      if (s_valid[size_t(r)]) continue;
-      bool w = false;
-      for (int h = 0; h < Hq && !w; ++h) w = !is_sentinel(got.lse[size_t(r * Hq + h)]);
-      clobbered += w;
-    }
-  }
+  const int64_t clobbered = JudgedRegion(l).clobbered_pad_slots(got);
 
   const double rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   const double rel_gate = fixed_o ? INFINITY : sdpa_rel_l2_gate(emul2, ref2, floor2, elems);

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "attn_oracle/inputs/probe_inputs.h"
-#include "attn_oracle/inputs/value_shapes.h"
+#include "attn_oracle/inputs/value_distributions.h"
 #include "attn_oracle/internal/rng.h"
 
 namespace ao {
@@ -72,7 +72,7 @@ Inputs make_inputs(const Layout& l) {
     fill(in.v, l.kv_rows, int64_t(c.hkv) * c.dim_v, kTensorV, c, k_token);
     if (c.probe == Probe::Edges) apply_edge_probe(l, in);
   }
-  apply_value_shape(l, in);
+  apply_value_distribution(l, in);
   return in;
 }
 

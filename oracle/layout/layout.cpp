@@ -4,15 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-#include <thread>
 #include <tuple>
 #include <unordered_set>
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include "attn_oracle/case/enum_names.h"
-#include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/internal/rng.h"
 
 namespace ao {
@@ -149,8 +146,8 @@ std::string key_value(const Case& c, const std::string& key) {
 //   per-row: row_segment, check_rows (+ the references' row blocks and the comparator's row stats),
 //            the K/V token and owner maps of make_inputs / compare;
 //   per-document: Case lists, DocLayout, segments, offsets (and their copies in the artifacts);
-//   scratch: per thread, the references' row-block buffers (score tiles, top-k candidates, score rows
-//            of a block) and the comparator's per-row sets;
+//   scratch: per thread, what the stages above hold (lim.scratch: the reference's row-block buffers,
+//            the comparator's per-row sets), each stage's own figure;
 //   the process baseline (binary, libraries, BLAS and OpenMP pools), measured: see test_memory_cap.cpp.
 struct MemEstimate {
   double total = 0, tensors = 0, largest = 0;
@@ -162,15 +159,6 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
   const Case d = defaults_for(c.op);
   const double Q = double(l.q_rows), KV = double(l.kv_rows), O = double(l.o_rows), ST = double(l.stats_rows);
   const double C = double(nsample), B = double(l.docs.size());
-  const double bt = c.precision == Precision::F64 ? 8 : 4;  // reference arithmetic
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const double threads = lim.threads > 0 ? lim.threads : std::max<double>(hw, omp_team_size());  // the teams' bound
-  int64_t max_kv = 0;  // most keys a row of a segment may see (the last valid row sees the most)
-  for (const auto& g : l.segments) {
-    int64_t lo = 0, hi = 0;
-    if (g.valid > 0) l.allowed_range(g.doc, g.pos0 + g.valid - 1, lo, hi);
-    max_kv = std::max(max_kv, hi);
-  }
   const std::string qkey = rows_key(c, true, p.q_off, p.qcap, p.qk), kvkey = rows_key(c, false, p.kv_off, p.kvcap, p.kvk);
   const double rows_default = double(d.q_lens[0]);
 
@@ -197,11 +185,6 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
     part("the K input", 4 * KV * D, kvkey, KV, {{"dim", D, d.dim}}, true);
     part("the top-k outputs (backend + reference)", 2 * 8 * Q * K, qkey, Q, {{"topk", K, d.topk}}, true);
     part("the failure artifacts", 2 * 4 * C * K, qkey, C, {{"topk", K, d.topk}}, false);
-    const double R = std::max(8.0, std::floor(1024.0 / H));  // reference_indexer.cpp row blocks
-    const double cand = R * 2 * K * (bt == 8 ? 24 : 16) + 2 * K * 64 + 4 * K;  // running top-k; comparator sets
-    const double tiles = R * H * (256 + D + 1) * bt + 256 * (D + 1) * 8;
-    part("the reference's per-thread scratch", threads * (cand + tiles), cand > tiles ? "topk" : "heads", 1,
-         {}, false);
   } else {
     const double Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
     part("the Q input", 4 * Q * Hq * D, qkey, Q, {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, true);
@@ -209,9 +192,32 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
          {{"hkv", Hkv, d.hq}, {"dim", D, d.dim}, {"dim_v", Dv, d.dim}}, true);
     part("the O and LSE outputs (backend + reference)", 2 * 4 * (O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
          {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, true);
-    const double R = 128;  // reference_sdpa.cpp row blocks: a block's score rows over its keys
-    part("the reference's per-thread scratch", threads * (R * (double(max_kv) + D + Dv + 8) * bt + double(max_kv) * (D + Dv) * 8),
-         kvkey, double(max_kv), {}, false);
+  }
+  if (lim.scratch) {
+    // One part per `what`: its entries summed in order, growing with its largest entry's key.
+    struct Merged {
+      const char* what;
+      std::vector<std::pair<std::string, double>> by_key;
+    };
+    std::vector<Merged> merged;
+    for (const ScratchBytes& x : lim.scratch(l)) {
+      auto m = std::find_if(merged.begin(), merged.end(), [&](const Merged& y) { return std::string(y.what) == x.what; });
+      if (m == merged.end()) m = merged.insert(merged.end(), Merged{x.what, {}});
+      const std::string key = x.grows_with.empty() ? kvkey : x.grows_with;
+      auto k = std::find_if(m->by_key.begin(), m->by_key.end(), [&](const auto& y) { return y.first == key; });
+      if (k == m->by_key.end()) m->by_key.emplace_back(key, x.per_thread);
+      else k->second += x.per_thread;
+    }
+    const double threads = std::max(1, lim.threads);
+    for (const Merged& m : merged) {
+      double per_thread = 0, top = -1;
+      std::string key;
+      for (const auto& [k, b] : m.by_key) {
+        per_thread += b;
+        if (b > top) top = b, key = k;
+      }
+      part(m.what, threads * per_thread, key, 1, {}, false);
+    }
   }
   e.total += double(kProcessBaselineBytes);
   return e;

@@ -8,7 +8,6 @@
 
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/compare/tolerance.h"
 
 namespace ao {
 
@@ -18,89 +17,14 @@ ExplainMatch resolve_explain_match(ExplainMatch m, const std::string& backend_na
   return cpu ? ExplainMatch::Bitwise : ExplainMatch::Kernel;
 }
 
-std::string explain_match_rule(ExplainMatch m) {
-  if (m == ExplainMatch::Kernel)
+ValueMatch value_match(ExplainMatch m) { return m == ExplainMatch::Kernel ? ValueMatch::Kernel : ValueMatch::Bitwise; }
+
+std::string explain_match_rule(ValueMatch m) {
+  if (m == ValueMatch::Kernel)
     return "kernel tolerance: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O elements within "
            "4*u_d*(|x| + 1/16) (u_d the dtype's unit roundoff, at least 2^-16), LSE within 2^-10*(1 + |LSE|), "
            "NaN = NaN (the unwritten sentinel equals only itself), infinities exact";
   return "bitwise: indexer rows as exact index sets with the same -1 fills (in order under ties=strict); SDPA O and LSE bit-equal, NaN = NaN (the unwritten sentinel equals only itself)";
-}
-
-ExplainRegion::ExplainRegion(const Layout& l, ExplainMatch m) : l_(l), m_(m) {
-  if (m_ == ExplainMatch::Auto) m_ = ExplainMatch::Bitwise;
-  if (m_ == ExplainMatch::Kernel) {
-    const double u = std::max(unit_roundoff(l.c.dtype), std::ldexp(1.0, -16));
-    o_rtol_ = 4 * u;
-    o_atol_ = 4 * u / 16;
-    lse_rtol_ = std::ldexp(1.0, -10);
-  }
-  const bool pads = l.c.pad_writes == PadWrites::Forbid;
-  if (l.c.op == Op::Indexer) {
-    for (int64_t r : l.check_rows) units_.push_back({Row, r, 0});
-    if (pads)
-      for (int64_t r = 0; r < l.q_rows; ++r)
-        if (l.row_segment[size_t(r)] < 0) units_.push_back({PadQ, r, 0});
-    return;
-  }
-  for (int64_t r : l.check_rows) {
-    if (!l.valid_row(r)) continue;
-    const auto& s = l.seg_of(r);
-    units_.push_back({Row, s.o_row0 + (r - s.row0), s.stats_row0 + (r - s.row0)});
-  }
-  if (pads) {
-    const std::vector<char> o_valid = valid_rows(l, RowBuffer::O), s_valid = valid_rows(l, RowBuffer::Stats);
-    for (int64_t r = 0; r < l.o_rows; ++r)
-      if (!o_valid[size_t(r)]) units_.push_back({PadO, r, 0});
-    for (int64_t r = 0; r < l.stats_rows; ++r)
-      if (!s_valid[size_t(r)]) units_.push_back({PadStats, r, 0});
-  }
-}
-
-bool ExplainRegion::elem_equal(float x, float y, bool lse) const {
-  if (f32_bits(x) == f32_bits(y)) return true;
-  // The output sentinel is a NaN with its own payload: an unwritten element never equals a written one,
-  // not even a computed NaN (whose payload is the arithmetic's, and equals any other computed NaN).
-  if (is_sentinel(x) || is_sentinel(y)) return false;
-  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-  if (m_ != ExplainMatch::Kernel || std::isinf(x) || std::isinf(y)) return false;
-  const double d = std::fabs(double(x) - double(y)), mag = std::max(std::fabs(double(x)), std::fabs(double(y)));
-  return lse ? d <= lse_rtol_ * (1 + mag) : d <= o_rtol_ * mag + o_atol_;
-}
-
-bool ExplainRegion::equal(size_t ui, const Outputs& a, const Outputs& b, Part part) const {
-  const Unit& u = units_[ui];
-  if (l_.c.op == Op::Indexer) {
-    const size_t K = size_t(l_.c.topk);
-    const int32_t *ra = a.topk.data() + size_t(u.a) * K, *rb = b.topk.data() + size_t(u.a) * K;
-    if (std::equal(ra, ra + K, rb)) return true;  // the common case, without sorting
-    std::vector<int32_t> x(a.topk.begin() + long(size_t(u.a) * K), a.topk.begin() + long(size_t(u.a + 1) * K));
-    std::vector<int32_t> y(b.topk.begin() + long(size_t(u.a) * K), b.topk.begin() + long(size_t(u.a + 1) * K));
-    if (u.kind == PadQ)  // -1 in a Q pad row is not a write (compare_indexer)
-      for (auto* v : {&x, &y}) std::replace(v->begin(), v->end(), int32_t(-1), kSentinelIndex);
-    if (l_.c.ties == Ties::Strict && u.kind != PadQ) return x == y;  // strict: the order is judged too
-    std::sort(x.begin(), x.end());
-    std::sort(y.begin(), y.end());
-    return x == y;
-  }
-  const size_t Hq = size_t(l_.c.hq), W = Hq * size_t(l_.c.dim_v);
-  auto span_equal = [&](const std::vector<float>& va, const std::vector<float>& vb, size_t off, size_t n, bool lse) {
-    for (size_t i = off; i < off + n; ++i)
-      if (!elem_equal(va[i], vb[i], lse)) return false;
-    return true;
-  };
-  switch (u.kind) {
-    case Row:
-      return (part == Lse || span_equal(a.o, b.o, size_t(u.a) * W, W, false)) &&
-             (part == O || span_equal(a.lse, b.lse, size_t(u.b) * Hq, Hq, true));
-    case PadO: return span_equal(a.o, b.o, size_t(u.a) * W, W, false);
-    default: return span_equal(a.lse, b.lse, size_t(u.a) * Hq, Hq, true);
-  }
-}
-
-std::vector<char> ExplainRegion::differs(const Outputs& x, const Outputs& ref) const {
-  std::vector<char> d(units_.size());
-  for (size_t u = 0; u < units_.size(); ++u) d[u] = !equal(u, x, ref);
-  return d;
 }
 
 std::vector<std::string> Explanation::best() const {
@@ -130,7 +54,7 @@ std::string Explanation::headline() const {
   return fmt::format("no known defect reproduces this (best: {}, {}; {})", names, what, breaks);
 }
 
-Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, const Outputs& ref,
+Explanation explain_outputs(const JudgedRegion& region, const Outputs& got, const Outputs& ref,
                             const std::vector<ModelOutputs>& models, std::vector<char> got_diff) {
   Explanation e;
   e.match_rule = explain_match_rule(region.match());
@@ -142,8 +66,8 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
     if (!got_diff[u]) continue;
     (region.is_pad(u) ? e.wrong_pad_slots : e.wrong_rows) += 1;
     if (sdpa && !region.is_pad(u)) {
-      o_wrong[u] = !region.equal(u, got, ref, ExplainRegion::O);
-      lse_wrong[u] = !region.equal(u, got, ref, ExplainRegion::Lse);
+      o_wrong[u] = !region.equal(u, got, ref, 0);
+      lse_wrong[u] = !region.equal(u, got, ref, 1);
       e.wrong_o_rows += o_wrong[u];
       e.wrong_lse_rows += lse_wrong[u];
     }
@@ -166,8 +90,8 @@ Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, con
         s.o_reproduced += o_wrong[u];
         s.lse_reproduced += lse_wrong[u];
       } else if (sdpa && !pad) {
-        s.o_reproduced += o_wrong[u] && region.equal(u, *m.out, got, ExplainRegion::O);
-        s.lse_reproduced += lse_wrong[u] && region.equal(u, *m.out, got, ExplainRegion::Lse);
+        s.o_reproduced += o_wrong[u] && region.equal(u, *m.out, got, 0);
+        s.lse_reproduced += lse_wrong[u] && region.equal(u, *m.out, got, 1);
       }
     }
     e.ranked.push_back(std::move(s));
@@ -206,7 +130,7 @@ Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, Ex
 
 Explanation explain_trial(Trial& t, const TrialRun& got, const TrialRun& ref, ExplainMatch m,
                           const std::vector<BugModel>& candidates) {
-  const ExplainRegion region(t.layout(), resolve_explain_match(m, got.backend));
+  const JudgedRegion region(t.layout(), value_match(resolve_explain_match(m, got.backend)));
   std::vector<TrialRun> runs;
   std::vector<std::string> skipped;
   runs.reserve(candidates.size());

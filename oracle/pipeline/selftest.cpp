@@ -10,6 +10,7 @@
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/case/enum_names.h"
+#include "attn_oracle/compare/judged_region.h"
 #include "attn_oracle/pipeline/trial.h"
 
 namespace ao {
@@ -43,19 +44,17 @@ const std::vector<LayoutFamily>& selftest_families() {
       // derived gates (tolerance.cpp) must still see it. rows= keeps them cheap.
       {"long-bf16", "op=sdpa q_lens=40,40 kv_lens=4100,4300 mask=bottomright hq=4 hkv=2 rows=24 seed=39"},
       {"long-fp16", "op=sdpa docs=8512 cp=32 rank=31 hq=4 hkv=2 dtype=fp16 rows=24 seed=40"},
-      // issue 15 (win)
       {"cp-window", "op=sdpa docs=256 cp=4 rank=1 window=16 seed=41"},
       {"decode-none", "op=sdpa q_lens=1,1,1 kv_lens=40,17,300 mask=none tail=256 seed=42"},
       {"two-sided", "op=sdpa docs=200 window=16 window_right=8 seed=43"},
       {"fa-causal", "op=sdpa docs=100,37 window=-1 window_right=0 window_convention=fa seed=44"},
       {"br-clamp", "op=sdpa q_lens=200,30 kv_lens=40,64 mask=bottomright window_right=200 max_seqlen_kv=128 seed=45"},
       {"max-seqlen", "op=sdpa docs=128,128 max_seqlen_kv=256 seed=46"},
-      // issue 15 (split)
       {"empty-rows", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright hq=4 hkv=2 seed=41"},  // q > kv
       {"neg-logits", "op=sdpa docs=40,24 scale=1e6 dtype=fp32 seed=42"},  // rows whose logits are all < -5e4
       {"split-empty", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright hq=4 hkv=2 num_splits=2 seed=43"},
       {"split-decode", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 num_splits=3 seed=44"},
-      // issue 15 (idx): catalog section A triggers: a long row of a document not at buffer row 0, decode
+      // Catalog section A triggers: a long row of a document not at buffer row 0, decode
       // documents of a compressed indexer, scores below -65504, a ReLU zero plateau at the k-th score.
       {"idx-long-row", "op=indexer q_lens=8,8 kv_lens=2000,4600 topk=16 seed=41"},
       {"idx-decode-ratio", "op=indexer q_lens=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1 kv_lens=100,100,100,100,100,100,100,100,"
@@ -82,54 +81,7 @@ const char* cell_name(CellKind k) {
 }
 
 bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b) {
-  const bool pads = l.c.pad_writes == PadWrites::Forbid;
-  auto bits_differ = [](const float* x, const float* y, size_t n) {
-    for (size_t i = 0; i < n; ++i)
-      if (f32_bits(x[i]) != f32_bits(y[i])) return true;
-    return false;
-  };
-  if (l.c.op == Op::Indexer) {
-    const size_t K = size_t(l.c.topk);
-    auto row_differs = [&](int64_t r, bool pad) {
-      if (!pad && l.c.ties != Ties::Strict) {  // a checked row is judged as a set (compare_indexer)
-        std::vector<int32_t> x(a.topk.begin() + long(size_t(r) * K), a.topk.begin() + long(size_t(r + 1) * K));
-        std::vector<int32_t> y(b.topk.begin() + long(size_t(r) * K), b.topk.begin() + long(size_t(r + 1) * K));
-        std::sort(x.begin(), x.end());
-        std::sort(y.begin(), y.end());
-        return x != y;
-      }
-      for (size_t e = 0; e < K; ++e) {
-        int32_t x = a.topk[size_t(r) * K + e], y = b.topk[size_t(r) * K + e];
-        if (pad && x == -1) x = kSentinelIndex;  // -1 in a Q pad row is not a write (compare_indexer)
-        if (pad && y == -1) y = kSentinelIndex;
-        if (x != y) return true;
-      }
-      return false;
-    };
-    for (int64_t r : l.check_rows)
-      if (row_differs(r, false)) return true;
-    if (pads)
-      for (int64_t r = 0; r < l.q_rows; ++r)
-        if (l.row_segment[size_t(r)] < 0 && row_differs(r, true)) return true;
-    return false;
-  }
-  const size_t Hq = size_t(l.c.hq), W = Hq * size_t(l.c.dim_v);
-  const std::vector<char> o_valid = valid_rows(l, RowBuffer::O), s_valid = valid_rows(l, RowBuffer::Stats);
-  for (int64_t r : l.check_rows) {
-    if (!l.valid_row(r)) continue;
-    const auto& s = l.seg_of(r);
-    const size_t orow = size_t(s.o_row0 + (r - s.row0)), srow = size_t(s.stats_row0 + (r - s.row0));
-    if (bits_differ(a.o.data() + orow * W, b.o.data() + orow * W, W)) return true;
-    if (bits_differ(a.lse.data() + srow * Hq, b.lse.data() + srow * Hq, Hq)) return true;
-  }
-  if (pads) {
-    for (int64_t r = 0; r < l.o_rows; ++r)
-      if (!o_valid[size_t(r)] && bits_differ(a.o.data() + size_t(r) * W, b.o.data() + size_t(r) * W, W)) return true;
-    for (int64_t r = 0; r < l.stats_rows; ++r)
-      if (!s_valid[size_t(r)] && bits_differ(a.lse.data() + size_t(r) * Hq, b.lse.data() + size_t(r) * Hq, Hq))
-        return true;
-  }
-  return false;
+  return JudgedRegion(l).any_differs(a, b);
 }
 
 namespace {
@@ -142,7 +94,7 @@ enum class ModelRun : char { None, Equal, Differs };
 // the runs the kill matrix made (bitwise; models equal to cpu-ref enter with no outputs).
 void diagnose_family(const Layout& l, const Outputs& ref, const std::string& family, size_t f,
                      const std::vector<TrialRun>& kept, const std::vector<ModelRun>& ran, SelftestResult& res) {
-  const ExplainRegion region(l, ExplainMatch::Bitwise);
+  const JudgedRegion region(l, ValueMatch::Bitwise);
   const auto& models = bug_models();
   std::vector<ModelOutputs> cands;
   std::map<std::string, const Outputs*> outs;

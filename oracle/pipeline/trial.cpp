@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/internal/utf8.h"
+#include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/reference/reference_sanity.h"
 
 namespace ao {
@@ -17,7 +18,7 @@ constexpr int64_t kArtifactBudget = int64_t(1) << 30;
 
 }  // namespace
 
-Trial::Trial(const Case& c, const LayoutLimits& lim) : Trial(make_layout(c, lim)) {}
+Trial::Trial(const Case& c, const LayoutLimits& lim) : Trial(make_layout(c, with_stage_memory(lim))) {}
 
 Trial::Trial(Layout l) : l_(std::move(l)), in_(make_inputs(l_)), pristine_(fingerprint(in_)) {}
 

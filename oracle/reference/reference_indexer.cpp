@@ -17,6 +17,7 @@
 #include <Eigen/Dense>
 
 #include "reference_gemm.h"
+#include "attn_oracle/reference/reference_scratch.h"
 #include "reference_plan.h"
 
 namespace ao {
@@ -26,6 +27,20 @@ namespace {
 constexpr int64_t kQueryHeadRows = 1024;  // R * H per block (GEMM M); R at least kMinRows
 constexpr size_t kMinRows = 8;
 constexpr int64_t kKeyTile = 256;        // GEMM N: the score tile stays in L2
+
+}  // namespace
+
+// Per thread: a block's score tile with its Q and weight rows, and a key tile in fp64 (grow with heads);
+// the block's running top-k candidates (grow with topk).
+std::vector<ScratchBytes> indexer_reference_scratch(const Layout& l) {
+  const double H = l.c.heads, D = l.c.dim, K = l.c.topk, bt = l.c.precision == Precision::F64 ? 8 : 4;
+  const double R = double(std::max(kMinRows, size_t(kQueryHeadRows / std::max(l.c.heads, 1))));
+  const double T = double(kKeyTile);
+  return {{"the reference's per-thread scratch", R * H * (T + D + 1) * bt + T * (D + 1) * 8, "heads"},
+          {"the reference's per-thread scratch", R * 2 * K * (bt == 8 ? 24 : 16), "topk"}};
+}
+
+namespace {
 
 // Candidates are ordered by descending score, then ascending index, NaN last (a strict total order,
 // so the selected set and its order depend only on the scores). The order is carried by an integer

@@ -15,6 +15,7 @@
 #include <Eigen/Dense>
 
 #include "reference_gemm.h"
+#include "attn_oracle/reference/reference_scratch.h"
 #include "reference_plan.h"
 
 namespace ao {
@@ -22,6 +23,23 @@ namespace ao {
 namespace {
 
 constexpr size_t kRowBlock = 128;
+
+}  // namespace
+
+// Per thread: a block's score rows over the most keys a row may see, its Q and O rows, and those keys'
+// K/V rows in fp64 (all grow with the K/V length).
+std::vector<ScratchBytes> sdpa_reference_scratch(const Layout& l) {
+  int64_t max_kv = 0;  // the last valid row of a segment sees the most keys
+  for (const auto& g : l.segments) {
+    int64_t lo = 0, hi = 0;
+    if (g.valid > 0) l.allowed_range(g.doc, g.pos0 + g.valid - 1, lo, hi);
+    max_kv = std::max(max_kv, hi);
+  }
+  const double R = double(kRowBlock), D = l.c.dim, Dv = l.c.dim_v, bt = l.c.precision == Precision::F64 ? 8 : 4;
+  return {{"the reference's per-thread scratch", R * (double(max_kv) + D + Dv + 8) * bt + double(max_kv) * (D + Dv) * 8, ""}};
+}
+
+namespace {
 
 // Key splits of a split-KV kernel: the count (1 = no split) and the keys per split.
 struct Splits {

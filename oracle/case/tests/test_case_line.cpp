@@ -14,6 +14,7 @@
 #include "attn_oracle/case/case_keys.h"
 #include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/inputs/tensors.h"
+#include "attn_oracle/pipeline/memory_budget.h"
 
 using namespace ao;
 
@@ -220,7 +221,7 @@ struct Bad {
 void expect_rejected(const Bad& b, const LayoutLimits& lim = {}) {
   SCOPED_TRACE(b.line);
   try {
-    (void)make_layout(parse_case(b.line), lim);
+    (void)make_layout(parse_case(b.line), with_stage_memory(lim));
     ADD_FAILURE() << "accepted";
   } catch (const CaseError& e) {
     bool named = false;
@@ -375,8 +376,8 @@ TEST(CaseLineReject, ContextParallelDivisibility) {
   EXPECT_NO_THROW(make_layout(parse_case("op=indexer docs=16 cp=2 capacity=20")));
 }
 
-// Keys that would be accepted and silently ignored are errors naming the key (issue 17 item 12,
-// issue 14 item 6), in the parser (explicit keys) and in make_layout (cases built in code).
+// Keys that would be accepted and silently ignored are errors naming the key, in the parser (explicit
+// keys) and in make_layout (cases built in code).
 TEST(CaseLineReject, KeysThatWouldBeIgnored) {
   const std::vector<Bad> bad = {
       {"op=indexer o_offsets=0", {"o_offsets"}},
@@ -480,16 +481,16 @@ TEST(CaseLineReject, MemoryCapNamesTheComputedSize) {
                            "op=sdpa q_lens=100,50 kv_lens=70,90 hq=6 hkv=2 dim=24 dim_v=8 tail=9"}) {
     SCOPED_TRACE(line);
     const Case c = parse_case(line);
-    const Layout l = make_layout(c);
+    const Layout l = make_layout(c, with_stage_memory({}));
     const Inputs in = make_inputs(l);
     const Outputs o = make_sentinel_outputs(l);
     const int64_t bytes = 4 * int64_t(in.q.size() + in.k.size() + in.v.size() + in.w.size()) +
                           2 * 4 * int64_t(o.topk.size() + o.scores.size() + o.o.size() + o.lse.size());
     EXPECT_EQ(l.tensor_bytes, bytes);
     EXPECT_GT(l.mem_bytes, bytes);  // and more besides the tensors
-    EXPECT_NO_THROW(make_layout(c, LayoutLimits{l.mem_bytes}));
+    EXPECT_NO_THROW(make_layout(c, with_stage_memory(LayoutLimits{l.mem_bytes})));
     try {
-      (void)make_layout(c, LayoutLimits{l.mem_bytes - 1});
+      (void)make_layout(c, with_stage_memory(LayoutLimits{l.mem_bytes - 1}));
       ADD_FAILURE() << "accepted over the cap";
     } catch (const CaseError& e) {
       EXPECT_NE(std::string(e.what()).find(fmt::format("{} bytes", l.mem_bytes)), std::string::npos) << e.what();

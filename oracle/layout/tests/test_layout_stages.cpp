@@ -11,6 +11,7 @@
 
 #include "attn_oracle/internal/rng.h"
 #include "attn_oracle/layout/layout.h"
+#include "attn_oracle/pipeline/memory_budget.h"
 
 using namespace ao;
 
@@ -154,7 +155,7 @@ Tally lay_out_all(uint64_t seed, int n) {
     if (i % 7 == 3) lim.max_bytes = int64_t(100) << 20;  // near the baseline: the cap's message
     for (LayoutMode mode : {LayoutMode::Full, LayoutMode::Describe}) {
       try {
-        t.hash = fnv(t.hash, dump(make_layout(c, lim, mode)));
+        t.hash = fnv(t.hash, dump(make_layout(c, with_stage_memory(lim), mode)));
         t.valid += mode == LayoutMode::Full;
       } catch (const CaseError& e) {
         t.hash = fnv(t.hash, fmt::format("error {} {} {}", e.key, e.value, e.what()));

@@ -1,4 +1,4 @@
-// The memory cap bounds the process (issue 17 item 6): Layout::mem_bytes, the estimate the cap is
+// The memory cap bounds the process: Layout::mem_bytes, the estimate the cap is
 // checked against, is an upper bound of the measured peak RSS of `repro --backend cpu-ref` (inputs,
 // both output sets, row and document metadata, reference and comparator scratch, process baseline),
 // and a case admitted under --max-mem stays under it. Layout validation (LayoutMode::Describe, used by
@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/layout/layout.h"
+#include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/internal/rng.h"
 #include "cli_run.h"
 
@@ -43,7 +44,7 @@ TEST(MemoryCap, EstimateBoundsMeasuredPeakRss) {
   };
   for (const auto& line : lines) {
     SCOPED_TRACE(line);
-    const Layout l = make_layout(parse_case(line), {}, LayoutMode::Describe);
+    const Layout l = make_layout(parse_case(line), with_stage_memory({}), LayoutMode::Describe);
     // The cap set to the estimate (in GiB, rounded up to a MiB): the case is admitted and must run within it.
     const double cap_gib = std::ceil(double(l.mem_bytes) / double(1 << 20)) / 1024.0;
     auto args = test::split_words(line);

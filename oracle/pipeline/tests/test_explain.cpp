@@ -116,7 +116,7 @@ TEST(Explain, PluginRecreatingTopleftCpIsNamed) {
 // Kernel tolerance: O within 4*u_d*(|x| + 1/16), LSE within 2^-10*(1 + |LSE|), NaN = NaN, inf exact.
 TEST(Explain, KernelToleranceIsTheDocumentedOne) {
   const Layout l = make_layout(parse_case("op=sdpa docs=4 hq=1 dim=2 dim_v=2 dtype=bf16"));
-  const ExplainRegion bit(l, ExplainMatch::Bitwise), ker(l, ExplainMatch::Kernel);
+  const JudgedRegion bit(l, ValueMatch::Bitwise), ker(l, ValueMatch::Kernel);
   ASSERT_EQ(bit.size(), 4u);
   Outputs a = make_sentinel_outputs(l);
   for (auto& x : a.o) x = 0.5f;
@@ -146,7 +146,7 @@ TEST(Explain, KernelToleranceIsTheDocumentedOne) {
 // Indexer rows compare as index sets with their -1 fills: order does not matter, the fill count does.
 TEST(Explain, IndexerRowsCompareAsSetsWithFills) {
   const Layout l = make_layout(parse_case("op=indexer docs=8 topk=4"));
-  const ExplainRegion r(l, ExplainMatch::Bitwise);
+  const JudgedRegion r(l, ValueMatch::Bitwise);
   Outputs a = make_sentinel_outputs(l), b = a;
   const size_t row = size_t(l.check_rows[5]) * 4;
   for (int e = 0; e < 4; ++e) a.topk[row + size_t(e)] = e < 3 ? e : -1;
@@ -185,7 +185,7 @@ TEST(Explain, DiagnosisCheckFailsWhenTheInjectedModelIsNotNamed) {
   auto inj_be = make_backend("cpu-bug:derived-offsets");
   auto other_be = make_backend("cpu-bug:pad-rows-written");
   const TrialRun ref = t.run(*ref_be), inj = t.run(*inj_be), other = t.run(*other_be);
-  const ExplainRegion region(t.layout(), ExplainMatch::Bitwise);
+  const JudgedRegion region(t.layout(), ValueMatch::Bitwise);
   // derived-offsets writes into pad slots with its data, pad-rows-written writes zeros there: a broken
   // candidate list (the injected model left out) names the other on its pad slots, or none at all.
   const Explanation e = explain_outputs(region, inj.out, ref.out, {{"pad-rows-written", "", &other.out, {}}});
@@ -204,7 +204,7 @@ TEST(Explain, OutputEquivalentModelsAreAllNamed) {
   auto ref_be = make_backend("cpu-ref");
   auto bug_be = make_backend("cpu-bug:topleft-cp");
   const TrialRun ref = t.run(*ref_be), bug = t.run(*bug_be);
-  const ExplainRegion region(t.layout(), ExplainMatch::Bitwise);
+  const JudgedRegion region(t.layout(), ValueMatch::Bitwise);
   const Explanation e = explain_outputs(
       region, bug.out, ref.out,
       {{"first", "[98]", &bug.out, {}}, {"cpu-equal", "", &ref.out, {}}, {"second", "[99]", &bug.out, {}}});
@@ -226,7 +226,7 @@ TEST(Explain, SdpaRowsAreScoredPerOutput) {
   const TrialRun ref = t.run(*ref_be), lg = t.run(*log2_be), gq = t.run(*gqa_be);
   Outputs mixed = gq.out;  // gqa-modulo's O with lse-log2's LSE
   mixed.lse = lg.out.lse;
-  const ExplainRegion region(t.layout(), ExplainMatch::Bitwise);
+  const JudgedRegion region(t.layout(), ValueMatch::Bitwise);
   const Explanation e =
       explain_outputs(region, mixed, ref.out, {{"lse-log2", "", &lg.out, {}}, {"gqa-modulo", "", &gq.out, {}}});
   ASSERT_GT(e.wrong_rows, 0);
@@ -293,7 +293,7 @@ TEST(Explain, UnwrittenSentinelDoesNotMatchAComputedNan) {
   std::memcpy(&computed.o[at], &other_nan_bits, 4);
   ASSERT_TRUE(std::isnan(computed.o[at]));
   for (auto m : {ExplainMatch::Bitwise, ExplainMatch::Kernel}) {
-    const ExplainRegion region(l, m);
+    const JudgedRegion region(l, value_match(m));
     const Explanation e = explain_outputs(region, got, ref.out,
                                           {{"unwritten", "", &unwritten, {}}, {"computed-nan", "", &computed, {}}});
     ASSERT_EQ(e.wrong_rows, 1);

@@ -22,7 +22,7 @@ enum class PadWrites { Forbid, Allow };
 enum class Probe { None, Edges };  // mask-probe inputs (sdpa): see probe_inputs.h
 enum class WindowConvention { Cudnn, Fa };      // how the left window bound is read (see Case::window)
 enum class EmptyRows { NegInf, PosInf };         // LSE of a row with no allowed key (O = 0 either way)
-enum class Values { Normal, Extreme, Plateau, Clustered };  // input distributions (see value_shapes.h)
+enum class Values { Normal, Extreme, Plateau, Clustered };  // input distributions (see value_distributions.h)
 enum class Ties { Set, Strict };                 // top-k ties: any valid set, or ascending index order
 
 

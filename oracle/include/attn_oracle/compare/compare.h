@@ -17,6 +17,9 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
 Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 
+// The comparators' working memory per thread, for the memory budget (layout.h: ScratchBytes).
+std::vector<ScratchBytes> compare_scratch_bytes(const Layout& l);
+
 // The fixed per-dtype tolerances of the peers, used when a case line overrides atol/rtol (an element
 // passes within atol + rtol*|exact|) or lse_tol (absolute); the derived gates (tolerance.h) otherwise.
 struct SdpaTolerance { double atol, rtol, lse_tol; };

@@ -25,6 +25,7 @@
 //               (mask=none: all s < kv_len)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 #include "attn_oracle/case/case.h"
@@ -60,9 +61,24 @@ inline constexpr int64_t kProcessBaselineBytes = int64_t(96) << 20;
 // uncompressed tokens (negative when q_len > kv_len*ratio). Shared with the CUDA mask knobs.
 AO_HD int64_t bottom_right_shift(int64_t q_len, int64_t kv_len, int64_t ratio) { return kv_len * ratio - q_len; }
 
+struct Layout;
+
+// Working memory that a stage above the layout holds per thread during a run (the reference's row
+// blocks, the comparator's row sets): each stage's scratch_bytes(). Entries with the same `what` are
+// one part of the estimate; it grows with the key of its largest entry (the first on a tie).
+struct ScratchBytes {
+  const char* what;        // the part's name in a refusal
+  double per_thread = 0;   // bytes
+  std::string grows_with;  // a case key; empty: the key that made the K/V buffer long
+};
+
 struct LayoutLimits {
   int64_t max_bytes = int64_t(8) << 30;  // refuse cases whose estimated peak memory (mem_bytes) exceeds this
-  int threads = 0;                        // threads the estimate assumes for per-thread scratch; 0 = this machine
+  int threads = 0;                        // threads the per-thread scratch is counted for (0: one)
+  // The stages' per-thread scratch, summed into the budget before anything of the case's size exists.
+  // The pipeline supplies it with the threads of this machine (with_stage_memory, pipeline/memory_budget.h);
+  // empty: the layout's own parts (tensors, metadata, artifacts) and the process baseline only.
+  std::function<std::vector<ScratchBytes>(const Layout&)> scratch = {};
 };
 
 // Full: everything a run needs. Describe: validation, documents, segments and the memory estimate

@@ -1,15 +1,16 @@
 // explain: which known defect reproduces a failing backend's outputs. Every applicable bug model
 // (bug_models(); those that decline the op are skipped) runs on the same case and inputs as the
-// backend B, and each is scored on the judged region, unit by unit:
+// backend B, and each is scored on the judged region (compare/judged_region.h: the region that
+// outputs_differ() and the comparators judge), unit by unit:
 //  * units: every checked row (indexer: all check_rows; SDPA: the valid ones, O and LSE of every head
 //    together) and, when pad writes are forbidden, every output pad slot row (indexer: Q pad rows, a -1
-//    there counting as unwritten; SDPA: O pad rows and stats pad rows) — the region outputs_differ()
-//    and the comparators judge.
+//    there counting as unwritten; SDPA: O pad rows and stats pad rows).
 //  * a unit is *wrong* when B's differs from the reference's; a model *reproduces* a wrong unit when its
 //    unit equals B's, and *breaks* a unit B gets right when its unit differs from the reference's.
-//  * equality (ExplainMatch): indexer rows as sorted index lists (the exact index set plus the same
-//    number of -1 fills; order and scores ignored). SDPA elements bitwise (NaN equals NaN), or under
-//    the kernel tolerance for real GPU kernels (explain_match_rule() spells both out).
+//  * equality (the region's, under ExplainMatch): indexer rows as sorted index lists (the exact index set
+//    plus the same number of -1 fills; order and scores ignored; in order under ties=strict). SDPA
+//    elements bitwise (NaN equals NaN), or under the kernel tolerance for real GPU kernels
+//    (explain_match_rule() spells both out).
 // Score = reproduced - broken over rows and pad slots; ranked best first (ties: bug_models() order).
 // SDPA rows are also scored per output (O, LSE), so a model that gets one of them right shows.
 // Explained when the best score is at least kExplainThreshold of the wrong units; every model whose
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "attn_oracle/backends/bug_models.h"
+#include "attn_oracle/compare/judged_region.h"
 #include "attn_oracle/pipeline/trial.h"
 
 namespace ao {
@@ -28,37 +30,10 @@ namespace ao {
 // every other backend.
 enum class ExplainMatch { Auto, Bitwise, Kernel };
 ExplainMatch resolve_explain_match(ExplainMatch m, const std::string& backend_name);
-std::string explain_match_rule(ExplainMatch m);  // one line, for reports (Bitwise or Kernel)
+ValueMatch value_match(ExplainMatch m);          // Auto (unresolved) as Bitwise
+std::string explain_match_rule(ValueMatch m);    // one line, for reports
 
 inline constexpr double kExplainThreshold = 0.9;
-
-// The units of a layout's judged region (see the top of this file) and the equality on them. Holds a
-// reference to the layout: it must outlive the region.
-class ExplainRegion {
- public:
-  ExplainRegion(const Layout& l, ExplainMatch m);  // m: Bitwise or Kernel
-  size_t size() const { return units_.size(); }
-  bool is_pad(size_t u) const { return units_[u].kind != Row; }
-  // part: the whole unit, or (SDPA checked rows) only its O or only its LSE.
-  enum Part { All, O, Lse };
-  bool equal(size_t u, const Outputs& a, const Outputs& b, Part part = All) const;
-  // Per unit: 1 where x differs from ref.
-  std::vector<char> differs(const Outputs& x, const Outputs& ref) const;
-  const Layout& layout() const { return l_; }
-  ExplainMatch match() const { return m_; }
-
- private:
-  enum Kind : uint8_t { Row, PadQ, PadO, PadStats };
-  struct Unit {
-    Kind kind;
-    int64_t a, b;  // indexer: Q row; SDPA: O row and stats row (pad units: the one row in a)
-  };
-  bool elem_equal(float x, float y, bool lse) const;
-  const Layout& l_;
-  ExplainMatch m_;
-  double o_rtol_ = 0, o_atol_ = 0, lse_rtol_ = 0;
-  std::vector<Unit> units_;
-};
 
 struct ModelScore {
   std::string model, catalog;  // bug model id, catalog id ("[20]" or "")
@@ -91,7 +66,7 @@ struct ModelOutputs {
 };
 
 // Scores every candidate against got (B's outputs) and ref. got_diff: region.differs(got, ref) or empty.
-Explanation explain_outputs(const ExplainRegion& region, const Outputs& got, const Outputs& ref,
+Explanation explain_outputs(const JudgedRegion& region, const Outputs& got, const Outputs& ref,
                             const std::vector<ModelOutputs>& models, std::vector<char> got_diff = {});
 
 // Runs every applicable bug model through the trial (inputs generated once) and explains got against

@@ -58,9 +58,10 @@ struct SelftestResult {
   bool ok() const { return problems.empty(); }
 };
 
-// Bitwise comparison of two backends' outputs on the region compare() judges (see above).
-// Indexer: top-k indices only (scores are informational), a checked row as a set (its order is not
-// judged) unless ties=strict; -1 in a Q pad row counts as unwritten.
+// Whether two backends' outputs differ on the judged region (compare/judged_region.h, ValueMatch::
+// Bitwise): the units and the row equality that the comparators and explain use. Indexer: top-k indices
+// only (scores are informational), a checked row as a set unless ties=strict, -1 in a Q pad row is not
+// a write; SDPA: bitwise, a computed NaN equals any other.
 bool outputs_differ(const Layout& l, const Outputs& a, const Outputs& b);
 
 // seed_offset is added to every family's seed (0 = the built-in seeds).

@@ -1,4 +1,4 @@
-#include "attn_oracle/inputs/value_shapes.h"
+#include "attn_oracle/inputs/value_distributions.h"
 
 #include <cmath>
 
@@ -29,7 +29,7 @@ float plateau_level(int dim) {
 
 }  // namespace
 
-void apply_value_shape(const Layout& l, Inputs& in) {
+void apply_value_distribution(const Layout& l, Inputs& in) {
   const Case& c = l.c;
   if (c.values == Values::Normal) return;
   const int64_t D = c.dim;

@@ -17,6 +17,6 @@
 
 namespace ao {
 
-void apply_value_shape(const Layout& l, Inputs& in);
+void apply_value_distribution(const Layout& l, Inputs& in);
 
 }  // namespace ao

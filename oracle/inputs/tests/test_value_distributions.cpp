@@ -1,4 +1,4 @@
-// values= reaches the triggers it claims (value_shapes.h), on fresh seeds: measured on the exact
+// values= reaches the triggers it claims (value_distributions.h), on fresh seeds: measured on the exact
 // reference's scores, not on the generator's intent.
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ std::vector<double> indexer_scores(const Layout& l, const Inputs& in, int64_t r)
 
 }  // namespace
 
-TEST(ValueShapes, ExtremeSdpaRowsHaveEveryLogitBelowFp16Max) {
+TEST(ValueDistributions, ExtremeSdpaRowsHaveEveryLogitBelowFp16Max) {
   for (uint64_t seed : {5u, 77u, 901u}) {
     for (const char* dt : {"bf16", "fp16"}) {
       const Layout l = make_layout(parse_case(fmt::format("op=sdpa docs=40,23 hq=4 hkv=2 values=extreme dtype={} seed={}", dt, seed)));
@@ -59,7 +59,7 @@ TEST(ValueShapes, ExtremeSdpaRowsHaveEveryLogitBelowFp16Max) {
   }
 }
 
-TEST(ValueShapes, ExtremeIndexerRowsHaveFewerThanKScoresAboveTheFp16InfBin) {
+TEST(ValueDistributions, ExtremeIndexerRowsHaveFewerThanKScoresAboveTheFp16InfBin) {
   for (uint64_t seed : {6u, 78u}) {
     const Layout l = make_layout(parse_case(fmt::format("op=indexer docs=700 topk=64 values=extreme seed={}", seed)));
     const Inputs in = make_inputs(l);
@@ -74,7 +74,7 @@ TEST(ValueShapes, ExtremeIndexerRowsHaveFewerThanKScoresAboveTheFp16InfBin) {
   }
 }
 
-TEST(ValueShapes, PlateauPutsTheKthScoreOnAZeroPlateau) {
+TEST(ValueDistributions, PlateauPutsTheKthScoreOnAZeroPlateau) {
   for (uint64_t seed : {7u, 79u}) {
     for (int dim : {32, 128, 256}) {
       const Layout l = make_layout(parse_case(fmt::format("op=indexer docs=900 dim={} topk=64 values=plateau seed={}", dim, seed)));
@@ -90,7 +90,7 @@ TEST(ValueShapes, PlateauPutsTheKthScoreOnAZeroPlateau) {
   }
 }
 
-TEST(ValueShapes, ClusteredScoresShareTheKthScoresLeadingBits) {
+TEST(ValueDistributions, ClusteredScoresShareTheKthScoresLeadingBits) {
   const Layout l = make_layout(parse_case("op=indexer docs=5000 topk=64 values=clustered rows=4 seed=8"));
   const Inputs in = make_inputs(l);
   auto s = indexer_scores(l, in, 4999);
@@ -102,7 +102,7 @@ TEST(ValueShapes, ClusteredScoresShareTheKthScoresLeadingBits) {
   EXPECT_GT(same, 2048) << "k-th " << s[63];
 }
 
-TEST(ValueShapes, NormalInputsAreUnchangedAndPadsKeepPoison) {
+TEST(ValueDistributions, NormalInputsAreUnchangedAndPadsKeepPoison) {
   Case c = parse_case("op=indexer docs=50,20 pad=3 topk=8 seed=9");
   const Inputs a = make_inputs(make_layout(c));
   c.values = Values::Extreme;
