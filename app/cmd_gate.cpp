@@ -38,7 +38,7 @@ std::map<std::string, std::string> claimed_names(const std::vector<CaseEntry>& e
     try {
       backend_name(e.claim);  // checks the claim names a backend; runs no plugin library
       names[e.claim] = normalize_backend_spec(e.claim, SpecForm::Identity);
-    } catch (const CaseError& err) {
+    } catch (const BadInput& err) {
       throw CaseFileError(fmt::format("{}:{}: '# catches: {}': {}", e.file, e.claim_line, e.claim, err.what()));
     }
   }

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 namespace ao {
 

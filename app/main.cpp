@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "commands.h"
 #include "layout_text.h"
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
         if (name == "gate" || name == "fuzz" || name == "explain") install_interrupt_handlers();
         return cmd.run();
       }
-  } catch (const CaseError& e) {
+  } catch (const BadInput& e) {
     std::cerr << "attn-oracle: " << e.what() << "\n";
     return bad_input_code();
   } catch (const std::exception& e) {

@@ -10,7 +10,7 @@
 //  * q shorter or longer than kv with top-left and bottom-right alignment, mask none, windows;
 //  * top-k below, at, just above and far above the allowed keys; key compression ratio;
 //  * GQA ratios, all dtypes, all poisons, tie-stress quantisation, fp64 references;
-//  * the defect catalog's triggers (issue 15), each rare and each shrinking to the plain case:
+//  * the defect catalog's triggers, each rare and each shrinking to the plain case:
 //    values=extreme|plateau|clustered inputs (clustered mostly on long rows), a long-row family above
 //    the profile's max_doc (rows > 4096 keys under --dims small, rows= sampled), decode (q_len = 1),
 //    an empty K/V document (kv_len = 0) among others, chunked prefill (start_pos, kv extended),
@@ -36,7 +36,7 @@ DimsProfile parse_dims(const std::string& s) {
   if (s == "small") return DimsProfile::Small;
   if (s == "glm") return DimsProfile::Glm;
   if (s == "tiny") return DimsProfile::Tiny;
-  throw CaseError("dims", s, "must be small, glm or tiny");
+  throw BadInput("dims", s, "must be small, glm or tiny");
 }
 
 const char* dims_name(DimsProfile d) {
@@ -47,7 +47,7 @@ std::optional<Op> parse_op_filter(const std::string& s) {
   if (s == "any") return std::nullopt;
   if (s == "indexer") return Op::Indexer;
   if (s == "sdpa") return Op::Sdpa;
-  throw CaseError("op", s, "must be indexer, sdpa or any");
+  throw BadInput("op", s, "must be indexer, sdpa or any");
 }
 
 namespace {

@@ -659,7 +659,7 @@ double seconds_from_env(const char* name, double fallback) {
   char* end = nullptr;
   const double v = std::strtod(t, &end);
   if (end == t || *end != '\0' || !(v > 0) || !std::isfinite(v))
-    throw CaseError(name, t, "must be a positive number of seconds");
+    throw BadInput(name, t, "must be a positive number of seconds");
   return v;
 }
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/internal/utf8.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reports/escape.h"
 #include "attn_oracle/reports/report.h"
 #include "cli_run.h"

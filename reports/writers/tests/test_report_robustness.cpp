@@ -1,4 +1,4 @@
-// Reports under hostile conditions (issue 17.8, 17.10): foreign text that is not UTF-8, a report dir
+// Reports under hostile conditions: foreign text that is not UTF-8, a report dir
 // that is empty/unwritable/in use, stale reports of an earlier run, and a gate stopped by SIGINT.
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/internal/utf8.h"
 #include "cli_run.h"
 #include "attn_oracle/reports/report.h"

@@ -83,7 +83,7 @@ SubprocessOutcome run_forked(const std::function<int(int message_fd)>& body, con
 bool write_all(int fd, const void* data, size_t n);
 
 // Reads a positive number of seconds from the environment variable `name` (unset or empty: fallback);
-// throws CaseError(name, value, ...) for anything else.
+// throws BadInput(name, value, ...) for anything else.
 double seconds_from_env(const char* name, double fallback);
 
 }  // namespace ao
