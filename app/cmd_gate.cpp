@@ -46,6 +46,7 @@ std::map<std::string, std::string> claimed_names(const std::vector<CaseEntry>& e
 }
 
 int run_gate(const GateArgs& a, const LayoutLimits& lim) {
+  install_interrupt_handlers();
   std::vector<CaseEntry> entries;
   std::map<std::string, std::string> claims;
   try {
