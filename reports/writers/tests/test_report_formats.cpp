@@ -131,6 +131,15 @@ TEST(ReportFormats, MarkdownCellKeepsOneRowAndShowsLiteralTextInACodeSpan) {
   EXPECT_EQ(markdown_cell("<!--\r\n", MarkdownText::Literal), "`<!--  `");
 }
 
+TEST(ReportFormats, MarkdownTableHasOneShapeAndKeepsItsColumns) {
+  MarkdownTable t({"a", "b"});
+  EXPECT_EQ(t.text(), "| a | b |\n| --- | --- |\n");
+  t.row({"`x`", ""}).row({markdown_cell("1|2", MarkdownText::Authored), "y"});
+  EXPECT_EQ(t.text(), "| a | b |\n| --- | --- |\n| `x` |  |\n| 1\\|2 | y |\n");
+  EXPECT_THROW(t.row({"one"}), std::logic_error);
+  EXPECT_THROW(t.row({"1", "2", "3"}), std::logic_error);
+}
+
 TEST(ReportFormats, XmlEscapeDropsWhatXmlForbids) {
   EXPECT_EQ(xml_escape("a\xEF\xBF\xBE" "b\xEF\xBF\xBF"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
   EXPECT_EQ(xml_escape("\x01\x7f\xC2\x85\r"), "    ");
