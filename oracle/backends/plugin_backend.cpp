@@ -63,15 +63,6 @@ std::string no_verdict(const SubprocessOutcome& o, double timeout_s, const char*
   return tail.empty() ? why : why + "; output tail:\n" + tail;
 }
 
-// The library reads its knobs itself; the oracle holds them to the knob grammar and naming rule, and
-// `bug=<id>` to the defect ids of the cpu-bug models (the old spelling `bug=topleft` is read as topleft-cp).
-std::string plugin_knobs(const std::string& path, const std::string& text) {
-  std::vector<std::string> ids;
-  for (const auto& m : bug_models()) ids.push_back(m.name);
-  return parse_knobs("plugin:" + path, text, {bug_knob(ids, "the defect the library re-creates")},
-                     {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true)  // old spelling kept
-      .text();
-}
 
 
 // The host program: beside the running executable (an installed or copied harness), else the build's.
@@ -164,7 +155,7 @@ class PluginBackend : public Backend {
     path_ = spec_.substr(0, colon);
     if (colon != std::string::npos) knobs_ = spec_.substr(colon + 1);
     if (path_.empty()) throw BadInput("backend", "plugin:" + spec_, "plugin needs a library path: plugin:<path.so>");
-    knobs_ = plugin_knobs(path_, knobs_);
+    knobs_ = parse_plugin_knobs(path_, knobs_).text();
     if (colon != std::string::npos) spec_ = path_ + ":" + knobs_;
     open_path_ = path_;
     if (open_path_.find('/') == std::string::npos) open_path_ = "./" + open_path_;  // a file, not a search
@@ -345,5 +336,12 @@ std::unique_ptr<Backend> make_plugin_backend(const std::string& spec) {
 }
 
 std::string plugin_backend_name(const std::string& spec) { return PluginBackend(spec, false).name(); }
+
+Knobs parse_plugin_knobs(const std::string& path, const std::string& text) {
+  std::vector<std::string> ids;
+  for (const auto& m : bug_models()) ids.push_back(m.name);
+  return parse_knobs("plugin:" + path, text, {bug_knob(ids, "the defect the library re-creates")},
+                     {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true);  // the old spelling kept
+}
 
 }  // namespace ao
