@@ -86,8 +86,7 @@ TEST(Cli, SeedBugIsCaughtAndDemoPasses) {
   EXPECT_NE(demo.out.find("cpu-ref passed and the bug model was caught"), std::string::npos) << demo.out;
 }
 
-// Option values out of range are rejected naming the option, not wrapped, clamped or accepted
-// (issue 17 items 6 and 12).
+// Option values out of range are rejected naming the option, not wrapped, clamped or accepted.
 TEST(Cli, BadOptionValuesExitTwoNamingTheOption) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"--max-mem nan show op=indexer", "--max-mem"},
