@@ -189,10 +189,9 @@ TEST(Cli, EveryCommandComesFromOneRegistrationAndIsInHelp) {
     std::vector<std::string> names;
     for (auto it = std::sregex_iterator(text.begin(), text.end(), add_sub); it != std::sregex_iterator(); ++it)
       names.push_back((*it)[1]);
-    size_t registrars = 0;
-    for (size_t p = text.find("const CommandRegistrar "); p != std::string::npos;
-         p = text.find("const CommandRegistrar ", p + 1))
-      ++registrars;
+    const std::regex registrar(R"re(\bCommandRegistrar\s+\w+\s*\()re");
+    const auto registrars =
+        size_t(std::distance(std::sregex_iterator(text.begin(), text.end(), registrar), std::sregex_iterator()));
     if (file.rfind("cmd_", 0) == 0) {
       EXPECT_EQ(registrars, 1u) << file;
       EXPECT_EQ(names.size(), 1u) << file;
