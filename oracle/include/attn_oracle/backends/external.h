@@ -48,7 +48,7 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
 std::unique_ptr<Backend> make_plugin_backend(const std::string& spec);
 // A plugin's knobs (`text`, after `plugin:<path>:`): the library reads them itself; the oracle holds them
 // to the knob grammar and naming rule, and `bug=<id>` to the defect ids of the cpu-bug models (the old
-// spelling `bug=topleft` is read as topleft-cp). Throws BadInput(key="backend").
+// spelling of topleft-cp, without the -cp, is read as it). Throws BadInput(key="backend").
 Knobs parse_plugin_knobs(const std::string& path, const std::string& text);
 // Its name() after the checks that need no library code (path, knobs, AO_PLUGIN_TIMEOUT): nothing loaded.
 std::string plugin_backend_name(const std::string& spec);
