@@ -2,7 +2,7 @@
 // line and exits 0 good / 1 bad / 125 skip; the cases run in a child process (bisect.h) so a crash or
 // a hang of the backend becomes 1 (or 125 with --crash-is-skip), never a signal death that would
 // abort the bisect. Bad input (an invalid case line or file) exits 128, which stops `git bisect run`
-// instead of blaming a commit; so do its command-line errors (main.cpp: AppCommand::bad_input_code).
+// instead of blaming a commit; so do its command-line errors (AppCommand::bad_input_code, commands.h).
 #include <filesystem>
 #include <iostream>
 

@@ -31,19 +31,16 @@ std::vector<std::string> backends_of(const std::string& id) {
 }
 
 std::string catalog_markdown() {
-  std::string s =
-      "| model | catalog | class | ops | public source | caught by | re-created by |\n"
-      "| --- | --- | --- | --- | --- | --- | --- |\n";
+  const auto authored = [](const std::string& t) { return markdown_cell(t, MarkdownText::Authored); };
+  MarkdownTable models({"model", "catalog", "class", "ops", "public source", "caught by", "re-created by"});
   for (const auto& m : bug_models())
-    s += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", m.name, m.catalog.empty() ? "-" : m.catalog,
-                     defect_class_name(m.klass), ops_of(m),
-                     m.source.empty() ? "-" : markdown_cell(m.source, MarkdownText::Authored),
-                     join(m.catches, ", ", "`"), join(backends_of(m.name), ", ", "`"));
-  s += "\n| catalog | public source | not modelled: needs |\n| --- | --- | --- |\n";
+    models.row({"`" + m.name + "`", m.catalog.empty() ? "-" : m.catalog, defect_class_name(m.klass), ops_of(m),
+                m.source.empty() ? "-" : authored(m.source), join(m.catches, ", ", "`"),
+                join(backends_of(m.name), ", ", "`")});
+  MarkdownTable unmodelled({"catalog", "public source", "not modelled: needs"});
   for (const auto& u : unmodelled_catalog_entries())
-    s += fmt::format("| {} | {} | {}{} |\n", u.catalog, markdown_cell(u.source, MarkdownText::Authored),
-                     u.partly ? "partly modelled; " : "", markdown_cell(u.needs, MarkdownText::Authored));
-  return s;
+    unmodelled.row({u.catalog, authored(u.source), (u.partly ? "partly modelled; " : "") + authored(u.needs)});
+  return models.text() + "\n" + unmodelled.text();
 }
 
 std::string catalog_text() {

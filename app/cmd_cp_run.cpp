@@ -61,7 +61,7 @@ struct CpRunArgs {
   double timeout = 900;
 };
 
-CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {
+const CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {
   auto a = std::make_shared<CpRunArgs>();
   auto* sub = app.add_subcommand("cp-run", "real context parallelism: one process per GPU, NCCL all-gather of K/V, "
                                            "per-rank kernels checked against the single-GPU simulation and the oracle");

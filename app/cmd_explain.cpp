@@ -30,6 +30,7 @@ int stopped(int sig) {
 }
 
 int run_explain(const ExplainArgs& a, const LayoutLimits& lim) {
+  install_interrupt_handlers();
   const Case c = parse_case(join_case_args(a.case_args));
   auto be = make_backend(a.backend);
   auto ref_be = make_backend(a.vs);

@@ -10,11 +10,13 @@
 #include <csignal>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/verdict/claim.h"
 #include "attn_oracle/verdict/verdict.h"
 #include "commands.h"
 #include "attn_oracle/reports/report_dir.h"
@@ -38,7 +40,7 @@ std::map<std::string, std::string> claimed_names(const std::vector<CaseEntry>& e
     try {
       backend_name(e.claim);  // checks the claim names a backend; runs no plugin library
       names[e.claim] = normalize_backend_spec(e.claim, SpecForm::Identity);
-    } catch (const CaseError& err) {
+    } catch (const BadInput& err) {
       throw CaseFileError(fmt::format("{}:{}: '# catches: {}': {}", e.file, e.claim_line, e.claim, err.what()));
     }
   }
@@ -46,6 +48,7 @@ std::map<std::string, std::string> claimed_names(const std::vector<CaseEntry>& e
 }
 
 int run_gate(const GateArgs& a, const LayoutLimits& lim) {
+  install_interrupt_handlers();
   std::vector<CaseEntry> entries;
   std::map<std::string, std::string> claims;
   try {
@@ -78,18 +81,16 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
     const std::string name = normalize_backend_spec(spec, SpecForm::Identity);
     for (const auto& e : entries) {
       if (interrupted()) break;  // stop between cases: the one in flight has finished
-      results.push_back(run_case(e.c, *be, *vs, lim, report != nullptr, !a.no_explain));  // artifacts: report.html
-      auto& r = results.back();
+      CaseResult ran = run_case(e.c, *be, *vs, lim, report != nullptr, !a.no_explain);  // artifacts: report.html
+      std::optional<CatchesClaim> claim;
+      if (!e.claim.empty()) claim = CatchesClaim{e.claim, claims.at(e.claim), e.file, e.claim_line};
+      ClaimedVerdict cv = apply_claim(std::move(ran.verdict), claim ? &*claim : nullptr, name);
+      ran.verdict = std::move(cv.verdict);
+      claims_checked += cv.check != ClaimCheck::NotChecked;
+      claims_not_held += cv.check == ClaimCheck::NotHeld;
+      results.push_back(std::move(ran));
       where.push_back(fmt::format("{}:{}", e.file, e.line));
-      if (!e.claim.empty() && claims.at(e.claim) == name && r.verdict.kind != Verdict::Skipped) {
-        ++claims_checked;
-        if (r.verdict.kind == Verdict::Pass) {  // the corpus lost its teeth (or the comparator went blind)
-          ++claims_not_held;
-          r.verdict.kind = Verdict::Fail;
-          r.verdict.reason = fmt::format("claim not held: {}:{} '# catches: {}', but the case passed", e.file,
-                                         e.claim_line, e.claim);
-        }
-      }
+      const CaseResult& r = results.back();
       n.add(r.verdict.kind);
       const std::string v = verdict_label(r.verdict.kind);
       if (!a.quiet || r.verdict.kind != Verdict::Pass)  // flushed: printed lines survive an interruption

@@ -26,11 +26,11 @@ std::string keys_text() {
 }
 
 std::string keys_markdown() {
-  std::string s = "| key | ops | default | meaning |\n| --- | --- | --- | --- |\n";
+  const auto authored = [](const std::string& t) { return markdown_cell(t, MarkdownText::Authored); };
+  MarkdownTable t({"key", "ops", "default", "meaning"});
   for (const auto& k : case_key_table())
-    s += fmt::format("| `{}` | {} | {} | {} |\n", k.name, key_ops_text(k.ops),
-                     markdown_cell(k.default_text, MarkdownText::Authored), markdown_cell(k.doc, MarkdownText::Authored));
-  return s;
+    t.row({fmt::format("`{}`", k.name), key_ops_text(k.ops), authored(k.default_text), authored(k.doc)});
+  return t.text();
 }
 
 const CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {

@@ -43,7 +43,7 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                         rc = parse_choices_comment("# choices: " + a->choices);
                         const Case replayed = replay_choices(rc->seq, rc->gen);
                         if (!(replayed == c))
-                          throw CaseError("choices", a->choices,
+                          throw BadInput("choices", a->choices,
                                           "replays to '" + print_case(replayed) + "', not to the given case");
                       }
                       auto be = make_backend(a->backend);

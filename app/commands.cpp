@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -9,9 +10,13 @@
 namespace ao {
 
 namespace {
-std::vector<CommandFactory>& factories() {
-  static std::vector<CommandFactory> f;
-  return f;
+struct Registration {
+  CommandFactory make;
+  HelpRank rank;
+};
+std::vector<Registration>& registrations() {
+  static std::vector<Registration> r;
+  return r;
 }
 }  // namespace
 
@@ -22,14 +27,24 @@ std::vector<std::string>& argv_store() {
 }
 }  // namespace
 
+std::string join_case_args(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
 void set_cli_argv(int argc, char** argv) { argv_store().assign(argv, argv + argc); }
 const std::vector<std::string>& cli_argv() { return argv_store(); }
 
-CommandRegistrar::CommandRegistrar(CommandFactory f) { factories().push_back(std::move(f)); }
+CommandRegistrar::CommandRegistrar(CommandFactory f, HelpRank rank) {
+  registrations().push_back({std::move(f), rank});
+}
 
-std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim) {
+std::vector<AppCommand> registered_commands(CLI::App& app, const LayoutLimits& lim) {
+  std::vector<Registration> r = registrations();
+  std::stable_sort(r.begin(), r.end(), [](const Registration& a, const Registration& b) { return a.rank < b.rank; });
   std::vector<AppCommand> v;
-  for (auto& f : factories()) v.push_back(f(app, lim));
+  for (auto& reg : r) v.push_back(reg.make(app, lim));
   return v;
 }
 

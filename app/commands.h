@@ -1,5 +1,6 @@
-// Subcommands beyond repro/show/backends: each lives in its own cmd_*.cpp and registers itself
-// with a static CommandRegistrar (the CLI sources are linked directly, so registrars are kept).
+// Every subcommand lives in its own cmd_*.cpp and registers itself with one static CommandRegistrar
+// (the CLI sources are linked directly, so registrars are kept); main() parses and runs whichever was
+// given, naming none of them.
 #pragma once
 #include <functional>
 #include <limits>
@@ -8,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 namespace ao {
 
@@ -19,14 +20,20 @@ struct AppCommand {
 };
 
 // Adds the subcommand's options to `app` and returns it with its action. `lim` is filled from
-// --max-mem before run() is called.
+// --max-mem before run() is called. A command that runs backends and must stop cleanly on
+// SIGINT/SIGTERM/SIGHUP installs the handlers (interrupt.h) at the start of its run().
 using CommandFactory = std::function<AppCommand(CLI::App& app, const LayoutLimits& lim)>;
 
+// Where a command is listed in `attn-oracle --help`: the everyday commands first (by their rank), then
+// the rest (HelpRank::Other, in link order: by file name).
+enum class HelpRank { RunCase = 0, ShowCase = 1, ListBackends = 2, Other = 3 };
+
 struct CommandRegistrar {
-  explicit CommandRegistrar(CommandFactory f);
+  explicit CommandRegistrar(CommandFactory f, HelpRank rank = HelpRank::Other);
 };
 
-std::vector<AppCommand> extra_commands(CLI::App& app, const LayoutLimits& lim);
+// Every registered command added to `app`, in help order.
+std::vector<AppCommand> registered_commands(CLI::App& app, const LayoutLimits& lim);
 std::string join_case_args(const std::vector<std::string>& args);
 // `backends`: each backend with its knobs and defects; `backends --defects`: defect -> backends (backend_list.cpp).
 std::string format_backend_list();

@@ -108,7 +108,7 @@ CpRunResult run_rank_process(const CpRunOptions& o, const CpWorld& world) {
     throw CaseError("values", to_string(c.values), "cp-run generates inputs on the devices; values= shapes are host-only");
   auto backend = make_backend(o.backend);
   auto* dev = dynamic_cast<DeviceRunnable*>(backend.get());
-  if (!dev) throw CaseError("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");
+  if (!dev) throw BadInput("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");
   const Layout lg = make_layout(c);
   for (const auto& d : lg.docs)
     if (d.kv_off != d.q_off || d.kv_len != d.q_len)
@@ -286,7 +286,7 @@ CpRunResult cp_run(const CpRunOptions& o) {
     const Layout l = make_layout(parse_case(o.case_line));
     auto b = make_backend(o.backend);
     if (!dynamic_cast<DeviceRunnable*>(b.get()))
-      throw CaseError("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");
+      throw BadInput("backend", o.backend, "cp-run needs a CUDA backend (cuda-indexer or cuda-sdpa)");
   }
   CpRunResult res;
   if (auto why = unavailable_reason(); !why.empty()) {
@@ -307,7 +307,7 @@ CpRunResult cp_run(const CpRunOptions& o) {
                        .string();
   try {
     return run_rank_process(o, w);
-  } catch (const CaseError&) {
+  } catch (const BadInput&) {
     throw;
   } catch (const std::exception& e) {
     res.kind = CpRunResult::Failed;

@@ -27,7 +27,7 @@ class CudaIndexer : public DeviceKernelBackend {
  public:
   explicit CudaIndexer(const Knobs& k) {
     if (k.get("bug") == "topleft-cp" && k.get("mask") == "bottomright")
-      throw CaseError("backend", "cuda-indexer:" + k.text(), "knob bug=topleft-cp excludes mask=bottomright");
+      throw BadInput("backend", "cuda-indexer:" + k.text(), "knob bug=topleft-cp excludes mask=bottomright");
     if (k.get("bug") == "topleft-cp") mask_ = IdxMask::TopLeft;
     if (k.get("mask") == "bottomright") mask_ = IdxMask::BottomRight;
     if (k.get("bug") == "sentinel-lanes") bug_ = IdxBug::SentinelLanes;

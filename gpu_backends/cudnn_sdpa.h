@@ -45,7 +45,7 @@ struct SdpaOptions {
 // The knobs above, for the registry (attn_oracle/backends/knobs.h), and the options they set.
 std::vector<KnobSpec> sdpa_knobs();
 SdpaOptions sdpa_options(const Knobs& k);
-// Parses `knobs` with the registry's parser; throws CaseError(key="backend") naming the bad knob.
+// Parses `knobs` with the registry's parser; throws BadInput(key="backend") naming the bad knob.
 SdpaOptions parse_knobs(const std::string& knobs);
 // The registry entry (built with or without cuDNN).
 BackendInfo backend_info();

@@ -5,9 +5,13 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "temp_files.h"
 
@@ -164,4 +168,56 @@ TEST(Cli, HugeOmpNumThreadsIsBoundedNotAFail) {
       EXPECT_EQ(r.rc, 0) << v << " " << line << "\n" << r.out << r.err;
       EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out << r.err;
     }
+}
+
+// Every command goes through the one registrar: each app/cmd_*.cpp registers exactly one subcommand
+// (one CommandRegistrar, one add_subcommand), no other CLI source adds one or names a command for
+// dispatch, and the registered commands are exactly the ones `--help` lists, each with its own help (exit 0).
+TEST(Cli, EveryCommandComesFromOneRegistrationAndIsInHelp) {
+  namespace fs = std::filesystem;
+  const std::regex add_sub(R"re(add_subcommand\(\s*"([^"]+)")re");
+  std::set<std::string> registered;
+  std::string main_text;
+  for (const auto& e : fs::directory_iterator(fs::path(AO_SOURCE_DIR) / "app")) {
+    if (e.path().extension() != ".cpp") continue;
+    const std::string file = e.path().filename().string(), text = slurp(e.path().string());
+    if (file == "main.cpp") main_text = text;
+    std::vector<std::string> names;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), add_sub); it != std::sregex_iterator(); ++it)
+      names.push_back((*it)[1]);
+    const std::regex registrar(R"re(\bCommandRegistrar\s+\w+\s*\()re");
+    const auto registrars =
+        size_t(std::distance(std::sregex_iterator(text.begin(), text.end(), registrar), std::sregex_iterator()));
+    if (file.rfind("cmd_", 0) == 0) {
+      EXPECT_EQ(registrars, 1u) << file;
+      EXPECT_EQ(names.size(), 1u) << file;
+    } else {
+      EXPECT_EQ(registrars, 0u) << file << ": commands register in their own cmd_*.cpp";
+      EXPECT_TRUE(names.empty()) << file << ": adds subcommand " << (names.empty() ? "" : names[0]);
+    }
+    registered.insert(names.begin(), names.end());
+  }
+  ASSERT_FALSE(main_text.empty());
+  ASSERT_GE(registered.size(), 12u);
+  for (const auto& name : registered)
+    EXPECT_EQ(main_text.find("\"" + name + "\""), std::string::npos) << "main.cpp names the command " << name;
+
+  const CliRun help = cli("--help");
+  ASSERT_EQ(help.rc, 0) << help.err;
+  const size_t sub = help.out.find("\nSubcommands:\n");
+  ASSERT_NE(sub, std::string::npos) << help.out;
+  std::set<std::string> listed;
+  std::istringstream lines(help.out.substr(sub + 14));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() < 3 || line.compare(0, 2, "  ") != 0 || line[2] == ' ') continue;  // a wrapped description
+    std::istringstream words(line);
+    std::string name;
+    if (words >> name) listed.insert(name);
+  }
+  EXPECT_EQ(listed, registered);
+  for (const auto& name : registered) {
+    const CliRun r = cli(name + " --help");
+    EXPECT_EQ(r.rc, 0) << name << ": " << r.err;
+    EXPECT_NE(r.out.find(name), std::string::npos) << r.out;
+  }
 }

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "attn_oracle/fuzz/case_file.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "cli_run.h"
 
 using namespace ao;
@@ -121,7 +121,7 @@ TEST(Gate, CorpusCatchesClaimsHold) {
       std::unique_ptr<Backend> bug;
       try {
         bug = make_backend(claim);
-      } catch (const CaseError&) {
+      } catch (const BadInput&) {
         claim.clear();
         continue;
       }

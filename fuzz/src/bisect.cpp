@@ -19,7 +19,7 @@ BisectOutcome run_in_child(const std::vector<Case>& cases, const BisectOptions& 
   try {
     be = make_backend(opt.backend);
     vs = make_backend(opt.vs);
-  } catch (const CaseError& e) {
+  } catch (const BadInput& e) {
     return {kBisectAbort, fmt::format("abort: {}", e.what())};
   } catch (const std::exception& e) {
     return {kBisectSkip, fmt::format("skip: backend {} could not be created: {}", opt.backend, e.what())};

@@ -156,7 +156,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     GeneratedCase g;
     try {
       g = generate_recorded(opt.seed, index, opt.gen);
-    } catch (const CaseError& e) {
+    } catch (const BadInput& e) {
       ++s.cases;
       ++s.invalid;
       s.invalid_lines.push_back(fmt::format("case #{}: generator produced an invalid case: {}", index, e.what()));

@@ -10,13 +10,13 @@ namespace ao {
 
 Budget parse_budget(const std::string& s) {
   Budget b;
-  if (s.empty()) throw CaseError("budget", s, "empty (use e.g. 60s, 5m or a case count)");
+  if (s.empty()) throw BadInput("budget", s, "empty (use e.g. 60s, 5m or a case count)");
   const char unit = s.back();
   const std::string num = (unit == 's' || unit == 'm' || unit == 'h') ? s.substr(0, s.size() - 1) : s;
   if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos || num.size() > 12)
-    throw CaseError("budget", s, "must be a number of cases (N) or a time (Ns, Nm, Nh)");
+    throw BadInput("budget", s, "must be a number of cases (N) or a time (Ns, Nm, Nh)");
   const uint64_t n = std::stoull(num);
-  if (n == 0) throw CaseError("budget", s, "must be > 0");
+  if (n == 0) throw BadInput("budget", s, "must be > 0");
   if (unit == 's') b.seconds = double(n);
   else if (unit == 'm') b.seconds = 60.0 * double(n);
   else if (unit == 'h') b.seconds = 3600.0 * double(n);
@@ -26,7 +26,7 @@ Budget parse_budget(const std::string& s) {
 
 std::pair<int, int> parse_shard(const std::string& s) {
   const auto slash = s.find('/');
-  auto bad = [&](const std::string& why) { return CaseError("shard", s, why); };
+  auto bad = [&](const std::string& why) { return BadInput("shard", s, why); };
   if (slash == std::string::npos) throw bad("must be i/n, e.g. 0/4");
   const std::string a = s.substr(0, slash), b = s.substr(slash + 1);
   for (const auto& x : {a, b})

@@ -154,7 +154,7 @@ std::optional<RecordedChoices> parse_choices_comment(const std::string& line) {
     else if (tok.rfind("op=", 0) == 0) r.gen.op = parse_op_filter(tok.substr(3)), op = true;
     else rest += " " + tok;
   }
-  if (!dims || !op) throw CaseError("choices", line, "needs dims=<small|glm|tiny|wide> op=<indexer|sdpa|any>");
+  if (!dims || !op) throw BadInput("choices", line, "needs dims=<small|glm|tiny|wide> op=<indexer|sdpa|any>");
   r.seq = parse_choices(rest);
   return r;
 }
@@ -226,7 +226,7 @@ std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, co
           choices = std::move(rc);
           continue;
         }
-      } catch (const CaseError& err) {
+      } catch (const BadInput& err) {
         throw CaseFileError(fmt::format("{}:{}: {}", f, n, err.what()));
       }
       const std::string text = case_text_of_line(line);

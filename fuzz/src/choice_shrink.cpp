@@ -44,7 +44,7 @@ ChoiceShrinkResult shrink_choices(const Choices& failing, const GenOptions& gen,
     Case c;
     try {
       c = replay_choices(cand, gen, &eff, &rec);
-    } catch (const CaseError&) {
+    } catch (const BadInput&) {
       return false;  // a generator bug (the generator tests catch it); not a candidate
     }
     // Smaller means fewer valid tokens, then shortlex: shortlex alone would trade a few choices for a

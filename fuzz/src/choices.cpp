@@ -116,7 +116,7 @@ Choices parse_choices(const std::string& text) {
   std::string tok;
   while (is >> tok) {
     if (tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 19)
-      throw CaseError("choices", tok, "must be non-negative integers separated by spaces");
+      throw BadInput("choices", tok, "must be non-negative integers separated by spaces");
     out.push_back(std::stoull(tok));
   }
   return out;

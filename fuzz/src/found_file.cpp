@@ -36,7 +36,7 @@ namespace {
 std::string portable_spec(const std::string& spec) {
   try {
     return normalize_backend_spec(spec, SpecForm::Portable);
-  } catch (const CaseError&) {
+  } catch (const BadInput&) {
     return spec;
   }
 }

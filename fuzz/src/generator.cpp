@@ -42,7 +42,7 @@ DimsProfile parse_dims(const std::string& s) {
   if (s == "glm") return DimsProfile::Glm;
   if (s == "tiny") return DimsProfile::Tiny;
   if (s == "wide") return DimsProfile::Wide;
-  throw CaseError("dims", s, "must be small, glm, tiny or wide");
+  throw BadInput("dims", s, "must be small, glm, tiny or wide");
 }
 
 const char* dims_name(DimsProfile d) {
@@ -53,7 +53,7 @@ std::optional<Op> parse_op_filter(const std::string& s) {
   if (s == "any") return std::nullopt;
   if (s == "indexer") return Op::Indexer;
   if (s == "sdpa") return Op::Sdpa;
-  throw CaseError("op", s, "must be indexer, sdpa or any");
+  throw BadInput("op", s, "must be indexer, sdpa or any");
 }
 
 namespace {

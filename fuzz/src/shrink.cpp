@@ -329,7 +329,7 @@ StillFails fails_like(const CaseResult& original, Backend& backend, Backend& vs,
     CaseResult r;
     try {
       r = run_case(c, backend, vs, lim);
-    } catch (const CaseError&) {
+    } catch (const BadInput&) {
       return false;
     }
     if (interrupted() != 0) return false;

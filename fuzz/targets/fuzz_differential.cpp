@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     c = case_from(f);
     trial.emplace(c);
-  } catch (const ao::CaseError& e) {  // every choice sequence must give a valid case
+  } catch (const ao::BadInput& e) {  // every choice sequence must give a valid case
     std::fprintf(stderr, "fuzz_differential: the generator made an invalid case: %s\n", e.what());
     std::abort();
   }

@@ -13,7 +13,7 @@
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/fuzz/case_file.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 using namespace ao;
 

@@ -143,14 +143,14 @@ TEST(FuzzCampaign, BudgetAndShardParsing) {
   EXPECT_EQ(parse_budget("60s").seconds, 60);
   EXPECT_EQ(parse_budget("5m").seconds, 300);
   EXPECT_EQ(parse_budget("250").cases, 250u);
-  EXPECT_THROW(parse_budget("soon"), CaseError);
-  EXPECT_THROW(parse_budget("0"), CaseError);
+  EXPECT_THROW(parse_budget("soon"), BadInput);
+  EXPECT_THROW(parse_budget("0"), BadInput);
   EXPECT_EQ(parse_shard("2/5"), std::make_pair(2, 5));
   for (const char* bad : {"5/5", "1", "a/b", "-1/3", "1/0"}) {
     try {
       parse_shard(bad);
       ADD_FAILURE() << bad;
-    } catch (const CaseError& e) {
+    } catch (const BadInput& e) {
       EXPECT_EQ(e.key, "shard");
     }
   }

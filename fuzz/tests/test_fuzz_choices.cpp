@@ -256,7 +256,7 @@ TEST(FuzzChoices, ChoicesCommentRoundTripsAndRejectsGarbage) {
     try {
       parse_choices_comment(bad);
       FAIL() << bad;
-    } catch (const CaseError& e) {
+    } catch (const BadInput& e) {
       EXPECT_TRUE(e.key == "choices" || e.key == "dims") << e.key;
     }
   }

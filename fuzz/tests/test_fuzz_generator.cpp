@@ -86,10 +86,10 @@ TEST(FuzzGenerator, OpFilterAndBadOptionsNameTheirKey) {
   try {
     parse_dims("huge");
     FAIL();
-  } catch (const CaseError& e) {
+  } catch (const BadInput& e) {
     EXPECT_EQ(e.key, "dims");
   }
-  EXPECT_THROW(parse_op_filter("attention"), CaseError);
+  EXPECT_THROW(parse_op_filter("attention"), BadInput);
 }
 
 // Every family the generator's header promises, counted over 4000 cases (seed 11).

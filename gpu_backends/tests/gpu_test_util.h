@@ -6,7 +6,7 @@
 #include <cctype>
 #include <string>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "gpu_common.h"
 
 #define AO_REQUIRE_GPU()                                                             \

@@ -108,10 +108,10 @@ TEST(CudnnRagged, KnobsAreParsedAndBadOnesNamed) {
   EXPECT_EQ(o.guard_rows, 8);
   EXPECT_TRUE(o.log);
   EXPECT_EQ(parse_knobs("").impl, Impl::Composite);
-  EXPECT_THROW(parse_knobs("impl=fast"), CaseError);
-  EXPECT_THROW(parse_knobs("guard=-1"), CaseError);
-  EXPECT_THROW(parse_knobs("colour=red"), CaseError);
+  EXPECT_THROW(parse_knobs("impl=fast"), BadInput);
+  EXPECT_THROW(parse_knobs("guard=-1"), BadInput);
+  EXPECT_THROW(parse_knobs("colour=red"), BadInput);
   EXPECT_TRUE(parse_knobs("").ragged_stats);
   EXPECT_FALSE(parse_knobs("ragged_stats=0").ragged_stats);
-  EXPECT_THROW(parse_knobs("ragged_stats=2"), CaseError);
+  EXPECT_THROW(parse_knobs("ragged_stats=2"), BadInput);
 }

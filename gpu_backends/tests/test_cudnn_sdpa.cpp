@@ -2,7 +2,7 @@
 // Without a GPU (or cuDNN) every test here SKIPS with the backend's reason.
 #include <gtest/gtest.h>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "cudnn_sdpa.h"
 
 using namespace ao;

@@ -78,7 +78,7 @@ TEST(GpuAvailability, BackendsReportSkippedWithReasonWithoutGpu) {
   }
 }
 
-TEST(GpuKnobs, BadKnobsAreCaseErrorsNamingTheBackend) {
+TEST(GpuKnobs, BadKnobsAreBadInputNamingTheBackend) {
   // Refused: bad values, unknown knobs, misuse of the old spelling, a bug id the backend does not re-create.
   for (const char* spec : {"cuda-indexer:mask=diagonal", "cuda-indexer:foo=1", "cuda-indexer:mask",
                            "cuda-sdpa:tail-read=2",                           // old spelling, bad value
@@ -90,7 +90,7 @@ TEST(GpuKnobs, BadKnobsAreCaseErrorsNamingTheBackend) {
     try {
       make_backend(spec);
       ADD_FAILURE() << spec << " was accepted";
-    } catch (const CaseError& e) {
+    } catch (const BadInput& e) {
       EXPECT_EQ(e.key, "backend") << spec;
       EXPECT_EQ(e.value, spec);
     }

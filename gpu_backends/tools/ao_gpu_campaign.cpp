@@ -29,7 +29,7 @@ struct PlanLine {
 
 std::vector<PlanLine> read_plan(const std::string& path) {
   std::ifstream f(path);
-  if (!f) throw ao::CaseError("--plan", path, "cannot open");
+  if (!f) throw ao::BadInput("--plan", path, "cannot open");
   std::vector<PlanLine> out;
   std::string line;
   int no = 0;
@@ -50,11 +50,11 @@ std::vector<PlanLine> read_plan(const std::string& path) {
       p.metric = p.expect.substr(5);
       p.expect = "fail";
       if (p.metric.empty())
-        throw ao::CaseError("expect", "fail:", fmt::format("{}:{}: fail: needs a metric name", path, no));
+        throw ao::BadInput("expect", "fail:", fmt::format("{}:{}: fail: needs a metric name", path, no));
     }
     if (p.expect != "pass" && p.expect != "fail")
-      throw ao::CaseError("expect", p.expect, fmt::format("{}:{}: needs expect=pass or expect=fail", path, no));
-    if (p.backend.empty()) throw ao::CaseError("backend", "", fmt::format("{}:{}: needs backend=<spec>", path, no));
+      throw ao::BadInput("expect", p.expect, fmt::format("{}:{}: needs expect=pass or expect=fail", path, no));
+    if (p.backend.empty()) throw ao::BadInput("backend", "", fmt::format("{}:{}: needs backend=<spec>", path, no));
     p.case_line = rest;
     out.push_back(p);
   }
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   std::vector<PlanLine> plan;
   try {
     plan = read_plan(plan_path);
-  } catch (const ao::CaseError& e) {
+  } catch (const ao::BadInput& e) {
     std::cerr << "ao-gpu-campaign: " << e.what() << "\n";
     return 2;
   }
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
         r["metrics"] = metrics_json(v);
         if (!pl.metric.empty()) {
           const ao::Metric* m = v.find(pl.metric);
-          if (!m || !m->gated()) throw ao::CaseError("expect", "fail:" + pl.metric, "no gated metric of that name");
+          if (!m || !m->gated()) throw ao::BadInput("expect", "fail:" + pl.metric, "no gated metric of that name");
           metric_failed = m->failed;
         }
         json segs = json::array();

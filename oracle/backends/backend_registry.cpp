@@ -99,7 +99,7 @@ std::pair<const BackendInfo*, std::string> resolve(const std::string& spec) {
   if (!best) {
     std::string names;
     for (const auto& b : registry()) names += (names.empty() ? "" : ", ") + b.name;
-    throw CaseError("backend", spec, "unknown backend (known: " + names + ")");
+    throw BadInput("backend", spec, "unknown backend (known: " + names + ")");
   }
   return {best, spec.size() > best->name.size() ? spec.substr(best->name.size() + 1) : ""};
 }

@@ -3,8 +3,6 @@
 // it over whole.
 #include "attn_oracle/backends/external.h"
 
-#include "attn_oracle/backends/bug_models.h"
-
 namespace ao {
 
 std::vector<BackendInfo> detail::external_backends() {
@@ -29,12 +27,7 @@ std::vector<BackendInfo> detail::external_backends() {
     if (path.find('/') == std::string::npos) path = "./" + path;  // the library loads a file, not a search
     std::string out = normalize_spec_path(path, form);
     if (colon == std::string::npos) return out;
-    std::vector<std::string> ids;
-    for (const auto& m : bug_models()) ids.push_back(m.name);
-    const std::string knobs = parse_knobs("plugin:" + text.substr(0, colon), text.substr(colon + 1),
-                                          {bug_knob(ids, "the defect the library re-creates")},
-                                          {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true)  // old spelling kept
-                                  .identity_text();
+    const std::string knobs = parse_plugin_knobs(text.substr(0, colon), text.substr(colon + 1)).identity_text();
     return knobs.empty() ? out : out + ":" + knobs;
   };
   return {std::move(exec), std::move(plugin)};

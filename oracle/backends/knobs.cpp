@@ -112,7 +112,7 @@ Knobs parse_knobs(const std::string& backend, const std::string& text, const std
                   const std::vector<KnobAlias>& aliases, bool open) {
   Knobs out;
   out.specs_ = specs;
-  auto bad = [&](const std::string& why) -> CaseError { return CaseError("backend", backend + ":" + text, why); };
+  auto bad = [&](const std::string& why) -> BadInput { return BadInput("backend", backend + ":" + text, why); };
   if (text.empty()) return out;
   if (specs.empty() && !open) throw bad(backend + " takes no knobs");
   size_t at = 0;

@@ -8,7 +8,7 @@
 // memfd and writes the outputs into a shared one. Only an explicit "done" record from the host is a
 // verdict: an exit (any code, 0 too), a signal or the timeout (AO_PLUGIN_TIMEOUT) is an Error naming the
 // cause; inputs the plugin mutates stay in the host. The documented load refusals (no file, dlopen
-// failure, missing symbol, another ABI version) are CaseErrors naming the library at construction, and
+// failure, missing symbol, another ABI version) are BadInputs naming the library at construction, and
 // run Errors when they appear later (the file was replaced).
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -63,15 +63,6 @@ std::string no_verdict(const SubprocessOutcome& o, double timeout_s, const char*
   return tail.empty() ? why : why + "; output tail:\n" + tail;
 }
 
-// The library reads its knobs itself; the oracle holds them to the knob grammar and naming rule, and
-// `bug=<id>` to the defect ids of the cpu-bug models (the old spelling `bug=topleft` is read as topleft-cp).
-std::string plugin_knobs(const std::string& path, const std::string& text) {
-  std::vector<std::string> ids;
-  for (const auto& m : bug_models()) ids.push_back(m.name);
-  return parse_knobs("plugin:" + path, text, {bug_knob(ids, "the defect the library re-creates")},
-                     {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true)  // old spelling kept
-      .text();
-}
 
 
 // The host program: beside the running executable (an installed or copied harness), else the build's.
@@ -163,14 +154,14 @@ class PluginBackend : public Backend {
     const auto colon = spec_.find(':');
     path_ = spec_.substr(0, colon);
     if (colon != std::string::npos) knobs_ = spec_.substr(colon + 1);
-    if (path_.empty()) throw CaseError("backend", "plugin:" + spec_, "plugin needs a library path: plugin:<path.so>");
-    knobs_ = plugin_knobs(path_, knobs_);
+    if (path_.empty()) throw BadInput("backend", "plugin:" + spec_, "plugin needs a library path: plugin:<path.so>");
+    knobs_ = parse_plugin_knobs(path_, knobs_).text();
     if (colon != std::string::npos) spec_ = path_ + ":" + knobs_;
     open_path_ = path_;
     if (open_path_.find('/') == std::string::npos) open_path_ = "./" + open_path_;  // a file, not a search
     std::error_code ec;
     if (!std::filesystem::exists(open_path_, ec))
-      throw CaseError("backend", "plugin:" + spec_, fmt::format("no such library file '{}'", path_));
+      throw BadInput("backend", "plugin:" + spec_, fmt::format("no such library file '{}'", path_));
     opt_.timeout_s = seconds_from_env("AO_PLUGIN_TIMEOUT", 600);
     if (!load) return;
     host_ = find_plugin_host();
@@ -308,7 +299,7 @@ class PluginBackend : public Backend {
     return run_command({host_}, {}, so);
   }
 
-  // Loads the library in a host: the documented refusals throw CaseError; a host that crashes, exits or
+  // Loads the library in a host: the documented refusals throw BadInput; a host that crashes, exits or
   // hangs while loading makes every run an Error naming the library.
   void probe() {
     RequestBuilder req(plugin_host::kProbe);
@@ -322,7 +313,7 @@ class PluginBackend : public Backend {
     const auto res = run_host(req_fd, -1);
     const auto f = fields_of(res.message);
     if (f.size() >= 3 && f[0] == kProbeMagic && f[1] == "refused")
-      throw CaseError("backend", "plugin:" + spec_, fmt::format("{}: {}", path_, f[2]));
+      throw BadInput("backend", "plugin:" + spec_, fmt::format("{}: {}", path_, f[2]));
     if (f.size() >= 3 && f[0] == kProbeMagic && f[1] == "broken") {
       broken_ = fmt::format("plugin {}: {}", path_, f[2]);
     } else if (f.size() == 4 && f[0] == kProbeMagic && f[1] == "ok") {
@@ -345,5 +336,12 @@ std::unique_ptr<Backend> make_plugin_backend(const std::string& spec) {
 }
 
 std::string plugin_backend_name(const std::string& spec) { return PluginBackend(spec, false).name(); }
+
+Knobs parse_plugin_knobs(const std::string& path, const std::string& text) {
+  std::vector<std::string> ids;
+  for (const auto& m : bug_models()) ids.push_back(m.name);
+  return parse_knobs("plugin:" + path, text, {bug_knob(ids, "the defect the library re-creates")},
+                     {{"bug=topleft", "bug=topleft-cp"}}, /*open=*/true);  // the old spelling kept
+}
 
 }  // namespace ao

@@ -1,4 +1,4 @@
-// CaseError and the clipping of echoed values (bad_input.h).
+// BadInput and the clipping of echoed values (bad_input.h).
 #include "attn_oracle/internal/bad_input.h"
 
 #include <fmt/format.h>
@@ -12,7 +12,7 @@ std::string clip_for_message(const std::string& v, size_t max_bytes) {
   return fmt::format("{}... ({} bytes)", v.substr(0, n), v.size());
 }
 
-CaseError::CaseError(std::string k, std::string v, const std::string& why)
+BadInput::BadInput(std::string k, std::string v, const std::string& why)
     : std::runtime_error(fmt::format("case key '{}' = '{}': {}", clip_for_message(k), clip_for_message(v), why)),
       key(std::move(k)),
       value(std::move(v)) {}

@@ -68,6 +68,28 @@ class StartLock {
 std::vector<pid_t> g_reapers;
 pid_t g_subreaper_of = 0;  // the pid that made itself subreaper (a fork must do it again)
 
+// The pids listed in one /proc/<pid>/task/<tid>/children file, at most `max` of them, into `out`: how
+// many, or -1 when the file cannot be opened. Plain system calls only (the reaper calls it in a fork).
+int read_children_file(const char* path, pid_t* out, int max) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[16384];
+  size_t len = 0;
+  ssize_t r;
+  while (len < sizeof buf - 1 && (r = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += size_t(r);
+  ::close(fd);
+  buf[len] = 0;
+  int n = 0;
+  for (char* p = buf; *p && n < max;) {
+    char* end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    if (end == p) break;
+    out[n++] = pid_t(v);
+    p = end;
+  }
+  return n;
+}
+
 // Children of this process across all its threads (a re-parented orphan goes to any live thread).
 int list_own_children(pid_t* out, int max) {
   int n = 0;
@@ -77,21 +99,7 @@ int list_own_children(pid_t* out, int max) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     char path[300];
     std::snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[16384];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof buf - 1 && (r = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += size_t(r);
-    ::close(fd);
-    buf[len] = 0;
-    for (char* p = buf; *p && n < max;) {
-      char* end = nullptr;
-      const long v = std::strtol(p, &end, 10);
-      if (end == p) break;
-      out[n++] = pid_t(v);
-      p = end;
-    }
+    n += std::max(0, read_children_file(path, out + n, max - n));
   }
   ::closedir(d);
   return n;
@@ -148,23 +156,8 @@ extern "C" void on_reaper_stop(int) { g_reaper_stop = 1; }
 int list_children(pid_t* out, int max) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/children", int(::getpid()));
+  if (const int listed = read_children_file(path, out, max); listed >= 0) return listed;
   int n = 0;
-  if (const int fd = ::open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
-    char buf[16384];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof buf - 1 && (r = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += size_t(r);
-    ::close(fd);
-    buf[len] = 0;
-    for (char* p = buf; *p && n < max;) {
-      char* end = nullptr;
-      const long v = std::strtol(p, &end, 10);
-      if (end == p) break;
-      out[n++] = pid_t(v);
-      p = end;
-    }
-    return n;
-  }
   DIR* d = ::opendir("/proc");
   if (!d) return 0;
   const pid_t self = ::getpid();
@@ -541,18 +534,6 @@ SubprocessOutcome supervise(const ChildMain& main, const SubprocessOptions& opt,
 
 }  // namespace
 
-bool write_all(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
 std::string SubprocessOutcome::describe(double timeout_s) const {
   switch (kind) {
     case Exited: return fmt::format("exited with status {}", code);
@@ -659,7 +640,7 @@ double seconds_from_env(const char* name, double fallback) {
   char* end = nullptr;
   const double v = std::strtod(t, &end);
   if (end == t || *end != '\0' || !(v > 0) || !std::isfinite(v))
-    throw CaseError(name, t, "must be a positive number of seconds");
+    throw BadInput(name, t, "must be a positive number of seconds");
   return v;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include "attn_oracle/internal/utf8.h"
 
@@ -72,6 +73,26 @@ std::string markdown_cell(std::string_view s, MarkdownText kind) {
   const bool pad = body.front() == '`' || body.back() == '`' || (body.front() == ' ' && body.back() == ' ');
   const std::string fence(longest + 1, '`'), sp = pad ? " " : "";
   return fence + sp + body + sp + fence;
+}
+
+namespace {
+std::string table_line(const std::vector<std::string>& cells) {
+  std::string s = "|";
+  for (const auto& c : cells) s += " " + c + " |";
+  return s + "\n";
+}
+}  // namespace
+
+MarkdownTable::MarkdownTable(std::vector<std::string> header) : columns_(header.size()) {
+  text_ = table_line(header) + table_line(std::vector<std::string>(columns_, "---"));
+}
+
+MarkdownTable& MarkdownTable::row(std::vector<std::string> cells) {
+  if (cells.size() != columns_)
+    throw std::logic_error("Markdown table row of " + std::to_string(cells.size()) + " cells under a header of " +
+                           std::to_string(columns_));
+  text_ += table_line(cells);
+  return *this;
 }
 
 }  // namespace ao

@@ -37,10 +37,10 @@ std::string report_markdown(const std::vector<CaseResult>& results, const Report
                      signal_name(status.signal), results.size());
   // Everything from a result is foreign text (a backend's name and stderr, a case line from a file).
   const auto lit = [](const std::string& t) { return markdown_cell(t, MarkdownText::Literal); };
-  s += "| verdict | backend | vs | case | failing metrics / reason |\n|---|---|---|---|---|\n";
+  MarkdownTable table({"verdict", "backend", "vs", "case", "failing metrics / reason"});
   for (const auto& r : results)
-    s += fmt::format("| {} | {} | {} | {} | {} |\n", verdict_name(r.verdict.kind), lit(r.backend), lit(r.vs),
-                     lit(r.case_line), lit(r.verdict.reason));
+    table.row({verdict_name(r.verdict.kind), lit(r.backend), lit(r.vs), lit(r.case_line), lit(r.verdict.reason)});
+  s += table.text();
   for (const auto& r : results) {
     if (r.verdict.kind != Verdict::Fail) continue;
     s += fmt::format("\n### FAIL {} on {}\n\n```\n{}```\n", lit(r.backend), lit(r.case_line),

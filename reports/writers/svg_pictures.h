@@ -13,7 +13,7 @@
 #pragma once
 #include <string>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 namespace ao {
 

@@ -16,26 +16,16 @@
 #include <string>
 
 #include "../plugin_host_protocol.h"
+#include "attn_oracle/internal/write_all.h"
 
 namespace {
 
 using namespace ao::plugin_host;
 
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
 int send(std::initializer_list<std::string> fields) {
   std::string r;
   for (const auto& f : fields) r.append(f).push_back('\0');
-  return write_all(kMessageFd, r.data(), r.size()) ? 0 : 3;
+  return ao::write_all(kMessageFd, r.data(), r.size()) ? 0 : 3;
 }
 
 std::string bounded(const char* s, size_t max) { return s ? std::string(s, ::strnlen(s, max)) : std::string(); }

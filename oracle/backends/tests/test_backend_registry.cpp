@@ -53,12 +53,12 @@ TEST(BackendRegistry, DefectTableNamesEveryModelAndItsBackends) {
   }
 }
 
-TEST(BackendRegistry, KnobsOnAKnoblessBackendAreACaseError) {
+TEST(BackendRegistry, KnobsOnAKnoblessBackendAreBadInput) {
   for (const char* spec : {"cpu-ref:x=1", "cpu-bug:topleft-cp:bug=none", "cpu-ref:"}) {
     try {
       make_backend(spec);
       if (std::string(spec) != "cpu-ref:") ADD_FAILURE() << spec << " accepted";
-    } catch (const CaseError& e) {
+    } catch (const BadInput& e) {
       EXPECT_EQ(e.key, "backend");
       EXPECT_EQ(e.value, spec);
       EXPECT_NE(std::string(e.what()).find("takes no knobs"), std::string::npos) << e.what();
@@ -245,8 +245,8 @@ TEST(BackendSpec, SpellingsOfOneBackendHaveOneIdentity) {
   EXPECT_NE(id("plugin:lib.so:bug=topleft-cp"), id("plugin:lib.so"));
   EXPECT_NE(id("exec:python3 x.py"), id("exec:python3 y.py"));
   EXPECT_NE(id("exec:a\nb"), id("exec:a b"));  // a newline separates two commands
-  EXPECT_THROW(id("cpu-bug:no-such-model"), CaseError);
-  EXPECT_THROW(id("plugin:lib.so:Bad=1"), CaseError);
+  EXPECT_THROW(id("cpu-bug:no-such-model"), BadInput);
+  EXPECT_THROW(id("plugin:lib.so:Bad=1"), BadInput);
 }
 
 TEST(BackendSpec, KnobIdentityDropsDefaultsAndSorts) {

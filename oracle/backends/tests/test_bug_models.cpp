@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 using namespace ao;
 

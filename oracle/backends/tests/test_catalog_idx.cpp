@@ -1,4 +1,4 @@
-// Issue 15 (idx): the indexer models of the defect catalog's section A. Each fails its named metric on
+// The indexer models of the defect catalog's section A. Each fails its named metric on
 // its trigger under cpu-bug:<model> and passes under cpu-ref (3 recorded seeds), and is specific:
 // outside its trigger its outputs equal cpu-ref's bitwise.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/pipeline/selftest.h"
 #include "attn_oracle/pipeline/trial.h"
 

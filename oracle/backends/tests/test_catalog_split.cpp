@@ -1,4 +1,4 @@
-// Issue 15 (split): the split-KV path of the SDPA reference agrees with the exact path, and each
+// The split-KV path of the SDPA reference agrees with the exact path, and each
 // split-KV / empty-row / LSE bug model of the catalog fails its metric on its trigger (3 recorded
 // seeds) and is bitwise cpu-ref outside it.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/pipeline/selftest.h"
 #include "attn_oracle/pipeline/trial.h"
 

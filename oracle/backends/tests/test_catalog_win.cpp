@@ -1,4 +1,4 @@
-// Issue 15 (win): the catalog's window, alignment, CP and offset bug models. Each fails its named
+// The catalog's window, alignment, CP and offset bug models. Each fails its named
 // gated metric on its trigger (3 recorded seeds) while cpu-ref passes, and each is specific: outside
 // its trigger its outputs equal cpu-ref's bitwise.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/pipeline/selftest.h"
 #include "attn_oracle/pipeline/trial.h"
 

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/backends/external.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/internal/npy.h"
 #include "temp_files.h"

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/knobs.h"
 #include "attn_oracle/case/case.h"
 
@@ -20,11 +21,11 @@ const std::vector<KnobSpec> kSpecs = {
     knob_number("guard", {0, 1 << 20, false, true}, "64", "guard rows"),
 };
 
-// The CaseError's message for `text`, or "" when it parses.
+// The BadInput's message for `text`, or "" when it parses.
 std::string error_of(const std::string& text, bool open = false) {
   try {
     parse_knobs("demo", text, kSpecs, {{"mask=topleft", "bug=topleft-cp"}}, open);
-  } catch (const CaseError& e) {
+  } catch (const BadInput& e) {
     EXPECT_EQ(e.key, "backend");
     EXPECT_EQ(e.value, "demo:" + text);
     return e.what();
@@ -49,7 +50,7 @@ TEST(Knobs, DefaultsValuesAndCanonicalText) {
   EXPECT_TRUE(k.given("inputs"));
 }
 
-TEST(Knobs, BadTextIsACaseErrorNamingTheKnobAndTheValue) {
+TEST(Knobs, BadTextIsABadInputNamingTheKnobAndTheValue) {
   struct Bad {
     const char* text;
     std::vector<const char*> says;
@@ -76,7 +77,7 @@ TEST(Knobs, BadTextIsACaseErrorNamingTheKnobAndTheValue) {
     for (const char* s : b.says) EXPECT_NE(what.find(s), std::string::npos) << b.text << ": " << what;
   }
   // A backend without knobs refuses any.
-  EXPECT_THROW(parse_knobs("cpu-ref", "x=1", {}), CaseError);
+  EXPECT_THROW(parse_knobs("cpu-ref", "x=1", {}), BadInput);
   EXPECT_NO_THROW(parse_knobs("cpu-ref", "", {}));
 }
 
@@ -128,3 +129,22 @@ TEST(Knobs, RandomValidListsRoundTrip) {
 }
 
 }  // namespace
+
+// A bad knob, backend name or environment value is bad input but not a case error: the callers that try
+// cases and drop the rejected ones (the shrinkers) catch CaseError alone, so they never swallow it.
+TEST(Knobs, BadBackendInputIsNotACaseError) {
+  const auto is_case_error = [](auto&& f) {
+    try {
+      f();
+    } catch (const CaseError&) {
+      return true;
+    } catch (const BadInput&) {
+      return false;
+    }
+    ADD_FAILURE() << "accepted";
+    return false;
+  };
+  EXPECT_FALSE(is_case_error([] { parse_knobs("cpu-ref", "x=1", {}); }));
+  EXPECT_FALSE(is_case_error([] { make_backend("no-such-backend"); }));
+  EXPECT_TRUE(is_case_error([] { parse_case("op=indexer topk=0"); }));
+}

@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "attn_oracle/backends/external.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/pipeline/trial.h"
 #include "cli_run.h"
 #include "temp_files.h"
@@ -35,7 +35,7 @@ CaseResult run_plugin(const std::string& spec, const std::string& line) {
 std::string load_error(const std::string& spec) {
   try {
     make_backend(spec);
-  } catch (const CaseError& e) {
+  } catch (const BadInput& e) {
     EXPECT_EQ(e.key, "backend");
     return e.what();
   }
@@ -69,7 +69,7 @@ TEST(Plugin, KnobsFollowTheGrammarAndBugIsADefectId) {
     try {
       make_backend(kPlugin + knobs);
       ADD_FAILURE() << knobs << " accepted";
-    } catch (const CaseError& e) {
+    } catch (const BadInput& e) {
       EXPECT_EQ(e.key, "backend");
       EXPECT_EQ(e.value, kPlugin + knobs);
     }
@@ -275,7 +275,7 @@ TEST(PluginIsolation, TimeoutIsValidated) {
     try {
       make_backend(kPlugin);
       ADD_FAILURE() << "AO_PLUGIN_TIMEOUT=" << bad << " accepted";
-    } catch (const CaseError& e) {
+    } catch (const BadInput& e) {
       EXPECT_EQ(e.key, "AO_PLUGIN_TIMEOUT");
       EXPECT_EQ(e.value, bad);
     }

@@ -1,10 +1,10 @@
-// probe=edges (issue 14): inputs where each row's mask-boundary keys dominate the softmax, so a
+// probe=edges: inputs where each row's mask-boundary keys dominate the softmax, so a
 // one-key mask error moves O by O(1) relative, orders of magnitude above the derived gates.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/inputs/tensors.h"
 
 using namespace ao;

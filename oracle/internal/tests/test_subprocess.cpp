@@ -161,7 +161,7 @@ TEST(Subprocess, TimeoutFromTheEnvironmentIsValidated) {
   EXPECT_EQ(seconds_from_env("AO_SUBPROCESS_TEST_TIMEOUT", 600), 2.5);
   for (const char* bad : {"0", "-1", "abc", "nan", "inf", "5s"}) {
     ::setenv("AO_SUBPROCESS_TEST_TIMEOUT", bad, 1);
-    EXPECT_THROW(seconds_from_env("AO_SUBPROCESS_TEST_TIMEOUT", 600), CaseError) << bad;
+    EXPECT_THROW(seconds_from_env("AO_SUBPROCESS_TEST_TIMEOUT", 600), BadInput) << bad;
   }
   ::unsetenv("AO_SUBPROCESS_TEST_TIMEOUT");
 }

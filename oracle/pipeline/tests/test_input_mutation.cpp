@@ -1,6 +1,6 @@
 // A backend (or `--vs` reference) that writes its const inputs must end as ERROR naming the tensor,
-// never PASS: before the fix the reference ran after the backend on the same buffers, so a kernel that
-// zeroed q and w and returned the lowest allowed indices passed (issue 17.1).
+// never PASS: were the reference run after the backend on the same buffers, a kernel that zeroed q and w
+// and returned the lowest allowed indices would pass.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/fuzz/case_file.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/inputs/input_fingerprint.h"
 
 using namespace ao;

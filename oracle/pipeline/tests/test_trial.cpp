@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/pipeline/trial.h"
 
 using namespace ao;

@@ -1,6 +1,6 @@
-// `--vs` references are checked before they judge (issue 14.5): a reference that writes NaN, leaves a
+// `--vs` references are checked before they judge: a reference that writes NaN, leaves a
 // valid row unwritten, drops or duplicates an index, or gives a keyless row a finite LSE makes the case
-// an ERROR naming the reference and the row; before, each of these gave PASS.
+// an ERROR naming the reference and the row, never a PASS.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reference/reference_sanity.h"
 
 using namespace ao;

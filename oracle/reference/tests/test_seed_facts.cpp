@@ -1,7 +1,7 @@
 // Hand-checked facts from the seeds and docs/field-facts.md.
 #include <gtest/gtest.h>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 using namespace ao;
 

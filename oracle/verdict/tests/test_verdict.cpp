@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "attn_oracle/compare/compare.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reference/reference.h"
 #include "attn_oracle/verdict/verdict.h"
 

@@ -10,12 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/internal/utf8.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reports/escape.h"
 #include "attn_oracle/reports/report.h"
 #include "cli_run.h"
@@ -124,6 +125,15 @@ TEST(ReportFormats, MarkdownCellKeepsOneRowAndShowsLiteralTextInACodeSpan) {
   EXPECT_EQ(markdown_cell("`x", MarkdownText::Literal), "`` `x ``");
   EXPECT_EQ(markdown_cell(" x ", MarkdownText::Literal), "`  x  `");
   EXPECT_EQ(markdown_cell("<!--\r\n", MarkdownText::Literal), "`<!--  `");
+}
+
+TEST(ReportFormats, MarkdownTableHasOneShapeAndKeepsItsColumns) {
+  MarkdownTable t({"a", "b"});
+  EXPECT_EQ(t.text(), "| a | b |\n| --- | --- |\n");
+  t.row({"`x`", ""}).row({markdown_cell("1|2", MarkdownText::Authored), "y"});
+  EXPECT_EQ(t.text(), "| a | b |\n| --- | --- |\n| `x` |  |\n| 1\\|2 | y |\n");
+  EXPECT_THROW(t.row({"one"}), std::logic_error);
+  EXPECT_THROW(t.row({"1", "2", "3"}), std::logic_error);
 }
 
 TEST(ReportFormats, XmlEscapeDropsWhatXmlForbids) {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reports/report.h"
 #include "temp_files.h"
 

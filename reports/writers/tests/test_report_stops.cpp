@@ -26,7 +26,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/internal/interrupt.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "cli_run.h"
 #include "temp_files.h"
 

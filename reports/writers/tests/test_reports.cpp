@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reports/report.h"
 #include "temp_files.h"
 

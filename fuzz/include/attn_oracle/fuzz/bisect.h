@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 namespace ao {
 

@@ -14,9 +14,9 @@ struct Budget {
   double seconds = 0;   // > 0: stop after this wall time
   uint64_t cases = 0;   // > 0: stop after this many cases
 };
-// "60s", "5m", "1h" (time) or "N" (cases). Throws CaseError("budget", ...).
+// "60s", "5m", "1h" (time) or "N" (cases). Throws BadInput("budget", ...).
 Budget parse_budget(const std::string& s);
-// "i/n" with 0 <= i < n. Throws CaseError("shard", ...).
+// "i/n" with 0 <= i < n. Throws BadInput("shard", ...).
 std::pair<int, int> parse_shard(const std::string& s);
 
 struct CampaignOptions {

@@ -43,7 +43,7 @@ struct CaseEntry {
   std::optional<RecordedChoices> choices;  // a `# choices:` line before the case
 };
 
-// A bad line or path: the message starts with `file:line:` (or the path) and carries the CaseError text.
+// A bad line or path: the message starts with `file:line:` (or the path) and carries the BadInput text.
 struct CaseFileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -53,7 +53,7 @@ std::vector<std::string> collect_case_files(const std::vector<std::string>& path
 // Parses and validates (make_layout) every case; throws CaseFileError at the first bad line.
 std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, const LayoutLimits& lim = {});
 // "# choices: dims=small op=any 3 0 17" and back; nullopt for a line that is not a `# choices:`
-// line; throws CaseError("choices", ...) for a malformed one.
+// line; throws BadInput("choices", ...) for a malformed one.
 std::string choices_comment(const RecordedChoices& r);
 std::optional<RecordedChoices> parse_choices_comment(const std::string& line);
 

@@ -117,7 +117,7 @@ class ReplayChoices : public ChoiceSource {
 Choices canonical(Choices seq);
 // Shortlex order (shorter first, then lexicographically smaller): what shrinking minimises.
 bool shortlex_less(const Choices& a, const Choices& b);
-// "3 0 17 ..." and back. Throws CaseError("choices", ...) on anything but non-negative integers.
+// "3 0 17 ..." and back. Throws BadInput("choices", ...) on anything but non-negative integers.
 std::string choices_text(const Choices& seq);
 Choices parse_choices(const std::string& text);
 

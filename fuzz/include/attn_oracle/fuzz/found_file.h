@@ -22,7 +22,7 @@
 #include "attn_oracle/fuzz/campaign_options.h"
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/fuzz/shrink.h"
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 namespace ao {
 

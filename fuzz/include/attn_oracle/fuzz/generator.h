@@ -24,10 +24,10 @@ struct GenOptions {
   std::optional<Op> op;                   // empty: both ops
 };
 
-// Throws CaseError("dims", ...) for anything but small|glm|tiny|wide.
+// Throws BadInput("dims", ...) for anything but small|glm|tiny|wide.
 DimsProfile parse_dims(const std::string& s);
 const char* dims_name(DimsProfile d);
-// Throws CaseError("op", ...) for anything but indexer|sdpa|any (any = empty optional).
+// Throws BadInput("op", ...) for anything but indexer|sdpa|any (any = empty optional).
 std::optional<Op> parse_op_filter(const std::string& s);
 
 // Every decision drawn from `src`; never throws for any choice sequence (an invalid case is a bug).

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 namespace ao::gpu {
 
@@ -48,7 +48,7 @@ struct CpRunResult {
   std::vector<CpRankResult> ranks;
 };
 
-// Throws CaseError for bad input (exit code 2), also where no GPU could run it.
+// Throws BadInput for bad input (exit code 2), also where no GPU could run it.
 CpRunResult cp_run(const CpRunOptions& o);
 
 }  // namespace ao::gpu

@@ -66,9 +66,9 @@ struct BackendSet {
 };
 
 const std::vector<BackendInfo>& registered_backends();
-// Throws CaseError(key="backend") for unknown names or bad knobs.
+// Throws BadInput(key="backend") for unknown names or bad knobs.
 std::unique_ptr<Backend> make_backend(const std::string& spec);
-// The name() make_backend(spec) would give, with the spec checked the same way (same CaseErrors), but
+// The name() make_backend(spec) would give, with the spec checked the same way (same BadInput errors), but
 // no library code of a plugin run: for naming backends that are not run (`# catches:` claims).
 std::string backend_name(const std::string& spec);
 
@@ -77,7 +77,7 @@ std::string backend_name(const std::string& spec);
 // by its backend (exec: words and paths, plugin: library path and knobs); leading blanks and trailing
 // blanks but not a trailing newline (exec: appends "$@" after it) dropped. Identity: equal for specs of
 // one backend; Portable: how a user re-runs it from the working dir (found files, failure signatures).
-// Never loads or runs the backend. Throws CaseError(key="backend") for an unknown name or bad knobs.
+// Never loads or runs the backend. Throws BadInput(key="backend") for an unknown name or bad knobs.
 std::string normalize_backend_spec(const std::string& spec, SpecForm form);
 // A path in `form`'s spelling (SpecForm above); relative paths are taken from the working directory.
 std::string normalize_spec_path(const std::string& path, SpecForm form);

@@ -35,17 +35,21 @@ struct ExecOptions {
   bool keep_dir = false;   // AO_EXEC_KEEP=1 keeps case directories (their path is reported)
   std::string work_root;   // AO_EXEC_DIR, else $TMPDIR, else /tmp
 };
-// Reads AO_EXEC_TIMEOUT / AO_EXEC_KEEP / AO_EXEC_DIR; throws CaseError for a bad value.
+// Reads AO_EXEC_TIMEOUT / AO_EXEC_KEEP / AO_EXEC_DIR; throws BadInput for a bad value.
 ExecOptions exec_options_from_env();
 std::unique_ptr<Backend> make_exec_backend(const std::string& command, const ExecOptions& opt);
 
 // Writes the case directory (inputs, meta.json, sentinel outputs); returns meta.json's text.
 std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in);
 
-// `spec` is what follows "plugin:". Throws CaseError(key="backend") when the library cannot be
+// `spec` is what follows "plugin:". Throws BadInput(key="backend") when the library cannot be
 // loaded, lacks a required symbol or reports another ABI version (found by a probe in a child), and
-// CaseError(key="AO_PLUGIN_TIMEOUT") for a bad timeout.
+// BadInput(key="AO_PLUGIN_TIMEOUT") for a bad timeout.
 std::unique_ptr<Backend> make_plugin_backend(const std::string& spec);
+// A plugin's knobs (`text`, after `plugin:<path>:`): the library reads them itself; the oracle holds them
+// to the knob grammar and naming rule, and `bug=<id>` to the defect ids of the cpu-bug models (the old
+// spelling of topleft-cp, without the -cp, is read as it). Throws BadInput(key="backend").
+Knobs parse_plugin_knobs(const std::string& path, const std::string& text);
 // Its name() after the checks that need no library code (path, knobs, AO_PLUGIN_TIMEOUT): nothing loaded.
 std::string plugin_backend_name(const std::string& spec);
 

@@ -64,7 +64,7 @@ class Knobs {
   std::vector<KnobSpec> specs_;
 };
 
-// Parses `text` ("k=v,k=v") for `backend` against `specs`. Throws CaseError("backend", "backend:text",
+// Parses `text` ("k=v,k=v") for `backend` against `specs`. Throws BadInput("backend", "backend:text",
 // why naming the knob and the value) for a malformed item, an unknown knob (unless `open`: the
 // knobs a foreign library reads itself, which must still follow the grammar and naming rule), a value
 // not allowed, or a knob given twice.

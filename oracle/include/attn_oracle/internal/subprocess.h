@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "attn_oracle/internal/write_all.h"  // write_all, used by every writer of a supervised process
+
 namespace ao {
 
 struct SubprocessOptions {
@@ -79,11 +81,8 @@ std::vector<SubprocessOutcome> run_commands_together(const std::vector<CommandLi
 // 70). stdin is /dev/null. The body may use anything the harness has (it is a copy of it).
 SubprocessOutcome run_forked(const std::function<int(int message_fd)>& body, const SubprocessOptions& opt);
 
-// Writes all of `data` to fd (retrying short writes and EINTR); false on an error.
-bool write_all(int fd, const void* data, size_t n);
-
 // Reads a positive number of seconds from the environment variable `name` (unset or empty: fallback);
-// throws CaseError(name, value, ...) for anything else.
+// throws BadInput(name, value, ...) for anything else.
 double seconds_from_env(const char* name, double fallback);
 
 }  // namespace ao

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ao {
 
@@ -24,5 +25,20 @@ enum class MarkdownText {
 // whose backtick fence is longer than any backtick run inside it, so no markup, raw HTML (`<!--`),
 // entity, mention or link in it is interpreted; empty text gives an empty cell.
 std::string markdown_cell(std::string_view s, MarkdownText kind);
+
+// A GFM table: the header row, the `| --- |` rule, one line per row. Cells are Markdown as given
+// (markdown_cell for text; the writer's own markup, such as a `name` in a code span), so every table
+// the project prints (the README's key and catalog tables, report.md) has one shape.
+class MarkdownTable {
+ public:
+  explicit MarkdownTable(std::vector<std::string> header);
+  // Exactly as many cells as the header has (std::logic_error otherwise: a row would shift its columns).
+  MarkdownTable& row(std::vector<std::string> cells);
+  const std::string& text() const { return text_; }
+
+ private:
+  size_t columns_;
+  std::string text_;
+};
 
 }  // namespace ao

@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 #include <vector>
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reports/escape.h"
 
 namespace ao {

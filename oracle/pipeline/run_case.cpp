@@ -1,4 +1,4 @@
-#include "attn_oracle/pipeline/harness.h"
+#include "attn_oracle/pipeline/run_case.h"
 
 #include <fmt/format.h>
 
