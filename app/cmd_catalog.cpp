@@ -36,7 +36,7 @@ std::string catalog_markdown() {
       "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& m : bug_models())
     s += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", m.name, m.catalog.empty() ? "-" : m.catalog,
-                     defect_class_name(m.klass), ops_of(m),
+                     defect_class_name(m.defect_class), ops_of(m),
                      m.source.empty() ? "-" : markdown_cell(m.source, MarkdownText::Authored),
                      join(m.catches, ", ", "`"), join(backends_of(m.name), ", ", "`"));
   s += "\n| catalog | public source | not modelled: needs |\n| --- | --- | --- |\n";
@@ -50,7 +50,7 @@ std::string catalog_text() {
   std::string s;
   for (const auto& m : bug_models()) {
     s += fmt::format("{:<24} {:<6} {:<18} {:<8} {}\n", m.name, m.catalog.empty() ? "-" : m.catalog,
-                     defect_class_name(m.klass), ops_of(m), m.source.empty() ? "(invented here)" : m.source);
+                     defect_class_name(m.defect_class), ops_of(m), m.source.empty() ? "(invented here)" : m.source);
     s += fmt::format("{:<24} {}\n", "", m.what);
     s += fmt::format("{:<24} caught by: {}\n", "", join(m.catches, ", "));
     s += fmt::format("{:<24} re-created by: {}\n", "", join(backends_of(m.name), ", "));
