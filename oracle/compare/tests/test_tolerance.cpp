@@ -1,7 +1,7 @@
 // Derived tolerances (tolerance.h, README "How the tolerances are derived"): the emulation reference,
 // the per-row O / LSE / rel_l2 gates, their visibility (gate, gate_ratio in JSON), the overrides, and
-// the two blind spots of issue 14 they close: a one-key mask error on long rows, and an LSE gate that
-// ignored the scale (item 4).
+// the two blind spots they close: a one-key mask error on long rows, and an LSE gate that ignored the
+// scale.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -119,7 +119,7 @@ TEST(Tolerance, ErrorsJustInsideTheDerivedGatePassJustOutsideFail) {
   }
 }
 
-// Issue 14, blind spot: every row of this rank sees >= 3968 keys, so one extra key moves O by ~1/4000;
+// Blind spot: every row of this rank sees >= 3968 keys, so one extra key moves O by ~1/4000;
 // the fixed bf16 gates (0.02) passed it. The derived gates fail it on O, rel_l2 and LSE; cpu-ref passes.
 TEST(Tolerance, OneExtraKeyOnLongRowsFails) {
   const Layout l = make_layout(parse_case("op=sdpa docs=8192 cp=32 rank=31 rows=64"));
@@ -135,7 +135,7 @@ TEST(Tolerance, OneExtraKeyOnLongRowsFails) {
   EXPECT_LT(get(good, "lse_max_err").gate_ratio, 0.2);
 }
 
-// Issue 14 item 4: at scale=1000 the LSE is ~1e3 and fp32's rounding of it exceeds any absolute 1e-4;
+// At scale=1000 the LSE is ~1e3 and fp32's rounding of it exceeds any absolute 1e-4;
 // the fp32 reference (the answer of an exact fp32 kernel) must pass against the exact answer, and also
 // with a fp64 reference as `ref` (what `--vs` with precision=fp64 gives).
 TEST(Tolerance, LseGateScalesWithTheScores) {
