@@ -34,7 +34,7 @@ std::string catalog_markdown() {
   const auto authored = [](const std::string& t) { return markdown_cell(t, MarkdownText::Authored); };
   MarkdownTable models({"model", "catalog", "class", "ops", "public source", "caught by", "re-created by"});
   for (const auto& m : bug_models())
-    models.row({"`" + m.name + "`", m.catalog.empty() ? "-" : m.catalog, defect_class_name(m.klass), ops_of(m),
+    models.row({"`" + m.name + "`", m.catalog.empty() ? "-" : m.catalog, defect_class_name(m.defect_class), ops_of(m),
                 m.source.empty() ? "-" : authored(m.source), join(m.catches, ", ", "`"),
                 join(backends_of(m.name), ", ", "`")});
   MarkdownTable unmodelled({"catalog", "public source", "not modelled: needs"});
@@ -47,7 +47,7 @@ std::string catalog_text() {
   std::string s;
   for (const auto& m : bug_models()) {
     s += fmt::format("{:<24} {:<6} {:<18} {:<8} {}\n", m.name, m.catalog.empty() ? "-" : m.catalog,
-                     defect_class_name(m.klass), ops_of(m), m.source.empty() ? "(invented here)" : m.source);
+                     defect_class_name(m.defect_class), ops_of(m), m.source.empty() ? "(invented here)" : m.source);
     s += fmt::format("{:<24} {}\n", "", m.what);
     s += fmt::format("{:<24} caught by: {}\n", "", join(m.catches, ", "));
     s += fmt::format("{:<24} re-created by: {}\n", "", join(backends_of(m.name), ", "));

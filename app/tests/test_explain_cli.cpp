@@ -106,7 +106,7 @@ TEST(CatalogCli, EveryModelAndEveryUnmodelledEntryIsListed) {
   ASSERT_EQ(md.code, 0) << md.out;
   for (const auto& m : bug_models()) {
     const std::string row = fmt::format("| `{}` | {} | {} | ", m.name, m.catalog.empty() ? "-" : m.catalog,
-                                        defect_class_name(m.klass));
+                                        defect_class_name(m.defect_class));
     EXPECT_NE(md.out.find(row), std::string::npos) << row;
     EXPECT_NE(md.out.find("`cpu-bug:" + m.name + "`"), std::string::npos) << m.name;
     for (const auto& metric : m.catches) EXPECT_NE(md.out.find("`" + metric + "`"), std::string::npos) << metric;

@@ -13,7 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include "attn_oracle/reference/reference.h"
-#include "../reference/reference_plan.h"
+#include "../reference/reference_runtime.h"
 
 namespace {
 

@@ -261,20 +261,25 @@ std::vector<int64_t> sample_rows(const Layout& l, int64_t seg_rows, int64_t targ
 
 }  // namespace
 
-void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi, int64_t kv_len) const {
-  const int64_t kv = kv_len >= 0 ? kv_len : docs[size_t(doc)].kv_len;
+void sdpa_window_band(WindowConvention conv, int64_t kv, int64_t p, int64_t left, int64_t right, int64_t& lo,
+                      int64_t& hi) {
+  const bool fa = conv == WindowConvention::Fa;
+  hi = right < 0 ? kv : std::clamp<int64_t>(p + 1 + right, 0, kv);
+  lo = 0;
+  if (left > 0 || (left == 0 && fa)) lo = std::clamp<int64_t>(fa ? p - left : p - left + 1, 0, hi);
+}
+
+void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
+  const int64_t kv = docs[size_t(doc)].kv_len;
   lo = 0;
   if (c.mask == MaskKind::None) {
     hi = kv;
     return;
   }
-  if (c.op == Op::Indexer) {
+  if (c.op == Op::Indexer)
     hi = std::clamp<int64_t>(floor_div(p + 1, c.ratio), 0, kv);
-  } else {
-    hi = c.window_right < 0 ? kv : std::clamp<int64_t>(p + 1 + c.window_right, 0, kv);
-    if (c.window > 0 || (c.window == 0 && c.window_convention == WindowConvention::Fa))
-      lo = std::clamp<int64_t>(c.window_convention == WindowConvention::Fa ? p - c.window : p - c.window + 1, 0, hi);
-  }
+  else
+    sdpa_window_band(c.window_convention, kv, p, c.window, c.window_right, lo, hi);
 }
 
 int64_t buffer_rows(const Layout& l, RowBuffer b) {

@@ -14,7 +14,8 @@
 
 #include "attn_oracle/reference/emulation.h"
 #include "reference_gemm.h"
-#include "reference_plan.h"
+#include "reference_rows.h"
+#include "reference_runtime.h"
 
 namespace ao {
 
@@ -49,11 +50,11 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
 #pragma omp for schedule(dynamic, 1)
     for (size_t bi = 0; bi < blocks.size(); ++bi) {
       std::vector<int64_t> rows;
-      std::vector<detail::KeyRange> kr;
+      std::vector<KeyRange> kr;
       for (int64_t r : blocks[bi].rows)
         if (l.valid_row(r)) {
           rows.push_back(r);
-          kr.push_back(detail::row_key_ranges(l, r, Quirks{}).front());  // the oracle: one range per row
+          kr.push_back(detail::row_key_ranges(l, r, exact_seams()).front());  // the oracle: one range per row
         }
       const int64_t R = int64_t(rows.size());
       if (R == 0) continue;

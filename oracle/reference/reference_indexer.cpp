@@ -18,7 +18,8 @@
 
 #include "reference_gemm.h"
 #include "attn_oracle/reference/reference_scratch.h"
-#include "reference_plan.h"
+#include "reference_rows.h"
+#include "reference_runtime.h"
 
 namespace ao {
 
@@ -291,32 +292,12 @@ AO_ISA_CLONES void weighted_relu_sum(const double* S, int64_t ld, const double* 
   weighted_relu_sum_impl(S, ld, w, H, a, b, acc);
 }
 
-// issue 15 (idx): a radix top-k whose first pass bins the scores by the top 8 bits of their fp16 order
-// key, and keeps at most `cap` keys of the k-th score's bin, in index order (a fixed-size candidate
-// buffer): removes the later keys of that bin from `keys` (a row's keys in index order).
 template <class T>
-void radix_bin_overflow(std::vector<std::pair<T, int32_t>>& keys, size_t K, int64_t cap) {
-  if (keys.size() <= K) return;
-  auto bin = [](T x) {
-    if (std::isnan(x)) return 0u;
-    const uint32_t h = f32_to_f16_bits(float(x) + 0.0f);
-    return ((h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u)) >> 8;
-  };
-  std::vector<size_t> hist(256, 0);
-  for (const auto& k : keys) ++hist[bin(k.first)];
-  uint32_t kth_bin = 255;
-  for (size_t above = 0; above + hist[kth_bin] < K; --kth_bin) above += hist[kth_bin];
-  int64_t kept = 0;
-  std::erase_if(keys, [&](const auto& k) { return bin(k.first) == kth_bin && ++kept > cap; });
-}
-
-template <class T>
-void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
+void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& seams) {
   const Case& c = l.c;
   const int H = c.heads, D = c.dim;
   const size_t K = size_t(c.topk);
   const T scale = T(l.scale);
-  const int32_t fill = qk.fill_zero ? 0 : -1;
   const size_t block_rows = std::max(kMinRows, size_t(kQueryHeadRows / std::max(H, 1)));
   const auto blocks = detail::row_blocks(l, block_rows);
   int64_t max_keys = 0;
@@ -330,9 +311,8 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
     k_exact = k_exact && dyadic_range(k0, size_t(d.kv_len * D), k_lsb, k_top);
   }
   if (!k_exact) k_lsb = -kNoBits, k_top = kNoBits;  // no integer image: ExactRow::build refuses
-  // issue 15 (idx) [11]: K rows shorter than the swizzle span are read through its XOR pattern.
-  const int elem_bytes = c.dtype == DType::F32 ? 4 : 2, row_bytes = D * elem_bytes;
-  const bool swizzled = qk.swizzle_bytes > 0 && row_bytes < qk.swizzle_bytes;
+  // Seams that alter what a row's scores are (K reads, candidates) also leave its order to the fp scores.
+  const bool reads_altered = seams.alters_key_reads(l), filtered = seams.filters_candidates(l);
   detail::BlasSingleThread blas_in_caller;
   detail::Progress progress("indexer reference", blocks.size(),
                             double(l.check_rows.size()) * double(max_keys) * H * D);
@@ -341,20 +321,20 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
   {
     // Per-thread scratch, reused across blocks.
     std::vector<T> Qb, W, S, Kt;
-    std::vector<float> Ks;  // swizzled K tile (swizzle-small-dim)
+    std::vector<float> Ks;  // a K tile as an altered read sees it
     std::vector<T> acc = std::vector<T>(size_t(kKeyTile));
 #pragma omp for schedule(dynamic, 1)
     for (size_t bi = 0; bi < blocks.size(); ++bi) {
       const auto& blk = blocks[bi];
       const size_t R = blk.rows.size();
-      std::vector<std::vector<detail::KeyRange>> ranges(R);
+      std::vector<std::vector<KeyRange>> ranges(R);
       std::vector<RunningTopK<T>> top;
       std::vector<double> err2(R, 0.0);  // twice the row's score error bound: the exact-decision window
       std::vector<char> valid(R);
-      // issue 15 (idx): [8] the buffer row whose K row reads as zeros (-1: none); radix-bin-overflow: every
-      // scored key, in index order; rows whose scores the model corrupts skip the exact decisions.
+      // The buffer row whose K row reads as zeros (-1: none); under filtered candidates every scored key,
+      // in index order.
       std::vector<int64_t> zero_key(R, -1);
-      std::vector<std::vector<std::pair<T, int32_t>>> scored(qk.radix_bin_cap > 0 ? R : 0);
+      std::vector<std::vector<std::pair<T, int32_t>>> scored(filtered ? R : 0);
       Qb.assign(R * size_t(H * D), T(0));
       W.assign(R * size_t(H), T(0));
       top.reserve(R);
@@ -362,11 +342,9 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
         const int64_t r = blk.rows[i];
         valid[i] = l.valid_row(r);
         if (valid[i]) {
-          ranges[i] = detail::row_key_ranges(l, r, qk);
-          const auto& kr = ranges[i].back();
-          if (qk.compressed_tail_zero && c.ratio > 1 && l.docs[size_t(l.seg_of(r).doc)].q_len == 1 && kr.hi > kr.lo)
-            zero_key[i] = kr.base + kr.hi - 1;
-          const int64_t qr = detail::q_read_row(l, r, qk);
+          ranges[i] = detail::row_key_ranges(l, r, seams);
+          zero_key[i] = seams.zeroed_key(l, r, ranges[i].back());
+          const int64_t qr = seams.q_read_row(l, r);
           std::copy_n(in.q.data() + qr * H * D, H * D, Qb.data() + i * size_t(H * D));
           std::copy_n(in.w.data() + qr * H, H, W.data() + i * size_t(H));
           err2[i] = 2 * score_error_bound(Qb.data() + i * size_t(H * D), W.data() + i * size_t(H), H, D, l.scale, kmax);
@@ -391,17 +369,9 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
         for (int64_t t0 = lo; t0 < hi; t0 += kKeyTile) {
           const int64_t n = std::min(kKeyTile, hi - t0);
           const float* kf = in.k.data() + (base + t0) * D;
-          if (swizzled) {  // byte a of the tile read from the 16-byte chunk (a/16) ^ (line % chunks) of its line
-            const int64_t sw = qk.swizzle_bytes, chunks = sw / 16;
-            const int64_t limit = j + 1 == nr ? l.docs[size_t(l.segments[size_t(blk.seg)].doc)].kv_len : l.kv_rows - base;
+          if (reads_altered) {
             Ks.resize(size_t(n * D));
-            for (int64_t e = 0; e < n; ++e)
-              for (int dd = 0; dd < D; ++dd) {
-                const int64_t a = std::max<int64_t>(t0 + e, 0) * row_bytes + dd * elem_bytes, line = a / sw, off = a % sw;
-                const int64_t src = line * sw + ((off / 16) ^ (line % chunks)) * 16 + off % 16;
-                const int64_t sk = src / row_bytes, sd = (src % row_bytes) / elem_bytes;
-                Ks[size_t(e * D + dd)] = sk < limit ? in.k[size_t((base + sk) * D + sd)] : 0.f;  // past the end: 0
-              }
+            seams.read_key_tile(l, in, l.segments[size_t(blk.seg)].doc, j + 1 == nr, base, t0, n, Ks.data());
             kf = Ks.data();
           }
           const T* kt;
@@ -421,32 +391,33 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
             T* ac = acc.data();
             weighted_relu_sum(S.data() + int64_t(i) * H * n, n, W.data() + i * size_t(H), H, a, b, ac);
             auto& tk = top[i];
-            if (qk.radix_bin_cap > 0) {
+            if (filtered) {
               for (int64_t s = a; s < b; ++s) scored[i].push_back({scale * ac[s], int32_t(base + t0 + s)});
               continue;
             }
-            const int64_t z = zero_key[i] - (base + t0);  // [8]: a zero K row scores 0
+            const int64_t z = zero_key[i] - (base + t0);  // a zero K row scores 0
             if (z >= a && z < b) ac[z] = T(0);
             for (int64_t s = a; s < b; ++s) tk.push(scale * ac[s], int32_t(base + t0 + s));
           }
         }
       }
-      if (qk.radix_bin_cap > 0)
+      if (filtered)
         for (size_t i = 0; i < R; ++i) {
-          radix_bin_overflow(scored[i], K, qk.radix_bin_cap);
+          seams.filter_candidates(scored[i], K);
           for (const auto& [sc, idx] : scored[i]) top[i].push(sc, idx);
         }
       for (size_t i = 0; i < R; ++i) {
         const int64_t r = blk.rows[i];
         auto& cd = top[i].finish();
-        const int64_t orow = valid[i] ? detail::q_read_row(l, r, qk) : r;
-        if (valid[i] && !swizzled && zero_key[i] < 0)
-          exact_decisions(cd, K, err2[i], in.q.data() + orow * H * D, in.w.data() + orow * H, in.k.data(), H, D,
+        const int64_t qrow = valid[i] ? seams.q_read_row(l, r) : r;
+        const int64_t orow = valid[i] ? seams.topk_write_row(l, r) : r;
+        if (valid[i] && !reads_altered && zero_key[i] < 0)
+          exact_decisions(cd, K, err2[i], in.q.data() + qrow * H * D, in.w.data() + qrow * H, in.k.data(), H, D,
                           k_lsb, k_top);
         if (valid[i] && l.c.ties == Ties::Strict) {  // tied keys in ascending index order, ties by fp64 score
           const size_t n = std::min(K, cd.size());
           std::vector<std::pair<double, size_t>> key(n);
-          for (size_t e = 0; e < n; ++e) key[e] = {exact_indexer_score(l, in, orow, cd[e].idx), e};
+          for (size_t e = 0; e < n; ++e) key[e] = {exact_indexer_score(l, in, qrow, cd[e].idx), e};
           std::stable_sort(key.begin(), key.end(), [&](const auto& a, const auto& b) {
             return a.first != b.first ? a.first > b.first : cd[a.second].idx < cd[b.second].idx;
           });
@@ -455,7 +426,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
           std::copy(sorted.begin(), sorted.end(), cd.begin());
         }
         for (size_t e = 0; e < K; ++e) {
-          out.topk[size_t(orow) * K + e] = e < cd.size() ? cd[e].idx : fill;
+          out.topk[size_t(orow) * K + e] = e < cd.size() ? cd[e].idx : -1;
           out.scores[size_t(orow) * K + e] =
               e < cd.size() ? float(cd[e].score) : -std::numeric_limits<float>::infinity();
         }
@@ -480,11 +451,11 @@ double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64
   return l.scale * acc;
 }
 
-void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
+void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& seams) {
   if (l.c.precision == Precision::F64)
-    run<double>(l, in, out, qk);
+    run<double>(l, in, out, seams);
   else
-    run<float>(l, in, out, qk);
+    run<float>(l, in, out, seams);
 }
 
 }  // namespace ao

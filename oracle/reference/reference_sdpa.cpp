@@ -5,7 +5,7 @@
 // through their head stride. A row whose allowed scores are all finite takes the vectorised softmax;
 // one with NaN/Inf among them takes the scalar path, whose NaN semantics are the contract the
 // poisoning metrics rely on (NaN is skipped by the max, then poisons the sum and the row).
-// Split-KV (Quirks::num_splits): a finite row's allowed keys are cut at the document's key splits
+// Split-KV (ReferenceSeams::key_splits): a finite row's allowed keys are cut at the document's key splits
 // [j*S, (j+1)*S), S = ceil(max_seqlen_kv / num_splits); each split gives a partial state (O_j, LSE_j)
 // and the states are merged left to right as a combine kernel does (merge_partials).
 #include <cmath>
@@ -16,7 +16,8 @@
 
 #include "reference_gemm.h"
 #include "attn_oracle/reference/reference_scratch.h"
-#include "reference_plan.h"
+#include "reference_rows.h"
+#include "reference_runtime.h"
 
 namespace ao {
 
@@ -47,17 +48,17 @@ struct Splits {
   int64_t len = 1;
   int of(int64_t s) const { return int(std::clamp<int64_t>(s / len, 0, n - 1)); }
 };
-Splits key_splits(const Layout& l, const Quirks& qk) {
+Splits key_splits(const Layout& l, int n) {
   Splits sp;
-  sp.n = qk.num_splits > 0 ? qk.num_splits : qk.num_splits == kCaseSplits || qk.merge_unguarded ? l.c.num_splits : 1;
+  sp.n = std::max(n, 1);
   sp.len = sp.n == l.c.num_splits ? l.split_len : std::max<int64_t>(1, (l.max_seqlen_kv + sp.n - 1) / sp.n);
   return sp;
 }
 
 // Merges partial states, given by their LSEs, left to right (a combine kernel's state merge): returns
 // the merged LSE and sets w[j], the weight of O_j in the merged O. With the guard, two empty states
-// ((0, -inf), (0, -inf)) merge to an empty one; without it (flashinfer #4051) -inf - -inf = NaN, and
-// the NaN stays in every later merge.
+// ((0, -inf), (0, -inf)) merge to an empty one; without it -inf - -inf = NaN, and the NaN stays in
+// every later merge.
 template <class T>
 T merge_partials(const std::vector<T>& lse, std::vector<T>& w, bool guard) {
   const T ninf = -std::numeric_limits<T>::infinity();
@@ -76,19 +77,22 @@ T merge_partials(const std::vector<T>& lse, std::vector<T>& w, bool guard) {
 }
 
 template <class T>
-void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
+void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& seams) {
   using Row = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
   const Case& c = l.c;
-  const int Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v, G = l.group();
+  const int Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
   const T scale = T(l.scale);
   const T ninf = -std::numeric_limits<T>::infinity();
   const float empty_lse = (c.empty_rows == EmptyRows::PosInf ? 1.f : -1.f) * std::numeric_limits<float>::infinity();
   const auto blocks = detail::row_blocks(l, kRowBlock);
-  const Splits splits = key_splits(l, qk);
-  // The split path computes every row from partial states; merge_unguarded alone re-creates only the
-  // rows that its NaN reaches (elsewhere a correct merge differs from the exact path by rounding).
-  const bool split_path = qk.num_splits != 0 && splits.n > 1;
-  const bool unguarded_rows = qk.merge_unguarded && !split_path && splits.n > 1;
+  const KeySplits split_seam = seams.key_splits(l);
+  const Splits splits = key_splits(l, split_seam.n);
+  // The split path computes every row from partial states; nan_rows_only re-creates only the rows that
+  // the merge's NaN reaches (elsewhere a correct merge differs from the exact path by rounding).
+  const bool split_path = !split_seam.nan_rows_only && splits.n > 1;
+  const bool nan_rows = split_seam.nan_rows_only && splits.n > 1;
+  const T m0 = T(seams.initial_max()), lse_div = T(seams.lse_divisor());
+  const int64_t pv_tile = std::max<int64_t>(seams.pv_key_tile(l), 1);
   int64_t max_keys = 0;
   for (const auto& d : l.docs) max_keys = std::max(max_keys, d.kv_len);
   detail::BlasSingleThread blas_in_caller;
@@ -103,11 +107,11 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
     for (size_t bi = 0; bi < blocks.size(); ++bi) {
       const auto& blk = blocks[bi];
       std::vector<int64_t> rows;
-      std::vector<std::vector<detail::KeyRange>> ranges;
+      std::vector<std::vector<KeyRange>> ranges;
       for (int64_t r : blk.rows)
         if (l.valid_row(r)) {
           rows.push_back(r);
-          ranges.push_back(detail::row_key_ranges(l, r, qk));
+          ranges.push_back(detail::row_key_ranges(l, r, seams));
         }
       if (rows.empty()) {
         progress.block_done();
@@ -126,12 +130,12 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
         nkeys += sp.hi - sp.lo;
         spans.push_back(sp);
       }
-      // Bug model tail-read: the last span is widened to a whole key tile, reading pad rows whose
+      // P @ V over whole key tiles: the last span is widened to a tile's end, reading pad rows whose
       // probabilities are zero but whose V values still enter P @ V (0 * NaN = NaN).
       int64_t tail_lo = 0, tail_hi = 0;
-      if (qk.tail_read_tile > 0 && !spans.empty()) {
+      if (pv_tile > 1 && !spans.empty()) {
         const auto& sp = spans.back();
-        const int64_t t = qk.tail_read_tile;
+        const int64_t t = pv_tile;
         tail_lo = sp.hi;
         tail_hi = std::min((sp.hi + t - 1) / t * t, l.kv_rows - sp.base);
         tail_hi = std::max(tail_hi, tail_lo);
@@ -143,9 +147,9 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
       std::vector<char> no_key(static_cast<size_t>(R));
       std::vector<std::pair<int64_t, int64_t>> cols;  // a row's allowed S columns, one run per span
       for (int h = 0; h < Hq; ++h) {
-        const int kvh = qk.gqa_modulo ? h % Hkv : h / G;
+        const int kvh = seams.kv_head(l, h);
         for (int64_t i = 0; i < R; ++i) {
-          const int64_t qr = detail::q_read_row(l, rows[size_t(i)], qk);
+          const int64_t qr = seams.q_read_row(l, rows[size_t(i)]);
           const float* q = in.q.data() + (qr * Hq + h) * D;
           std::copy_n(q, D, Qh.data() + i * D);  // converts for T = double
         }
@@ -186,8 +190,8 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
             finite = finite && seg.isFinite().all();
             if (finite) mx = std::max(mx, seg.maxCoeff());
           }
-          const int64_t lrow = detail::stats_write_row(l, rows[size_t(i)], qk);
-          const int64_t orow = detail::o_write_row(l, rows[size_t(i)], qk);
+          const int64_t lrow = seams.stats_write_row(l, rows[size_t(i)]);
+          const int64_t orow = seams.o_write_row(l, rows[size_t(i)]);
           float* o = out.o.data() + (orow * Hq + h) * Dv;
           // A column's document key s (for its split): the span's lo plus the column's offset in it.
           auto for_each_col = [&](auto&& f) {
@@ -197,16 +201,16 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
               for (int64_t s = a; s < b; ++s) f(sp.at + s - sp.lo, splits.of(s));
             }
           };
-          if (split_path || unguarded_rows) {
+          if (split_path || nan_rows) {
             part_max.assign(size_t(splits.n), ninf);
             part_sum.assign(size_t(splits.n), T(0));
             for_each_col([&](int64_t c, int j) { part_max[size_t(j)] = std::fmax(part_max[size_t(j)], srow[c]); });
           }
-          if (unguarded_rows) {  // the merge's outcome depends only on which partial states are empty
+          if (nan_rows) {  // the merge's outcome depends only on which partial states are empty
             part_lse.assign(size_t(splits.n), T(0));
             for (int j = 0; j < splits.n; ++j)
               if (part_max[size_t(j)] == ninf) part_lse[size_t(j)] = ninf;
-            if (std::isnan(merge_partials(part_lse, part_w, false))) {
+            if (std::isnan(merge_partials(part_lse, part_w, split_seam.guard))) {
               for (int e = 0; e < Dv; ++e) o[e] = std::numeric_limits<float>::quiet_NaN();
               out.lse[size_t(lrow * Hq + h)] = std::numeric_limits<float>::quiet_NaN();
               no_key[size_t(i)] = true;  // keeps the NaN row out of the P @ V store
@@ -214,11 +218,11 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
               continue;
             }
           }
-          if (qk.finite_neg_inf && finite && !cols.empty() && mx < T(kFiniteNegInf) - T(104)) {
-            // flashinfer #4267: the running max starts at -5e4 and never moves, every exp(x + 5e4) underflows
-            // to 0 in fp32 (x < -5e4 - 104), the row's sum stays 0: O = 0, LSE = -5e4.
+          if (finite && !cols.empty() && mx < m0 - T(104)) {
+            // A finite initial max m0 never moves below it, every exp(x - m0) underflows to 0 in fp32
+            // (x < m0 - 104), the row's sum stays 0: O = 0, LSE = m0. Never under the exact m0 = -inf.
             for (int e = 0; e < Dv; ++e) o[e] = 0.f;
-            out.lse[size_t(lrow * Hq + h)] = float(kFiniteNegInf);
+            out.lse[size_t(lrow * Hq + h)] = float(m0);
             no_key[size_t(i)] = true;  // keeps the row out of the P @ V store
             std::fill(srow, srow + ldS, T(0));
             continue;
@@ -238,7 +242,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
             part_lse.resize(size_t(splits.n));
             for (int j = 0; j < splits.n; ++j)
               part_lse[size_t(j)] = part_sum[size_t(j)] > 0 ? part_max[size_t(j)] + std::log(part_sum[size_t(j)]) : ninf;
-            const T lse = merge_partials(part_lse, part_w, !qk.merge_unguarded);
+            const T lse = merge_partials(part_lse, part_w, split_seam.guard);
             no_key[size_t(i)] = mx == ninf || std::isnan(lse);
             if (no_key[size_t(i)]) {  // no allowed key (0, -inf), or the unguarded merge's NaN
               const bool nan = std::isnan(lse);
@@ -248,7 +252,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
               continue;
             }
             for_each_col([&](int64_t c, int j) { srow[c] *= part_w[size_t(j)] / part_sum[size_t(j)]; });
-            out.lse[size_t(lrow * Hq + h)] = float(qk.lse_log2 ? lse / T(M_LN2) : lse);
+            out.lse[size_t(lrow * Hq + h)] = float(lse / lse_div);
             continue;
           }
           if (finite) {  // the allowed columns, in place; everything else gets probability 0
@@ -288,7 +292,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
           }
           Row(srow, nkeys) /= sum;
           T lse = mx + std::log(sum);
-          if (qk.lse_log2) lse /= T(M_LN2);
+          lse /= lse_div;
           out.lse[size_t(lrow * Hq + h)] = float(lse);
         }
         bool first = true;
@@ -309,7 +313,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
                 O[size_t(i * Dv + e)] += T(0) * T(in.v[size_t(((sp.base + s) * Hkv + kvh) * Dv + e)]);
         }
         for (int64_t i = 0; i < R; ++i) {
-          const int64_t orow = detail::o_write_row(l, rows[size_t(i)], qk);
+          const int64_t orow = seams.o_write_row(l, rows[size_t(i)]);
           float* o = out.o.data() + (orow * Hq + h) * Dv;
           if (no_key[size_t(i)] && tail_hi <= tail_lo) continue;
           for (int e = 0; e < Dv; ++e) o[e] = float(O[size_t(i * Dv + e)]);
@@ -322,11 +326,11 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
 
 }  // namespace
 
-void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const Quirks& qk) {
+void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& seams) {
   if (l.c.precision == Precision::F64)
-    run<double>(l, in, out, qk);
+    run<double>(l, in, out, seams);
   else
-    run<float>(l, in, out, qk);
+    run<float>(l, in, out, seams);
 }
 
 }  // namespace ao

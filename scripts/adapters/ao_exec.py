@@ -56,21 +56,25 @@ class CaseDir:
         np.save(os.path.join(self.path, o["file"]), np.ascontiguousarray(a))
 
     def allowed_hi_lo(self, doc, p):
-        """Allowed keys [lo, hi) in document coordinates for a row at position p (DESIGN semantics)."""
+        """Allowed keys [lo, hi) in document coordinates for a row at position p (Layout::allowed_range in oracle/layout/layout.cpp)."""
         kv = self.docs[doc]["kv_len"]
         if self.mask == "none":
             return 0, kv
         if self.op == "indexer":
             r = int(self.dims["ratio"])
             return 0, int(min(max((p + 1) // r, 0), kv))
-        hi = kv if self.window_right < 0 else int(min(max(p + 1 + self.window_right, 0), kv))
-        if self.window_convention == "fa" and self.window >= 0:
-            lo = int(min(max(p - self.window, 0), hi))
-        elif self.window > 0:
-            lo = int(min(max(p - self.window + 1, 0), hi))
-        else:
-            lo = 0
-        return lo, hi
+        return window_band(self.window_convention, kv, p, self.window, self.window_right)
+
+
+def window_band(convention, kv, p, left, right):
+    """The SDPA window band (lo, hi) of a row at position p among kv keys for the bounds (left, right),
+    -1 = unbounded: a port of sdpa_window_band in oracle/layout/layout.cpp (same semantics)."""
+    fa = convention == "fa"
+    hi = kv if right < 0 else int(min(max(p + 1 + right, 0), kv))
+    lo = 0
+    if left > 0 or (left == 0 and fa):
+        lo = int(min(max(p - left if fa else p - left + 1, 0), hi))
+    return lo, hi
 
 
 def log_timing(adapter, seconds, **extra):

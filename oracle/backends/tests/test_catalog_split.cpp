@@ -1,12 +1,13 @@
-// The split-KV path of the SDPA reference agrees with the exact path, and each
-// split-KV / empty-row / LSE bug model of the catalog fails its metric on its trigger (3 recorded
-// seeds) and is bitwise cpu-ref outside it.
+// The split-KV seam of the SDPA reference agrees with the exact path, and the catalog's split-KV /
+// empty-row / LSE bug models carry their provenance (their trigger and outside cases run in
+// test_bug_model_claims.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "../models/models.h"
 #include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/pipeline/selftest.h"
@@ -18,9 +19,17 @@ namespace {
 
 constexpr uint64_t kSeeds[] = {3, 101, 977};
 
-Outputs run_reference(const Trial& t, const Quirks& q) {
+// The split-KV seam with n splits merged on every row (guard: the merge's -inf guard).
+struct Splits : ReferenceSeams {
+  int n;
+  bool guard;
+  Splits(int n_, bool guard_ = true) : n(n_), guard(guard_) {}
+  KeySplits key_splits(const Layout&) const override { return {.n = n, .guard = guard}; }
+};
+
+Outputs run_reference(const Trial& t, const ReferenceSeams& s) {
   Outputs o = make_sentinel_outputs(t.layout());
-  reference_sdpa(t.layout(), t.inputs(), o, q);
+  reference_sdpa(t.layout(), t.inputs(), o, s);
   return o;
 }
 
@@ -56,10 +65,8 @@ TEST(SplitKv, MergedPartialStatesAgreeWithTheExactReference) {
         const std::string line = fmt::format("{} seed={}", base, seed);
         SCOPED_TRACE(fmt::format("num_splits {}: {}", n, line));
         Trial t(parse_case(line));
-        const Outputs exact = run_reference(t, Quirks{});
-        Quirks q;
-        q.num_splits = n;
-        const Outputs split = run_reference(t, q);
+        const Outputs exact = run_reference(t, exact_seams());
+        const Outputs split = run_reference(t, Splits(n));
         const Verdict v = compare(t.layout(), t.inputs(), split, exact);
         EXPECT_EQ(v.kind, Verdict::Pass) << v.reason;
         differs += outputs_differ(t.layout(), split, exact);
@@ -72,9 +79,7 @@ TEST(SplitKv, MergedPartialStatesAgreeWithTheExactReference) {
 TEST(SplitKv, OneSplitIsTheExactPath) {
   for (uint64_t seed : kSeeds) {
     Trial t(parse_case(fmt::format("op=sdpa docs=100,37 window=20 hq=4 hkv=2 seed={}", seed)));
-    Quirks q;
-    q.num_splits = 1;
-    EXPECT_FALSE(outputs_differ(t.layout(), run_reference(t, q), run_reference(t, Quirks{})));
+    EXPECT_FALSE(outputs_differ(t.layout(), run_reference(t, Splits(1)), run_reference(t, exact_seams())));
   }
 }
 
@@ -87,11 +92,8 @@ TEST(SplitKv, GuardKeepsEmptyStatesEmptyAndItsAbsenceGivesNaN) {
       SCOPED_TRACE(line);
       Trial t(parse_case(line));
       const Layout& l = t.layout();
-      Quirks q;
-      q.num_splits = 4;
-      const Outputs guarded = run_reference(t, q);
-      q.merge_unguarded = true;
-      const Outputs unguarded = run_reference(t, q);
+      const Outputs guarded = run_reference(t, Splits(4));
+      const Outputs unguarded = run_reference(t, Splits(4, false));
       int64_t split_len = 0;
       for (const auto& d : l.docs) split_len = std::max(split_len, (d.kv_len + 3) / 4);
       int nan_rows = 0;
@@ -115,91 +117,8 @@ TEST(SplitKv, GuardKeepsEmptyStatesEmptyAndItsAbsenceGivesNaN) {
     }
 }
 
-namespace {
-
-struct Kill {
-  const char* model;
-  const char* case_line;  // on the model's trigger, without seed
-  const char* metric;     // a gated metric the model must fail there
-};
-
-const Kill kKills[] = {
-    {"finite-neg-inf", "op=sdpa docs=40,24 scale=1e6 dtype=fp32", "lse_max_err"},
-    {"lse-plus-inf", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright", "lse_max_err"},
-    {"lse-unwritten", "op=sdpa docs=70,50 hq=8 hkv=2", "unwritten_rows"},
-    {"finite-neg-inf", "op=sdpa docs=40,24 values=extreme", "lse_max_err"},
-    {"merge-empty-nan", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright num_splits=2", "nonfinite_valid"},
-    {"merge-empty-nan", "op=sdpa docs=200 window=8 num_splits=4", "nonfinite_valid"},  // splits 0, 1 out of the window
-    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=37,100 mask=bottomright num_splits=3", "tol_violations"},
-    {"split-max-seqlen", "op=sdpa docs=60,45 max_seqlen_kv=80 mask=none pad=30 poison=nan num_splits=2",
-     "nonfinite_valid"},  // keys past the real end: the pad slots
-    {"split-combine-stride0", "op=sdpa docs=40,30 num_splits=2", "unwritten_rows"},
-    {"split-combine-stride0", "op=sdpa docs=40,30 num_splits=2", "tol_violations"},
-    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 num_splits=2",
-     "lse_max_err"},
-    {"early-exit-lse-offset", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright num_splits=2", "unwritten_rows"},
-};
-
-struct Specific {
-  const char* model;
-  const char* case_line;  // outside the model's trigger, without seed
-};
-
-const Specific kSpecific[] = {
-    {"finite-neg-inf", "op=sdpa docs=40,24"},                                      // logits of normal size
-    {"lse-plus-inf", "op=sdpa q_lens=20,7 kv_lens=50,30 mask=bottomright"},        // no row without keys
-    {"lse-unwritten", "op=sdpa docs=130 hq=8 hkv=2"},                              // one document: dense stats
-    {"merge-empty-nan", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright"},   // one split
-    {"merge-empty-nan", "op=sdpa docs=100,37 num_splits=3"},                      // causal: split 0 never empty
-    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=37,100 mask=bottomright"}, // one split
-    {"split-max-seqlen", "op=sdpa q_lens=10,10 kv_lens=60,60 mask=bottomright num_splits=3"},  // kv_len = max
-    {"split-combine-stride0", "op=sdpa docs=40,30"},                               // one split
-    {"split-combine-stride0", "op=sdpa docs=70 pad=9 num_splits=4"},               // one document
-    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2"},  // one split
-    {"folded-lse-layout", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=4 hkv=4 num_splits=2"},  // MHA
-    {"folded-lse-layout", "op=sdpa q_lens=2,1 kv_lens=40,17 mask=bottomright hq=8 hkv=2 num_splits=2"},  // not decode
-    {"early-exit-lse-offset", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright"},  // one split
-    {"early-exit-lse-offset", "op=sdpa q_lens=30,12 kv_lens=10,40 mask=bottomright num_splits=2"},  // doc 0 only
-};
-
-}  // namespace
-
-TEST(CatalogSplit, EachModelFailsItsMetricOnItsTriggerAndCpuRefPasses) {
-  for (const auto& k : kKills)
-    for (uint64_t seed : kSeeds) {
-      const std::string line = fmt::format("{} seed={}", k.case_line, seed);
-      SCOPED_TRACE(fmt::format("{} under cpu-bug:{}: {}", k.metric, k.model, line));
-      const auto bad = run(line, fmt::format("cpu-bug:{}", k.model));
-      ASSERT_EQ(bad.verdict.kind, Verdict::Fail) << bad.verdict.reason;
-      const Metric* m = bad.verdict.find(k.metric);
-      ASSERT_NE(m, nullptr);
-      EXPECT_TRUE(m->failed) << format_result(bad);
-      const auto good = run(line, "cpu-ref");
-      EXPECT_EQ(good.verdict.kind, Verdict::Pass) << format_result(good);
-    }
-}
-
-TEST(CatalogSplit, EachModelIsBitwiseCpuRefOutsideItsTrigger) {
-  auto ref = make_backend("cpu-ref");
-  for (const auto& s : kSpecific)
-    for (uint64_t seed : kSeeds) {
-      const std::string line = fmt::format("{} seed={}", s.case_line, seed);
-      SCOPED_TRACE(fmt::format("cpu-bug:{}: {}", s.model, line));
-      Trial t(parse_case(line));
-      auto be = make_backend(fmt::format("cpu-bug:{}", s.model));
-      const TrialRun got = t.run(*be), want = t.run(*ref);
-      ASSERT_TRUE(got.ok() && want.ok());
-      EXPECT_FALSE(outputs_differ(t.layout(), got.out, want.out));
-    }
-}
-
-TEST(CatalogSplit, EveryModelOfThisFileHasAKillRowAndASpecificityRow) {
-  for (const auto& m : catalog_split_models()) {
-    bool kill = false, specific = false;
-    for (const auto& k : kKills) kill |= m.name == k.model;
-    for (const auto& s : kSpecific) specific |= m.name == s.model;
-    EXPECT_TRUE(kill) << m.name;
-    EXPECT_TRUE(specific) << m.name;
+TEST(CatalogSplit, EveryModelOfTheFamilyCarriesItsProvenance) {
+  for (const auto& m : models::split_kv_models()) {
     EXPECT_FALSE(m.catalog.empty() || m.source.empty() || m.catches.empty()) << m.name;
   }
 }

@@ -1,7 +1,7 @@
 // Derived tolerances (tolerance.h, README "How the tolerances are derived"): the emulation reference,
 // the per-row O / LSE / rel_l2 gates, their visibility (gate, gate_ratio in JSON), the overrides, and
-// the two blind spots they close: a one-key mask error on long rows, and an LSE gate that ignored
-// the scale.
+// the two blind spots they close: a one-key mask error on long rows, and an LSE gate that ignored the
+// scale.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/compare/compare.h"
+#include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/reference/reference.h"
 #include "attn_oracle/compare/tolerance.h"
@@ -22,10 +23,16 @@ using namespace ao;
 
 namespace {
 
-Outputs run_ref(const Layout& l, const Inputs& in, const Quirks& qk = {}) {
+Outputs run_ref(const Layout& l, const Inputs& in, const ReferenceSeams& seams = exact_seams()) {
   Outputs o = make_sentinel_outputs(l);
-  reference_sdpa(l, in, o, qk);
+  reference_sdpa(l, in, o, seams);
   return o;
+}
+
+const ReferenceSeams& model_seams(const std::string& name) {
+  for (const auto& m : bug_models())
+    if (m.name == name && m.seams) return *m.seams;
+  throw std::runtime_error("no bug model with seams: " + name);
 }
 
 const Metric& get(const Verdict& v, const char* name) {
@@ -120,9 +127,7 @@ TEST(Tolerance, OneExtraKeyOnLongRowsFails) {
   const Outputs ref = run_ref(l, in);
   const Verdict good = compare(l, in, ref, ref);
   EXPECT_EQ(good.kind, Verdict::Pass) << good.reason;
-  Quirks qk;
-  qk.off_by_one = true;
-  const Verdict bad = compare(l, in, run_ref(l, in, qk), ref);
+  const Verdict bad = compare(l, in, run_ref(l, in, model_seams("off-by-one-causal")), ref);
   EXPECT_TRUE(get(bad, "lse_max_err").failed);
   EXPECT_TRUE(get(bad, "rel_l2_err").failed);
   EXPECT_GT(get(bad, "lse_max_err").gate_ratio, 4);

@@ -23,7 +23,7 @@ std::pair<std::vector<char>, std::vector<char>> old_compare_sdpa(const Layout& l
   return {o_valid, s_valid};
 }
 
-// bug_transforms.cpp (store_overrun).
+// oracle/backends/models/tile_stores.cpp (store_overrun).
 std::vector<char> old_store_overrun_owned(const Layout& l) {
   std::vector<char> owned(size_t(std::max(l.o_rows, l.q_rows)), 0);
   for (const auto& s : l.segments)

@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/case/enum_names.h"
+#include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/reference/reference.h"
 #include "naive_reference.h"
 
@@ -343,13 +344,14 @@ struct Mismatches {
   }
 };
 
-void cross_check_indexer(const Case& c, const Quirks& qk = {}) {
+void cross_check_indexer(const Case& c, const ReferenceSeams& seams = exact_seams(), const OutputTransform& after = {}) {
   const naive::NaiveLayout nl = naive::derive(c);
   const Layout l = make_layout(c);
   ASSERT_NO_FATAL_FAILURE(check_layout(l, nl));
   const Inputs in = make_inputs(l);
   Outputs out = make_sentinel_outputs(l);
-  reference_indexer(l, in, out, qk);
+  reference_indexer(l, in, out, seams);
+  if (after) after(l, in, out);
   const bool f64 = c.precision == Precision::F64;
   const size_t K = size_t(c.topk);
   ASSERT_EQ(out.topk.size(), size_t(nl.q_rows) * K);
@@ -424,13 +426,13 @@ void cross_check_indexer(const Case& c, const Quirks& qk = {}) {
   }
 }
 
-void cross_check_sdpa(const Case& c, const Quirks& qk = {}) {
+void cross_check_sdpa(const Case& c, const ReferenceSeams& seams = exact_seams()) {
   const naive::NaiveLayout nl = naive::derive(c);
   const Layout l = make_layout(c);
   ASSERT_NO_FATAL_FAILURE(check_layout(l, nl));
   const Inputs in = make_inputs(l);
   Outputs out = make_sentinel_outputs(l);
-  reference_sdpa(l, in, out, qk);
+  reference_sdpa(l, in, out, seams);
   const bool f64 = c.precision == Precision::F64;
   // fp32: the scores' own rounding (a few ulp of values up to 5e5 under values=extreme) on top of 1e-4.
   auto tol_of = [&](double x) { return f64 ? 1e-9 + std::ldexp(std::fabs(x), -24) : 1e-4 + std::ldexp(std::fabs(x), -20); };
@@ -592,7 +594,7 @@ TEST(NaiveCrossCheck, GeneratorsCoverEveryFamily) {
   }
 }
 
-// The cross-check must be able to fail: each bug model's Quirks on the production path is caught.
+// The cross-check must be able to fail: each seam a bug model overrides, on the production path, is caught.
 int failures_of(const std::function<void()>& f) {
   ::testing::TestPartResultArray results;
   {
@@ -603,29 +605,38 @@ int failures_of(const std::function<void()>& f) {
   return results.size();
 }
 
-TEST(NaiveCrossCheck, CatchesEveryQuirk) {
-  struct Bad { const char* line; Quirks qk; const char* what; };
-  auto q = [](auto set) { Quirks x; set(x); return x; };
+TEST(NaiveCrossCheck, CatchesEverySeamOverride) {
+  // Case lines per model (the seams: a row's keys, its Q and output rows, its KV head, the stored LSE, the
+  // P @ V key tile; fill-zero's stored fill, a transform).
+  struct Bad { const char* line; const char* model; };
   const std::vector<Bad> bad = {
-      {"op=indexer docs=64,32 cp=2 rank=1 heads=2 dim=8 topk=8", q([](Quirks& x) { x.topleft_cp = true; }), "topleft_cp"},
-      {"op=indexer docs=30,20 pad=3,1 heads=2 dim=8 topk=8 poison=none", q([](Quirks& x) { x.derived_offsets = true; }), "derived_offsets"},
-      {"op=indexer docs=30,20 q_pad=2 kv_pad=5 heads=2 dim=8 topk=8 poison=none", q([](Quirks& x) { x.shared_qkv_offsets = true; }), "shared_qkv_offsets"},
-      {"op=indexer docs=30,20 heads=2 dim=8 topk=40", q([](Quirks& x) { x.off_by_one = true; }), "off_by_one"},
-      {"op=indexer docs=30,20 heads=2 dim=8 topk=8", q([](Quirks& x) { x.cross_doc = true; }), "cross_doc"},
-      {"op=indexer docs=30,20 heads=2 dim=8 topk=40", q([](Quirks& x) { x.fill_zero = true; }), "fill_zero"},
-      {"op=sdpa docs=30,20 pad=3,1 hq=2 hkv=1 dim=8 poison=none", q([](Quirks& x) { x.derived_offsets = true; }), "derived_offsets"},
-      {"op=sdpa docs=30,20 hq=2 hkv=1 dim=8 poison=nan tail=64", q([](Quirks& x) { x.tail_read_tile = 64; }), "tail_read"},
-      {"op=sdpa docs=30,20 hq=2 hkv=1 dim=8", q([](Quirks& x) { x.off_by_one = true; }), "off_by_one"},
-      {"op=sdpa docs=30,20 hq=4 hkv=2 dim=8", q([](Quirks& x) { x.gqa_modulo = true; }), "gqa_modulo"},
-      {"op=sdpa docs=30,20 hq=2 hkv=1 dim=8", q([](Quirks& x) { x.lse_log2 = true; }), "lse_log2"},
-      {"op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=2 dim=8", q([](Quirks& x) { x.stats_packed = true; }), "stats_packed"},
-      {"op=sdpa docs=64,32 cp=2 rank=0 hq=2 dim=8", q([](Quirks& x) { x.topleft_cp = true; }), "topleft_cp"},
+      {"op=indexer docs=64,32 cp=2 rank=1 heads=2 dim=8 topk=8", "topleft-cp"},
+      {"op=indexer docs=30,20 pad=3,1 heads=2 dim=8 topk=8 poison=none", "derived-offsets"},
+      {"op=indexer docs=30,20 q_pad=2 kv_pad=5 heads=2 dim=8 topk=8 poison=none", "shared-qkv-offsets"},
+      {"op=indexer docs=30,20 heads=2 dim=8 topk=40", "off-by-one-causal"},
+      {"op=indexer docs=30,20 heads=2 dim=8 topk=8", "cross-doc"},
+      {"op=indexer docs=30,20 heads=2 dim=8 topk=40", "fill-zero"},
+      {"op=sdpa docs=30,20 pad=3,1 hq=2 hkv=1 dim=8 poison=none", "derived-offsets"},
+      {"op=sdpa docs=30,20 hq=2 hkv=1 dim=8 poison=nan tail=64", "tail-read"},
+      {"op=sdpa docs=30,20 hq=2 hkv=1 dim=8", "off-by-one-causal"},
+      {"op=sdpa docs=30,20 hq=4 hkv=2 dim=8", "gqa-modulo"},
+      {"op=sdpa docs=30,20 hq=2 hkv=1 dim=8", "lse-log2"},
+      {"op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=2 dim=8", "stats-packed"},
+      {"op=sdpa docs=64,32 cp=2 rank=0 hq=2 dim=8", "topleft-cp"},
+  };
+  auto model = [](const std::string& name) -> const BugModel& {
+    for (const auto& m : bug_models())
+      if (m.name == name) return m;
+    throw std::runtime_error("no bug model " + name);
   };
   for (const auto& b : bad) {
-    SCOPED_TRACE(std::string(b.what) + ": " + b.line);
+    SCOPED_TRACE(std::string(b.model) + ": " + b.line);
     const Case c = parse_case(b.line);
+    const BugModel& m = model(b.model);
+    const ReferenceSeams& s = m.seams ? *m.seams : exact_seams();
+    ASSERT_TRUE(c.op == Op::Indexer || !m.transform) << "cross_check_sdpa runs no transform";
     EXPECT_EQ(failures_of([&] { c.op == Op::Indexer ? cross_check_indexer(c) : cross_check_sdpa(c); }), 0);
-    EXPECT_GT(failures_of([&] { c.op == Op::Indexer ? cross_check_indexer(c, b.qk) : cross_check_sdpa(c, b.qk); }), 0);
+    EXPECT_GT(failures_of([&] { c.op == Op::Indexer ? cross_check_indexer(c, s, m.transform) : cross_check_sdpa(c, s); }), 0);
   }
 }
 

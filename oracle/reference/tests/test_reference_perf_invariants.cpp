@@ -18,7 +18,7 @@
 
 #include "attn_oracle/compare/compare.h"
 #include "attn_oracle/reference/reference.h"
-#include "../reference_plan.h"
+#include "../reference_runtime.h"
 #include "cli_run.h"
 
 namespace {

@@ -1,8 +1,11 @@
-// The CPU bug models: each names a real defect class and re-creates it either as Quirks on the
-// reference path (the defect changes what is computed) or as an output transform applied after the
-// reference run (the defect changes what is stored: unwritten tiles, pad-slot writes, merge bugs).
+// The CPU bug models: each names a real defect class and re-creates it either through the reference's
+// seams (reference_seams.h: the defect changes what is computed, read or where it lands) or as an
+// output transform applied after the exact run (the defect changes what is stored: unwritten tiles,
+// pad-slot writes, merge bugs). Each model is its own unit under oracle/backends/models/, with the
+// cases that prove its claims.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 #include "attn_oracle/backends/backend.h"
@@ -10,7 +13,7 @@
 
 namespace ao {
 
-// Rewrites a backend's outputs after the reference computed them (bug_transforms.cpp).
+// Rewrites a backend's outputs after the reference computed them.
 using OutputTransform = std::function<void(const Layout&, const Inputs&, Outputs&)>;
 
 // The defect classes of docs/defect-catalog.md (five frequent ones, two smaller ones)
@@ -18,27 +21,38 @@ using OutputTransform = std::function<void(const Layout&, const Inputs&, Outputs
 enum class DefectClass { BoundaryMetadata, EmptyRows, WindowAlignment, PadLanes, TopkBuffers, SplitKv, Generic };
 const char* defect_class_name(DefectClass k);
 
+// A case line (without seed) on the model's trigger, and the gated metrics it must fail there (each
+// among the model's `catches`), on every seed of kModelCaseSeeds, while cpu-ref passes.
+struct TriggerCase {
+  std::string line;
+  std::vector<std::string> fails;
+};
+// A case line (without seed) outside the model's trigger: its judged outputs equal cpu-ref's bitwise.
+struct OutsideCase {
+  std::string line, why = {};
+};
+inline constexpr uint64_t kModelCaseSeeds[] = {3, 101, 977};
+
 struct BugModel {
   std::string name, what;
   bool indexer, sdpa;  // ops the defect is defined for
-  Quirks quirks;
-  OutputTransform transform;  // empty = none
+  std::shared_ptr<const ReferenceSeams> seams = {};  // null: the exact reference's
+  OutputTransform transform = {};                      // empty = none
   // Where the defect was seen: the catalog id ("[20]", "" for a model invented here) and the public
   // report(s) ("FlashAttention #895"; "" for generic models), the class, and the gated metrics that
   // must catch it (each claim is tested against corpus/catalog/<name>.case).
   std::string catalog = {}, source = {};
-  DefectClass klass = DefectClass::Generic;
+  DefectClass defect_class = DefectClass::Generic;
   std::vector<std::string> catches = {};
+  std::vector<TriggerCase> triggers = {};
+  std::vector<OutsideCase> outside = {};
 };
 
-// Every bug model: the Quirks ones (cpu_backends.cpp), then the output-transform ones.
+// Every bug model, in the order of oracle/backends/models/model_list.cpp.
 const std::vector<BugModel>& bug_models();
-// The backend that runs one model (`cpu-bug:<name>` for the listed ones): the reference path with its
-// Quirks, then its transform.
+// The backend that runs one model (`cpu-bug:<name>` for the listed ones): the reference through its
+// seams, then its transform.
 std::unique_ptr<Backend> make_bug_model_backend(const BugModel& m);
-std::vector<BugModel> transform_bug_models();
-// issue 15 (win): the window, alignment, CP and offset models of the catalog (catalog_window_models.cpp).
-std::vector<BugModel> catalog_window_models();
 
 // A catalog entry (docs/defect-catalog.md) that no bug model re-creates yet, with the
 // extension of the case model (or of the oracle) it would need (unmodelled_catalog.cpp). partly: a model
@@ -48,8 +62,5 @@ struct UnmodelledEntry {
   bool partly = false;
 };
 const std::vector<UnmodelledEntry>& unmodelled_catalog_entries();
-// The catalog's split-KV, empty-row and LSE entries (catalog_split_models.cpp).
-std::vector<BugModel> catalog_split_models();
-std::vector<BugModel> catalog_indexer_models();  // issue 15 (idx): catalog section A
 
 }  // namespace ao

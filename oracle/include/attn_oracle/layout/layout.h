@@ -111,9 +111,14 @@ struct Layout {
     return row_segment[size_t(r)] >= 0 && r - seg_of(r).row0 < seg_of(r).valid;
   }
   // Number of allowed keys (doc coordinates [lo, hi)) for a row at position p of document b.
-  // kv_len >= 0 replaces the document's key count (a kernel that reads it from elsewhere).
-  void allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi, int64_t kv_len = -1) const;
+  void allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const;
 };
+
+// The SDPA window band [lo, hi) of a row at position p among kv keys, for the bounds (left, right) in
+// the convention conv (Case::window: -1 = unbounded). The one definition: allowed_range, the bug models
+// that re-read the bounds, and the port in scripts/adapters/ao_exec.py (window_band) use it.
+void sdpa_window_band(WindowConvention conv, int64_t kv, int64_t p, int64_t left, int64_t right, int64_t& lo,
+                      int64_t& hi);
 
 Layout make_layout(const Case& c, const LayoutLimits& lim = {}, LayoutMode mode = LayoutMode::Full);
 

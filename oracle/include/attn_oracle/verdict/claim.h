@@ -1,5 +1,5 @@
 // A case's claim about a backend and the verdict it gives a run: `# catches: <backend>` in a case file
-// (fuzz/case_file.h) says that <backend> fails the case. A corpus run (`gate`) replays the case on each
+// (fuzz/include/attn_oracle/fuzz/case_file.h) says that <backend> fails the case. A corpus run (`gate`) replays the case on each
 // backend; where the claim names the backend that ran, the claim is checked against the trial's verdict:
 //   * the run was skipped: nothing is checked (a skip says nothing about the backend's answer);
 //   * the run failed or errored: the claim held, the verdict stays;

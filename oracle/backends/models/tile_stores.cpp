@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "attn_oracle/backends/bug_models.h"
+#include "models.h"
 
-namespace ao {
+namespace ao::models {
 
 namespace {
 
@@ -127,23 +127,44 @@ void gqa_stats_first_head(const Layout& l, const Inputs&, Outputs& out) {
 
 }  // namespace
 
-std::vector<BugModel> transform_bug_models() {
+std::vector<BugModel> tile_store_models() {
   using K = DefectClass;
+  const std::string te_padded = "lens=3,2,4 padded_offsets=0,4,8,13";
   return {
-      {"grid-floor", "grid = floor(rows/64): each segment's last partial 64-row tile is never computed", true, true,
-       Quirks{}, grid_floor, "", "", K::Generic, {"unwritten_rows"}},
-      {"pad-rows-written", "whole output capacity zero-filled: pad slots (TE identifier-token rows) overwritten",
-       true, true, Quirks{}, pad_rows_written, "", "", K::PadLanes, {"clobbered_pad_slots"}},
-      {"store-overrun", "last partial 64-row tile stored without a row mask: pad rows after a sequence overwritten",
-       true, true, Quirks{}, store_overrun, "", "", K::PadLanes, {"clobbered_pad_slots"}},
-      {"dup-merge", "per-tile top-k merge keeps a tile-boundary key twice and drops the k-th", true, false, Quirks{},
-       dup_merge, "", "", K::TopkBuffers, {"duplicates", "tie_aware_recall_min"}},
-      {"fill-end", "short rows padded with the KV row count (one past the buffer) instead of -1", true, false,
-       Quirks{}, fill_end, "", "", K::EmptyRows, {"out_of_range", "wrong_fill_rows"}},
-      {"gqa-stats-first-head", "s_q = 1: LSE written only for the first head of each GQA group (cudnn-frontend #1083)",
-       false, true, Quirks{}, gqa_stats_first_head, "", "cudnn-frontend #1083", K::BoundaryMetadata,
-       {"unwritten_rows"}},
+      {.name = "grid-floor", .what = "grid = floor(rows/64): each segment's last partial 64-row tile is never computed",
+       .indexer = true, .sdpa = true, .transform = grid_floor, .catches = {"unwritten_rows"},
+       .triggers = {{"op=indexer docs=100 topk=32", {"unwritten_rows"}}, {"op=sdpa docs=100", {"unwritten_rows"}}},
+       .outside = {{"op=sdpa docs=128,64", "whole 64-row tiles"}, {"op=indexer docs=128 topk=16", "whole 64-row tiles"}}},
+      {.name = "pad-rows-written",
+       .what = "whole output capacity zero-filled: pad slots (TE identifier-token rows) overwritten", .indexer = true,
+       .sdpa = true, .transform = pad_rows_written, .defect_class = K::PadLanes, .catches = {"clobbered_pad_slots"},
+       .triggers = {{"op=indexer " + te_padded + " topk=4", {"clobbered_pad_slots"}},
+                    {"op=sdpa " + te_padded, {"clobbered_pad_slots"}}},
+       .outside = {{"op=sdpa docs=100,37", "packed: no pad slot"}}},
+      {.name = "store-overrun",
+       .what = "last partial 64-row tile stored without a row mask: pad rows after a sequence overwritten",
+       .indexer = true, .sdpa = true, .transform = store_overrun, .defect_class = K::PadLanes,
+       .catches = {"clobbered_pad_slots"},
+       .triggers = {{"op=indexer docs=100,37 pad=5,0 tail=20 topk=48", {"clobbered_pad_slots"}}},
+       .outside = {{"op=sdpa docs=100,37", "packed: the rows past a sequence are the next one's"}}},
+      {.name = "dup-merge", .what = "per-tile top-k merge keeps a tile-boundary key twice and drops the k-th",
+       .indexer = true, .sdpa = false, .transform = dup_merge, .defect_class = K::TopkBuffers,
+       .catches = {"duplicates", "tie_aware_recall_min"},
+       .triggers = {{"op=indexer docs=300 topk=32", {"duplicates"}}},
+       .outside = {{"op=indexer docs=60,40 topk=8", "no key at a 64-key tile boundary"}}},
+      {.name = "fill-end", .what = "short rows padded with the KV row count (one past the buffer) instead of -1",
+       .indexer = true, .sdpa = false, .transform = fill_end, .defect_class = K::EmptyRows,
+       .catches = {"out_of_range", "wrong_fill_rows"},
+       .triggers = {{"op=indexer docs=40,25 topk=64", {"out_of_range"}}},
+       .outside = {{"op=indexer docs=100,37 mask=none topk=32", "every row has k keys"}}},
+      {.name = "gqa-stats-first-head",
+       .what = "s_q = 1: LSE written only for the first head of each GQA group (cudnn-frontend #1083)",
+       .indexer = false, .sdpa = true, .transform = gqa_stats_first_head, .source = "cudnn-frontend #1083",
+       .defect_class = K::BoundaryMetadata, .catches = {"unwritten_rows"},
+       .triggers = {{"op=sdpa q_lens=1,1 kv_lens=40,17 mask=bottomright hq=8 hkv=2", {"unwritten_rows"}}},
+       .outside = {{"op=sdpa q_lens=1,1 kv_lens=40,17 mask=bottomright hq=4 hkv=4", "MHA"},
+                   {"op=sdpa docs=70,50 hq=8 hkv=2", "not decode"}}},
   };
 }
 
-}  // namespace ao
+}  // namespace ao::models
