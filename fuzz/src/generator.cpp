@@ -277,7 +277,8 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const bool indexer_family = E.on(Focus::Compressed) || E.on(Focus::Ties);
   const double p_indexer = sdpa_family                                 ? 0.0
                            : indexer_family                            ? 0.9
-                           : E.on(Focus::LongRows) || E.on(Focus::Values) ? 0.7
+                           : E.on(Focus::LongRows)                     ? 0.85
+                           : E.on(Focus::Values)                       ? 0.7
                            : E.on(Focus::Cp)                           ? 0.1
                            : E.on(Focus::Metadata)                     ? 0.1
                            : E.on(Focus::Decode)                       ? 0.3
@@ -299,7 +300,8 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
 
   c.q_lens = doc_lengths(R, P, cp ? P.max_total : P.max_doc, long_rows, E);
   c.kv_lens = c.q_lens;
-  if (op == Op::Indexer && !cp && R.chance(E.p(Focus::Compressed, 0.15, 0.95))) c.ratio = R.pick<int>({2, 4});
+  if (op == Op::Indexer && !cp && R.chance(E.on(Focus::Compressed) ? 0.95 : E.on(Focus::LongRows) ? 0.0 : 0.15))
+    c.ratio = R.pick_weighted<int>({2, 4}, {E.on(Focus::Compressed) ? 3.0 : 1.0, 1});
   if (cp) {
     choose_cp(R, P, c);
   } else {
@@ -363,9 +365,9 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({4, 8, 16, 32, 32, 64}));
     c.dim_v = c.dim;  // what parse_case derives for the indexer (dim_v is an sdpa key)
     const int64_t m = std::max<int64_t>(1, max_keys / c.ratio);
-    // Under key compression a decode row sees about ratio * m keys: m and 2m are then a half or a
+    // Under key compression a decode row sees about ratio * m keys: m (and m +- 1) is then a half or a
     // quarter of them, and a wrong tail key moves the selection.
-    const std::vector<double> k_w = E.on(Focus::Compressed) ? std::vector<double>{0.5, 0.5, 1, 3, 1, 3, 1, 0.5, 0.5}
+    const std::vector<double> k_w = E.on(Focus::Compressed) ? std::vector<double>{0.3, 0.3, 3, 3, 3, 1, 1, 0.3, 0.3}
                                                             : std::vector<double>(9, 1.0);
     int64_t k = glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
                     : R.pick_weighted<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.integer(1, std::min<int64_t>(m, 256)), 64, 128}, k_w);

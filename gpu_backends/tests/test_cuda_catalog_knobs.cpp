@@ -1,4 +1,4 @@
-// The catalog's kernel-mechanism defects as bug knobs of the own CUDA kernels (issue 15): each knob's
+// The catalog's kernel-mechanism defects as bug knobs of the own CUDA kernels: each knob's
 // run fails on a triggering case with the metric that catches it (3 recorded seeds), the same case
 // passes without the knob, and on a case outside the trigger the knob's outputs equal the knob-less
 // kernel's bitwise (the knob re-creates the trigger, not a generic corruption). The ids are the cpu-bug

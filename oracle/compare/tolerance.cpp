@@ -32,7 +32,7 @@ double dtype_ulp(DType t, double x) {
 // A row without keys must give O = 0: gate ulp_d(1), one rounding at the scale of V.
 // LSE (fp32 in every dtype): c * u * ((D + 4) score_abs + 4 + lambda sqrt(n) + log(n) + |LSE|):
 // score rounding, exp (<= 2 ulp each), the n-term sum, the log and the final add. It is relative to
-// |LSE| where the scores dominate it (score_abs ~ |LSE| at large scale: item 4 of issue 14).
+// |LSE| where the scores dominate it (score_abs ~ |LSE| at large scale).
 SdpaRowGate sdpa_row_gate(const Case& c, const SdpaRowTruth& t) {
   SdpaRowGate g;
   if (t.keys == 0) {

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Two CPU builds of attn-oracle side by side on the device host's CPU cores (the GPU is not used): a
 # refactor or generator change is judged against the commit before it in the same run, on the same
-# machine. Two measurements:
+# machine. Three measurements:
 #   1. the reference benchmark (ao_bench: the indexer and SDPA references and OpenBLAS sgemm/dgemm,
 #      interleaved repetitions), run by each build in turn, REPS times, with the ratio to sgemm taken
 #      within each build's own run;
 #   2. scripts/tools/fuzz-detection.sh over every cpu-bug model (SEEDS seeds, BUDGET each, one
-#      single-threaded campaign per core) by each build: cases and seconds to the first failure.
+#      single-threaded campaign per core) by each build: cases and seconds to the first failure;
+#   3. `gate corpus` for cpu-ref and every cpu-bug model by each build: the verdict lines must be identical.
 # Usage: scripts/device/before-after.sh OUT BEFORE_DIR AFTER_DIR
 #   (each DIR: attn-oracle and ao_bench, the shared libraries they need in DIR/lib or in the binary folder's
 #    lib/ (AO_BIN_DIR of lib.sh: pack one build there with ao_pack, then copy both builds' binaries into
 #    DIR/before and DIR/after, so that the libraries travel once); carried;
-#    env: SEEDS=10 BUDGET=60s JOBS=nproc REPS=3 BENCH_THREADS=nproc, STEPS="bench detect")
-# Writes OUT/env.txt, OUT/bench.md, OUT/detection-before.md, OUT/detection-after.md and the raw benchmark
+#    env: SEEDS=10 BUDGET=60s JOBS=nproc REPS=3 BENCH_THREADS=nproc CORPUS=corpus, STEPS="detect gate bench")
+# Writes OUT/env.txt, OUT/bench.md, OUT/detection-before.md, OUT/detection-after.md, OUT/gate-diff.txt and the raw benchmark
 # JSON (OUT/bench-before.json, OUT/bench-after.json).
 set -uo pipefail
 out=${1:?OUT} before=${2:?BEFORE_DIR} after=${3:?AFTER_DIR}
@@ -21,7 +22,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mkdir -p "$out"
 [[ "$before" == /* ]] || before="$ao_root/$before"
 [[ "$after" == /* ]] || after="$ao_root/$after"
-steps=${STEPS:-bench detect}
+steps=${STEPS:-detect gate bench}
 ao_use_bin  # a lib/ shared by both builds in the binary folder of lib.sh
 for d in "$before" "$after"; do
   [[ -d "$d/lib" ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d/lib
@@ -35,6 +36,42 @@ done
 } > "$out/env.txt"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$out/env.txt"; }
+
+if [[ " $steps " == *" detect "* ]]; then
+  for side in before after; do
+    d=$before; [[ $side == after ]] && d=$after
+    stamp "fuzz-detection $side"
+    bash scripts/tools/fuzz-detection.sh --ao "$d/attn-oracle" --seeds "${SEEDS:-10}" --budget "${BUDGET:-60s}" \
+      --dims small --jobs "${JOBS:-$(nproc)}" > "$out/detection-$side.md" 2>> "$out/env.txt"
+  done
+fi
+if [[ " $steps " == *" gate "* ]]; then
+  # gate corpus/ by both builds for cpu-ref and every cpu-bug model, one single-threaded gate per core:
+  # the verdict lines (time column dropped) must be identical.
+  gate_one() {  # build-dir side backend
+    OMP_NUM_THREADS=1 "$1/attn-oracle" gate "${CORPUS:-corpus}" --backend "$3" --no-explain 2>&1 |
+      sed -E 's/\]  [0-9.]+s  /]  /' > "$gate_dir/$2.${3//[:\/]/_}.txt"
+  }
+  export -f gate_one
+  export gate_dir="$out/gate-tmp" CORPUS
+  mkdir -p "$gate_dir"
+  mapfile -t backends < <("$before/attn-oracle" backends | awk '$1 == "cpu-ref" || $1 ~ /^cpu-bug:/ {print $1}')
+  stamp "gate (${#backends[@]} backends, both builds)"
+  printf '%s\n' "${backends[@]}" |
+    while read -r b; do printf '%s before %s\n%s after %s\n' "$before" "$b" "$after" "$b"; done |
+    xargs -P "${JOBS:-$(nproc)}" -L 1 bash -c 'gate_one "$@"' _
+  {
+    n=0; differ=0
+    for f in "$gate_dir"/before.*.txt; do
+      g=$gate_dir/after.${f#"$gate_dir"/before.}
+      n=$((n + 1))
+      if ! cmp -s "$f" "$g"; then differ=$((differ + 1)); echo "DIFFERS: ${f#"$gate_dir"/before.}"; diff "$f" "$g" | head -20; fi
+    done
+    echo "gate corpus: $n backends, $differ with different verdict lines; $(cat "$gate_dir"/before.*.txt | grep -cE '^(PASS|FAIL|SKIP|ERROR) ') verdict lines per build"
+  } > "$out/gate-diff.txt"
+  rm -rf "$gate_dir"
+  cat "$out/gate-diff.txt"
+fi
 
 if [[ " $steps " == *" bench "* ]]; then
   # One repetition per call, builds alternating, so that drift of the machine hits both alike.
@@ -79,12 +116,4 @@ EOF
   cat "$out/bench.md"
 fi
 
-if [[ " $steps " == *" detect "* ]]; then
-  for side in before after; do
-    d=$before; [[ $side == after ]] && d=$after
-    stamp "fuzz-detection $side"
-    bash scripts/tools/fuzz-detection.sh --ao "$d/attn-oracle" --seeds "${SEEDS:-10}" --budget "${BUDGET:-60s}" \
-      --dims small --jobs "${JOBS:-$(nproc)}" > "$out/detection-$side.md" 2>> "$out/env.txt"
-  done
-fi
 stamp "done"
