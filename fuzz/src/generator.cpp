@@ -97,17 +97,17 @@ enum class Focus {
   Cp,         // context parallel; sliding windows on CP ranks
   Split,      // sdpa: split-KV with empty K/V documents among several, GQA
   Metadata,   // boundary metadata: empty K/V documents, max_seqlen_q/kv past the longest lengths, padded
-              // and explicit offsets, packed O/stats offsets, chunked prefill, empty_rows=posinf
+              // and explicit offsets, packed O/stats offsets, empty_rows=posinf
   Decode,     // one query per document, mask=none (decode tiles)
   Values,     // values=extreme|plateau|clustered, wide heads
   LongRows,   // rows past max_doc keys behind a shorter document, clustered scores
-  Compressed, // indexer: key compression ratio with decode rows and chunked prefill
+  Compressed, // indexer: key compression (ratio 2 mostly) with decode rows, top-k about half their keys
   Ties,       // indexer: quantised inputs with strict tie order, queries starting past position 0
 };
 
 struct Emphasis {
   Focus f = Focus::None;
-  int64_t turn = 0;  // which variant of the family, turning once per round of the families
+  int64_t turn = 0;  // which variant of the family (Sentinel: (-1, 0) or right -1), turning once per round
   // `base` in a case of another family, `emphasised` in one of family `g`.
   double p(Focus g, double base, double emphasised) const { return f == g ? emphasised : base; }
   bool on(Focus g) const { return f == g; }
