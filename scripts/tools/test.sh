@@ -2,7 +2,7 @@
 # The README's test command: installs dependencies, builds, runs every test through CTest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-scripts/tools/install-deps.sh --with-chromium  # chromium: the report.html render test opens the page headless
+scripts/install-deps.sh --with-chromium  # chromium: the report.html render test opens the page headless
 scripts/tools/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)" --timeout 900

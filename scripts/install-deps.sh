@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian package the build and the tests need. Idempotent, quiet on success.
-# Usage: scripts/tools/install-deps.sh [--with-chromium]
+# Usage: scripts/install-deps.sh [--with-chromium]
 set -euo pipefail
 pkgs=(cmake g++ make libeigen3-dev libfmt-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev libopenblas-dev
@@ -29,7 +29,7 @@ fi
 # extracted into .deps/cudnn-frontend/include (ignored by git; CMake looks there). Needs pip, not
 # cuDNN itself: the backend that uses them is built only where CUDA + cuDNN are found.
 cudnn_fe_version=1.32.0
-cudnn_fe_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.deps/cudnn-frontend"
+cudnn_fe_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/cudnn-frontend"
 if ! grep -qs "^${cudnn_fe_version}\$" "$cudnn_fe_dir/VERSION"; then
   python3 -m pip --version >/dev/null 2>&1 || {
     sudo_=""; [[ $(id -u) -ne 0 ]] && sudo_="sudo"
