@@ -13,8 +13,14 @@ std::string clip_for_message(const std::string& v, size_t max_bytes) {
 }
 
 BadInput::BadInput(std::string k, std::string v, const std::string& why)
-    : std::runtime_error(fmt::format("case key '{}' = '{}': {}", clip_for_message(k), clip_for_message(v), why)),
+    : BadInput(std::move(k), std::move(v), why, "") {}
+
+BadInput::BadInput(std::string k, std::string v, const std::string& why, const char* kind)
+    : std::runtime_error(fmt::format("{}'{}' = '{}': {}", kind, clip_for_message(k), clip_for_message(v), why)),
       key(std::move(k)),
       value(std::move(v)) {}
+
+CaseError::CaseError(std::string k, std::string v, const std::string& why)
+    : BadInput(std::move(k), std::move(v), why, "case key ") {}
 
 }  // namespace ao

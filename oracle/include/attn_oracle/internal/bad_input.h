@@ -12,16 +12,20 @@ std::string clip_for_message(const std::string& v, size_t max_bytes = 80);
 
 // The message carries both clipped (clip_for_message); the members hold them whole. `key` is what the
 // user wrote the value under: a case key, "backend", an environment variable, an option ("budget").
+// Message: `'<key>' = '<value>': <why>` (a case's: `case key '<key>' = ...`).
 struct BadInput : std::runtime_error {
   std::string key, value;
   BadInput(std::string k, std::string v, const std::string& why);
+
+ protected:
+  BadInput(std::string k, std::string v, const std::string& why, const char* kind);
 };
 
 // Bad input in a case: a key of the case line or a combination of them that no layout can hold (parse,
 // the layout stage). Callers that only try cases (the shrinkers) catch this one alone: a rejected
 // case is not a candidate, while a bad backend or option is the user's to fix.
 struct CaseError : BadInput {
-  using BadInput::BadInput;
+  CaseError(std::string k, std::string v, const std::string& why);
 };
 
 }  // namespace ao
