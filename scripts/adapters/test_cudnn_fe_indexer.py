@@ -27,7 +27,6 @@ GLM = "heads=32 dim=128 topk=2048"
 IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-    sys.path.insert(0, HERE)
     import cudnn_fe_indexer as fe
 except ImportError as e:  # reported by run_tests
     np = None

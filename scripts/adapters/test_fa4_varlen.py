@@ -26,7 +26,6 @@ ADAPTER = os.path.join(HERE, "fa4_varlen.py")
 IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-    sys.path.insert(0, HERE)
     import fa4_varlen as fa
 except ImportError as e:  # reported by run_tests
     np = None

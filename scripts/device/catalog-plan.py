@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The GPU knob plan, from the one model list (`attn-oracle catalog --json`): for every `bug` knob value a
 selected backend lists (`cuda-indexer:bug=sentinel-lanes`), the model of that id's trigger cases and
-outside cases, on every seed the list gives. Per trigger case and seed:
+outside cases, on every seed the list gives (a production-scale case: the first seed only). Per trigger
+case and seed:
 
   expect=fail:<metric> backend=<kernel>:bug=<id> <case>   one line per metric the case must fail
   expect=pass          backend=<kernel> <case>            the knob-less kernel passes it
@@ -17,7 +18,8 @@ no trigger case the kernel serves: a knob the plan cannot exercise is a check th
 
   catalog-plan.py --catalog catalog.json [--backends REGEX] [--ops NAME=OP,...] [--seeds N] [--memcheck] [--dry-run]
   catalog-plan.py --ao build/attn-oracle ...     (runs `catalog --json` itself)
---memcheck prints only the knobs' trigger lines on the first seed (for compute-sanitizer);
+--memcheck prints only the knobs' trigger lines on the first seed, production scale left out (for
+compute-sanitizer, which slows the kernels many times);
 --dry-run prints the plan with a summary per knob on stderr, and runs nothing either way.
 """
 import argparse
@@ -78,9 +80,11 @@ def plan(catalog, backends_re=".*", seeds=None, memcheck=False, ops_of=None):
                                 f"{'/'.join(sorted(ops))}")
                 continue
             n0 = len(lines)
-            lines.append(f"# [{m['catalog'] or m['id']}] {b['backend']}:bug={knob_id}")
-            for seed in all_seeds:
+            lines.append(f"# {b['backend']}:bug={knob_id} {m['catalog']}".rstrip())
+            for i, seed in enumerate(all_seeds):
                 for t in triggers:
+                    if t.get("scale") == "production" and (i > 0 or memcheck):
+                        continue  # the CPU reference needs minutes at this scale: the first seed only
                     extra = ["inputs=host"] if host and needs_host_inputs(t["case"]) else []
                     line = f"{t['case']} seed={seed}"
                     for metric in t["fails"]:
@@ -93,6 +97,8 @@ def plan(catalog, backends_re=".*", seeds=None, memcheck=False, ops_of=None):
                 if memcheck:
                     continue
                 for o in outside:
+                    if i > 0 and o.get("scale") == "production":
+                        continue
                     extra = ["inputs=host"] if host and needs_host_inputs(o["case"]) else []
                     lines.append(f"expect=pass backend={spec(b, ['bug=' + knob_id] + extra)} {o['case']} seed={seed}")
             summary.append((f"{b['backend']}:bug={knob_id}", len(triggers), len(outside),

@@ -25,9 +25,12 @@ cp = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cp)
 
 
-def model(id_, ops, triggers, outside=()):
-    return {"id": id_, "ops": ops, "catalog": "", "triggers": [{"case": c, "fails": f} for c, f in triggers],
-            "outside": [{"case": c, "why": "outside"} for c in outside]}
+def model(id_, ops, triggers, outside=(), production=()):
+    return {"id": id_, "ops": ops, "catalog": "",
+            "triggers": [{"case": c, "fails": f, "scale": "production" if c in production else "ordinary"}
+                         for c, f in triggers],
+            "outside": [{"case": c, "why": "outside", "scale": "production" if c in production else "ordinary"}
+                        for c in outside]}
 
 
 def kernel(name, bug, inputs=True):
@@ -46,8 +49,10 @@ FIXTURE = {
         model("both-ops", ["indexer", "sdpa"], [("op=indexer docs=300 topk=32", ["out_of_causal"]),
                                                 ("op=sdpa docs=300", ["tol_violations"])],
               ["op=indexer docs=30 mask=none topk=8", "op=sdpa docs=30 mask=none"]),
-        model("tile", ["sdpa"], [("op=sdpa q_lens=1 kv_lens=40 mask=none", ["nonfinite_valid"])],
-              ["op=sdpa docs=40"]),
+        model("tile", ["sdpa"], [("op=sdpa q_lens=1 kv_lens=40 mask=none", ["nonfinite_valid"]),
+                                 ("op=sdpa q_lens=1*32 kv_lens=4000*32 mask=none", ["nonfinite_valid"])],
+              ["op=sdpa docs=40", "op=sdpa q_lens=1*32 kv_lens=4096*32 mask=none"],
+              production=("op=sdpa q_lens=1*32 kv_lens=4000*32 mask=none", "op=sdpa q_lens=1*32 kv_lens=4096*32 mask=none")),
     ],
     "bug_knobs": [kernel("no-inputs-knob", ["lanes"], inputs=False), kernel("cuda-indexer", ["lanes", "both-ops"]),
                   kernel("cuda-sdpa", ["tile"])],
@@ -95,6 +100,13 @@ class Fixture(unittest.TestCase):
         self.assertEqual([k for k, *_ in summary], ["cuda-indexer:bug=lanes", "cuda-indexer:bug=both-ops",
                                                     "cuda-sdpa:bug=tile"])
 
+    def test_production_scale_cases_run_on_the_first_seed(self):
+        lines, _ = cp.plan(FIXTURE, "cuda-sdpa")
+        big = [x for x in lines if "*32" in x]
+        self.assertEqual(len(big), 3 + 1, big)  # knob fail, knob-less pass, cpu-bug fail; one outside case
+        self.assertTrue(all(x.endswith(" seed=3") for x in big), big)
+        self.assertEqual(len([x for x in lines if "kv_lens=40 " in x]), 2 * 3)
+
     def test_seeds_and_memcheck(self):
         lines, _ = cp.plan(FIXTURE, "cuda-.*", seeds=1)
         self.assertFalse([x for x in lines if x.endswith("seed=101")])
@@ -103,6 +115,7 @@ class Fixture(unittest.TestCase):
         self.assertTrue(mem)
         for x in mem:
             self.assertTrue(x.startswith("expect=fail:") and ":bug=" in x.split()[1] and x.endswith("seed=3"), x)
+            self.assertNotIn("*32", x)
 
     def test_backend_filter(self):
         lines, summary = cp.plan(FIXTURE, "cuda-sdpa")
@@ -166,8 +179,9 @@ class BuiltCatalog(unittest.TestCase):
             self.assertEqual(k, f"knob-{m['id']}:bug={m['id']}")
             self.assertGreater(nt, 0, k)
             self.assertGreater(no, 0, k)
-            self.assertEqual(n, len(c["seeds"]) * (sum(2 * len(t["fails"]) + 1 for t in m["triggers"])
-                                                   + len(m["outside"])), k)
+            runs = [len(c["seeds"]) if x["scale"] == "ordinary" else 1 for x in m["triggers"] + m["outside"]]
+            lines_per = [2 * len(t["fails"]) + 1 for t in m["triggers"]] + [1] * len(m["outside"])
+            self.assertEqual(n, sum(r * p for r, p in zip(runs, lines_per)), k)
 
     def test_every_bug_knob_of_the_build_is_planned(self):
         lines, summary = cp.plan(self.catalog, "cuda-.*", ops_of=KERNEL_OPS)
