@@ -54,10 +54,12 @@ std::vector<std::string> op_list(const BugModel& m) {
   return v;
 }
 
+const char* scale_name(CaseScale s) { return s == CaseScale::Production ? "production" : "ordinary"; }
+
 // The model list as data: each model's facts, its cases, and the backend specs of this build that
 // re-create it; every backend with a `bug` knob, its values (a plan checks each against the models) and
-// its knobs' allowed values; the unmodelled catalog entries. Trigger and outside lines carry no seed: each runs on every
-// seed of `seeds`.
+// its knobs' allowed values; the unmodelled catalog entries. Trigger and outside lines carry no seed: each
+// runs on every seed of `seeds`, a production-scale one ("scale": "production") on the first.
 std::string catalog_json() {
   using json = nlohmann::ordered_json;  // keys in the order written: schema first, id first
   json j;
@@ -72,9 +74,10 @@ std::string catalog_json() {
               {"catalog", m.catalog}, {"source", m.source}, {"class", defect_class_name(m.defect_class)},
               {"catches", m.catches}, {"backends", backends_of(m.name)}};
     auto& t = x["triggers"] = json::array();
-    for (const auto& c : m.triggers) t.push_back({{"case", c.line}, {"fails", c.fails}});
+    for (const auto& c : m.triggers)
+      t.push_back({{"case", c.line}, {"fails", c.fails}, {"scale", scale_name(c.scale)}});
     auto& o = x["outside"] = json::array();
-    for (const auto& c : m.outside) o.push_back({{"case", c.line}, {"why", c.why}});
+    for (const auto& c : m.outside) o.push_back({{"case", c.line}, {"why", c.why}, {"scale", scale_name(c.scale)}});
     models.push_back(std::move(x));
   }
   auto& knob_backends = j["bug_knobs"] = json::array();

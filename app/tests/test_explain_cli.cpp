@@ -161,11 +161,13 @@ TEST(CatalogCli, JsonIsTheModelListOneToOne) {
     for (size_t t = 0; t < m.triggers.size(); ++t) {
       EXPECT_EQ(x["triggers"][t].at("case"), m.triggers[t].line);
       EXPECT_EQ(x["triggers"][t].at("fails").get<std::vector<std::string>>(), m.triggers[t].fails);
+      EXPECT_EQ(x["triggers"][t].at("scale"), m.triggers[t].scale == CaseScale::Production ? "production" : "ordinary");
     }
     ASSERT_EQ(x.at("outside").size(), m.outside.size());
     for (size_t o = 0; o < m.outside.size(); ++o) {
       EXPECT_EQ(x["outside"][o].at("case"), m.outside[o].line);
       EXPECT_EQ(x["outside"][o].at("why"), m.outside[o].why);
+      EXPECT_EQ(x["outside"][o].at("scale"), m.outside[o].scale == CaseScale::Production ? "production" : "ordinary");
     }
     EXPECT_EQ(table[i].first, m.name);
     const auto specs = x.at("backends").get<std::vector<std::string>>();
