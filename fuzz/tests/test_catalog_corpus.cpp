@@ -50,7 +50,8 @@ TEST(CatalogCorpus, EveryClaimNamesAModelOfTheListAndHolds) {
     const auto entries = read_case_files({file.string()});
     ASSERT_EQ(entries.size(), 1u) << "one case per file";
     const CaseEntry& e = entries[0];
-    ASSERT_EQ(e.claim.rfind("cpu-bug:", 0), 0u) << "the claim must be `# catches: cpu-bug:<model>`, not '" << e.claim << "'";
+    ASSERT_EQ(e.claim.rfind("cpu-bug:", 0), 0u)
+        << "the claim must be `# catches: cpu-bug:<model>`, not '" << e.claim << "'";
     const std::string id = e.claim.substr(8);
     const BugModel* m = find_model(id);
     ASSERT_NE(m, nullptr) << "the claim names cpu-bug:" << id << ", which is no model of bug_models()";

@@ -203,11 +203,13 @@ std::vector<BugModel> indexer_catalog_models() {
        .defect_class = K::PadLanes, .catches = {"unwritten_rows", "out_of_causal", "out_of_range", "wrong_fill_rows"},
        .triggers = {{short_rows, {"unwritten_rows", "out_of_causal"}},
                     {"op=indexer docs=100,37 pad=3 heads=4 dim=32 topk=64", {"unwritten_rows"}},
-                    {"op=indexer docs=256,128 cp=2 rank=0 heads=4 dim=32 topk=24", {"out_of_causal"}},  // CP front chunk
+                    // CP front chunk
+                    {"op=indexer docs=256,128 cp=2 rank=0 heads=4 dim=32 topk=24", {"out_of_causal"}},
                     {"op=indexer docs=8192 cp=32 rank=0 " + glm, {"unwritten_rows"}, CaseScale::Production}},
        .outside = {{"op=indexer docs=100,37 mask=none topk=32", "every row has k allowed keys"},
                    {"op=indexer docs=512 cp=2 rank=1 heads=4 dim=32 topk=16", "CP back chunk: every row has k keys"},
-                   {"op=indexer q_lens=64 kv_lens=4096 heads=2 dim=16 topk=100 levels=3", "long rows, three tie levels"},
+                   {"op=indexer q_lens=64 kv_lens=4096 heads=2 dim=16 topk=100 levels=3",
+                    "long rows, three tie levels"},
                    {"op=indexer docs=8192 cp=32 rank=31 " + glm, "CP back chunk", CaseScale::Production}}},
       {.name = "unaligned-start",
        .what = "[3] the row's key start aligned down to 16 buffer rows: an unaligned ragged start also ranks the "
