@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 
 #include <filesystem>
 #include <fstream>
@@ -120,6 +121,75 @@ TEST(CatalogCli, EveryModelAndEveryUnmodelledEntryIsListed) {
   ASSERT_EQ(text.code, 0) << text.out;
   for (const auto& m : bug_models()) EXPECT_NE(text.out.find(m.name), std::string::npos) << m.name;
   EXPECT_NE(text.out.find("not modelled"), std::string::npos);
+}
+
+// `catalog --json` is the model list as data, one to one with bug_models() in its order (a dropped,
+// added or reordered model, a changed case or claim fails here); every string round-trips byte for byte
+// (the writer escapes quotes, backslashes and control characters), and every `bug` knob value a backend
+// lists names a model.
+TEST(CatalogCli, JsonIsTheModelListOneToOne) {
+  TempDir d;
+  const fs::path file = d.path / "catalog.json";
+  const Cmd r = run_sh(fmt::format("{} catalog --json > {}", AO_CLI, file.string()));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(slurp(file));  // throws on invalid JSON
+  EXPECT_EQ(j.at("schema"), "attn-oracle.catalog");
+  EXPECT_EQ(j.at("schema_version"), 1);
+  ASSERT_EQ(j.at("seeds").size(), std::size(kModelCaseSeeds));
+  for (size_t i = 0; i < std::size(kModelCaseSeeds); ++i) EXPECT_EQ(j["seeds"][i], kModelCaseSeeds[i]);
+  const auto& models = j.at("models");
+  const auto table = defect_table();
+  ASSERT_EQ(models.size(), bug_models().size()) << "catalog --json must list every model once";
+  ASSERT_EQ(table.size(), bug_models().size());
+  std::set<std::string> ids;
+  for (size_t i = 0; i < bug_models().size(); ++i) {
+    const BugModel& m = bug_models()[i];
+    const auto& x = models[i];
+    SCOPED_TRACE(m.name);
+    ids.insert(m.name);
+    EXPECT_EQ(x.at("id"), m.name);
+    EXPECT_EQ(x.at("what"), m.what);
+    std::vector<std::string> ops;
+    if (m.indexer) ops.push_back("indexer");
+    if (m.sdpa) ops.push_back("sdpa");
+    EXPECT_EQ(x.at("ops").get<std::vector<std::string>>(), ops);
+    EXPECT_EQ(x.at("catalog"), m.catalog);
+    EXPECT_EQ(x.at("source"), m.source);
+    EXPECT_EQ(x.at("class"), defect_class_name(m.defect_class));
+    EXPECT_EQ(x.at("catches").get<std::vector<std::string>>(), m.catches);
+    ASSERT_EQ(x.at("triggers").size(), m.triggers.size());
+    for (size_t t = 0; t < m.triggers.size(); ++t) {
+      EXPECT_EQ(x["triggers"][t].at("case"), m.triggers[t].line);
+      EXPECT_EQ(x["triggers"][t].at("fails").get<std::vector<std::string>>(), m.triggers[t].fails);
+      EXPECT_EQ(x["triggers"][t].at("scale"), m.triggers[t].scale == CaseScale::Production ? "production" : "ordinary");
+    }
+    ASSERT_EQ(x.at("outside").size(), m.outside.size());
+    for (size_t o = 0; o < m.outside.size(); ++o) {
+      EXPECT_EQ(x["outside"][o].at("case"), m.outside[o].line);
+      EXPECT_EQ(x["outside"][o].at("why"), m.outside[o].why);
+      EXPECT_EQ(x["outside"][o].at("scale"), m.outside[o].scale == CaseScale::Production ? "production" : "ordinary");
+    }
+    EXPECT_EQ(table[i].first, m.name);
+    const auto specs = x.at("backends").get<std::vector<std::string>>();
+    EXPECT_EQ(specs, table[i].second);
+    EXPECT_NE(std::find(specs.begin(), specs.end(), "cpu-bug:" + m.name), specs.end());
+  }
+  for (const auto& b : j.at("bug_knobs"))
+    for (const auto& v : b.at("values")) {
+      EXPECT_TRUE(ids.count(v.get<std::string>())) << b.at("backend") << " bug=" << v;
+      const std::string spec = b.at("backend").get<std::string>() + ":bug=" + v.get<std::string>();
+      bool listed = false;  // the knob is among its model's backends
+      for (const auto& x : models)
+        if (x.at("id") == v) listed = x.at("backends").contains(spec);
+      EXPECT_TRUE(listed) << spec;
+    }
+  const auto& unmodelled = j.at("unmodelled");
+  ASSERT_EQ(unmodelled.size(), unmodelled_catalog_entries().size());
+  for (size_t i = 0; i < unmodelled.size(); ++i) {
+    EXPECT_EQ(unmodelled[i].at("catalog"), unmodelled_catalog_entries()[i].catalog);
+    EXPECT_EQ(unmodelled[i].at("needs"), unmodelled_catalog_entries()[i].needs);
+  }
+  EXPECT_NE(run_cli("catalog --json --markdown").code, 0) << "one format at a time";
 }
 
 // The README's defect catalog is generated: between its markers it must equal `attn-oracle catalog

@@ -103,6 +103,19 @@ def skip(reason):
     sys.exit(125)
 
 
+def cuda_torch(adapter, decline=None, meta=None):
+    """torch, with a CUDA device, else a skip naming the adapter. decline(meta, arch_major): the adapter's
+    declines that depend on the device's architecture (a kernel built for some majors only), a skip too."""
+    import torch
+    if not torch.cuda.is_available():
+        skip(f"{adapter}: no CUDA device")
+    if decline is not None:
+        reason = decline(meta, torch.cuda.get_device_capability()[0])
+        if reason:
+            skip(reason)
+    return torch
+
+
 def add_site_dir(adapter):
     """AO_SITE_DIR (the device campaigns' unpacked wheels) first on sys.path, its .pth files run (the CuTe
     DSL's puts dsl_packages on the path), so that an image's own copy cannot shadow it."""

@@ -1,12 +1,15 @@
-"""Shared by the adapters' CPU tests (test_*.py): case directories written by the attn-oracle CLI itself.
+"""Shared by the adapters' CPU tests (test_*.py): case directories written by the attn-oracle CLI itself,
+`repro` through an adapter, the warm host (ao_serve.py) on a socket, and the script entry that skips (125).
 
 AO_CLI names the binary (default build-cpu/attn-oracle). Only the standard library at import time; numpy
 (through ao_exec.CaseDir) is imported when a case is written, so a test file can still report "no numpy".
 """
+import contextlib
 import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -43,3 +46,50 @@ class CaseDirTest(unittest.TestCase):
     def case(self, line):
         type(self).n += 1
         return write_case(line, os.path.join(self.tmp, f"c{self.n}"))
+
+
+def adapter_backend(adapter):
+    """The exec: backend spec that runs an adapter script with this Python."""
+    return f"exec:{sys.executable} {adapter}"
+
+
+def repro(line, backend, *extra):
+    """`attn-oracle repro <line> --backend <backend> <extra>`, its output captured as text."""
+    return subprocess.run([AO, "repro", *line.split(), "--backend", backend, *extra], capture_output=True, text=True)
+
+
+@contextlib.contextmanager
+def warm_host(tmp):
+    """ao_serve.py (no torch, exits when idle) on a socket in tmp, as the device campaigns run it; yields the
+    socket path once it listens (an AssertionError if it never does); stopped on exit."""
+    sock = os.path.join(tmp, "serve.sock")
+    srv = subprocess.Popen([sys.executable, os.path.join(HERE, "ao_serve.py"), "--no-torch", "--idle-exit", "60",
+                            "--socket", sock], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if os.path.exists(sock):
+                break
+            subprocess.run(["sleep", "0.1"])
+        if not os.path.exists(sock):
+            raise AssertionError("ao_serve.py did not start")
+        yield sock
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def client_backend(sock, adapter_name):
+    """The exec: backend spec that runs an adapter inside the warm host (ao_client.py)."""
+    return f"exec:{sys.executable} {os.path.join(HERE, 'ao_client.py')} --socket {sock} {adapter_name}"
+
+
+def run_tests(name, import_error):
+    """A test file's script entry: exit 125 (skipped, the reason on stderr) when numpy (import_error: the
+    ImportError text, None when the imports worked) or the CLI is missing, else the tests' outcome."""
+    if import_error is not None:
+        print(f"{name}: skipped: {import_error}", file=sys.stderr)
+        sys.exit(125)
+    if not os.access(AO, os.X_OK):
+        print(f"{name}: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
+        sys.exit(125)
+    unittest.main()

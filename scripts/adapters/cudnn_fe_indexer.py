@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, add_site_dir, log_timing, skip  # noqa: E402
+from ao_exec import CaseDir, add_site_dir, cuda_torch, log_timing, skip  # noqa: E402
 
 NAME = "cudnn_fe_indexer"
 FRONTEND_VERSION = "1.32.0"
@@ -189,13 +189,7 @@ def run(argv):
         case.save("topk", topk_buf)
         case.save("scores", scores_buf)
         return 0
-    import torch
-    if not torch.cuda.is_available():
-        skip(f"{NAME}: no CUDA device")
-    major = torch.cuda.get_device_capability()[0]
-    reason = decline_reason(case.meta, major)
-    if reason:
-        skip(reason)
+    torch = cuda_torch(NAME, decline_reason, case.meta)
     if plan.max_seqlen_k == 0:
         skip(f"num_cols must be positive, got 0 ({NAME}: no segment has a key)")
     add_site_dir(NAME)

@@ -52,7 +52,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, add_site_dir, log_timing, skip, unmapped_window_reason  # noqa: E402
+from ao_exec import CaseDir, add_site_dir, cuda_torch, log_timing, skip, unmapped_window_reason  # noqa: E402
 
 NAME = "cudnn_fe_sdpa"
 FRONTEND_VERSION = "1.32.0"
@@ -428,9 +428,7 @@ def run(argv):
     reason = decline_reason(case.meta)
     if reason:
         skip(reason)
-    import torch
-    if not torch.cuda.is_available():
-        skip(f"{NAME}: no CUDA device")
+    torch = cuda_torch(NAME)
     add_site_dir(NAME)
     import cudnn
     got = frontend_version(cudnn)

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, add_site_dir, log_timing, skip, unmapped_window_reason  # noqa: E402
+from ao_exec import CaseDir, add_site_dir, cuda_torch, log_timing, skip, unmapped_window_reason  # noqa: E402
 
 NAME = "fa4_varlen"
 FA4_VERSION = "4.0.0b36"
@@ -152,13 +152,7 @@ def run(argv):
         case.save("o", o_buf)
         case.save("lse", lse_buf)
         return 0
-    import torch
-    if not torch.cuda.is_available():
-        skip(f"{NAME}: no CUDA device")
-    major = torch.cuda.get_device_capability()[0]
-    reason = decline_reason(case.meta, major)
-    if reason:
-        skip(reason)
+    torch = cuda_torch(NAME, decline_reason, case.meta)
     add_site_dir(NAME)
     from flash_attn.cute.interface import flash_attn_varlen_func
     try:

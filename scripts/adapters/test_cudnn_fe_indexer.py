@@ -15,21 +15,20 @@ Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 import contextlib
 import io
 import os
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ao_test_cases import AO, CaseDirTest  # noqa: E402
+from ao_test_cases import CaseDirTest, adapter_backend, client_backend, repro, run_tests, warm_host  # noqa: E402
 ADAPTER = os.path.join(HERE, "cudnn_fe_indexer.py")
 GLM = "heads=32 dim=128 topk=2048"
 
+IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-    sys.path.insert(0, HERE)
     import cudnn_fe_indexer as fe
-except ImportError as e:  # noqa: F841 - reported by the runner below
+except ImportError as e:  # reported by run_tests
     np = None
     IMPORT_ERROR = str(e)
 
@@ -190,8 +189,7 @@ class CudnnFeIndexer(CaseDirTest):
         # Every row of rank 2 is padding (doc of 5 tokens padded to 64, cp=4): the adapter sends
         # nothing, writes all -1, and the oracle passes it — no GPU needed.
         line = f"op=indexer docs=5 padded_offsets=0,64 cp=4 rank=2 {GLM} crop=1 seed=3"
-        r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
-                           capture_output=True, text=True)
+        r = repro(line, adapter_backend(ADAPTER))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("PASS", r.stdout)
 
@@ -289,42 +287,23 @@ class CudnnFeIndexer(CaseDirTest):
         for dims, reason in (("heads=32 dim=64 topk=64", "head_dim must be 128, got 64"),
                              ("heads=32 dim=128 topk=64 dtype=fp16", "q must be bfloat16, got torch.float16")):
             line = f"op=indexer docs=128 cp=2 rank=1 crop=1 seed=1 {dims}"
-            r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
-                               capture_output=True, text=True)
+            r = repro(line, adapter_backend(ADAPTER))
             self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
             self.assertIn("SKIPPED", r.stdout)
             self.assertIn(reason, r.stdout)
 
     def test_served_by_the_warm_host(self):
         # The device campaign runs the adapter in ao_serve.py through ao_client.py: same skips, same passes.
-        sock = os.path.join(self.tmp, "serve.sock")
-        srv = subprocess.Popen([sys.executable, os.path.join(HERE, "ao_serve.py"), "--no-torch", "--idle-exit", "60",
-                                "--socket", sock], stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(300):
-                if os.path.exists(sock):
-                    break
-                subprocess.run(["sleep", "0.1"])
-            self.assertTrue(os.path.exists(sock), "ao_serve.py did not start")
-            client = f"exec:{sys.executable} {os.path.join(HERE, 'ao_client.py')} --socket {sock} cudnn_fe_indexer"
+        with warm_host(self.tmp) as sock:
+            client = client_backend(sock, "cudnn_fe_indexer")
             for line, code, text in (
                     ("op=indexer docs=128 cp=2 rank=1 crop=1 seed=1 heads=8 dim=128 topk=64", 125,
                      "qhead_per_kv_head must be one of (16, 32, 64), got 8"),
                     (f"op=indexer docs=5 padded_offsets=0,64 cp=4 rank=3 {GLM} crop=1 seed=3", 0, "PASS")):
-                r = subprocess.run([AO, "repro", *line.split(), "--backend", client + " --bug topleft-cp"],
-                                   capture_output=True, text=True)
+                r = repro(line, client + " --bug topleft-cp")
                 self.assertEqual(r.returncode, code, r.stdout + r.stderr)
                 self.assertIn(text, r.stdout)
-        finally:
-            srv.kill()
-            srv.wait()
 
 
 if __name__ == "__main__":
-    if np is None:
-        print(f"test_cudnn_fe_indexer: skipped: {IMPORT_ERROR}", file=sys.stderr)
-        sys.exit(125)
-    if not os.access(AO, os.X_OK):
-        print(f"test_cudnn_fe_indexer: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
-        sys.exit(125)
-    unittest.main()
+    run_tests("test_cudnn_fe_indexer", IMPORT_ERROR)

@@ -14,20 +14,20 @@ the pad slots alone; the planted defect must not.
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import os
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ao_test_cases import AO, CaseDirTest  # noqa: E402
+from ao_test_cases import CaseDirTest, adapter_backend, repro, run_tests  # noqa: E402
 ADAPTER = os.path.join(HERE, "cudnn_fe_sdpa.py")
 
+IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
     import cudnn_fe_sdpa as fe
     from test_fa4_varlen import reference  # the oracle's semantics in numpy (fp64)
-except ImportError as e:  # noqa: F841 - reported by the runner below
+except ImportError as e:  # reported by run_tests
     np = None
     IMPORT_ERROR = str(e)
 
@@ -214,18 +214,11 @@ class CudnnFeSdpa(CaseDirTest):
     def test_declines_through_the_cli_are_skips_with_the_reason(self):
         for line, reason in (("op=indexer docs=16 topk=4", "serves op=sdpa only"),
                              ("op=sdpa docs=64 cp=2 rank=0 dim=16", "CP chunks are not expressible")):
-            r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
-                               capture_output=True, text=True)
+            r = repro(line, adapter_backend(ADAPTER))
             self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
             self.assertIn("SKIPPED", r.stdout)
             self.assertIn(reason, r.stdout)
 
 
 if __name__ == "__main__":
-    if np is None:
-        print(f"test_cudnn_fe_sdpa: skipped: {IMPORT_ERROR}", file=sys.stderr)
-        sys.exit(125)
-    if not os.access(AO, os.X_OK):
-        print(f"test_cudnn_fe_sdpa: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
-        sys.exit(125)
-    unittest.main()
+    run_tests("test_cudnn_fe_sdpa", IMPORT_ERROR)

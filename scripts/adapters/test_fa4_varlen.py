@@ -15,20 +15,19 @@ slots must keep the sentinel.
 Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import os
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ao_test_cases import AO, CaseDirTest  # noqa: E402
+from ao_test_cases import CaseDirTest, adapter_backend, client_backend, repro, run_tests, warm_host  # noqa: E402
 ADAPTER = os.path.join(HERE, "fa4_varlen.py")
 
+IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-    sys.path.insert(0, HERE)
     import fa4_varlen as fa
-except ImportError as e:  # noqa: F841 - reported by the runner below
+except ImportError as e:  # reported by run_tests
     np = None
     IMPORT_ERROR = str(e)
 
@@ -235,8 +234,7 @@ class Fa4Varlen(CaseDirTest):
         for line, reason in (("op=sdpa docs=16 dtype=fp32", "inputs must be float16, bfloat16"),
                              ("op=sdpa docs=16 dim=4", "is not supported on SM90"),
                              ("op=sdpa q_lens=80 kv_lens=16 mask=topleft dim=16", "rows past the keys")):
-            r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
-                               capture_output=True, text=True)
+            r = repro(line, adapter_backend(ADAPTER))
             self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
             self.assertIn("SKIPPED", r.stdout)
             self.assertIn(reason, r.stdout)
@@ -244,38 +242,19 @@ class Fa4Varlen(CaseDirTest):
     def test_wholly_padded_rank_runs_without_the_kernel(self):
         # Every row of rank 2 is padding: no sequence has a row, the buffers go back untouched, PASS.
         line = "op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3"
-        r = subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}"],
-                           capture_output=True, text=True)
+        r = repro(line, adapter_backend(ADAPTER))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("PASS", r.stdout)
 
     def test_served_by_the_warm_host(self):
-        sock = os.path.join(self.tmp, "serve.sock")
-        srv = subprocess.Popen([sys.executable, os.path.join(HERE, "ao_serve.py"), "--no-torch", "--idle-exit", "60",
-                                "--socket", sock], stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(300):
-                if os.path.exists(sock):
-                    break
-                subprocess.run(["sleep", "0.1"])
-            self.assertTrue(os.path.exists(sock), "ao_serve.py did not start")
-            client = f"exec:{sys.executable} {os.path.join(HERE, 'ao_client.py')} --socket {sock} fa4_varlen"
+        with warm_host(self.tmp) as sock:
+            client = client_backend(sock, "fa4_varlen")
             for line, code, text in (("op=sdpa docs=16 dtype=fp32", 125, "inputs must be float16, bfloat16"),
                                      ("op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=3 dim=16 seed=3", 0, "PASS")):
-                r = subprocess.run([AO, "repro", *line.split(), "--backend", client],
-                                   capture_output=True, text=True)
+                r = repro(line, client)
                 self.assertEqual(r.returncode, code, r.stdout + r.stderr)
                 self.assertIn(text, r.stdout)
-        finally:
-            srv.kill()
-            srv.wait()
 
 
 if __name__ == "__main__":
-    if np is None:
-        print(f"test_fa4_varlen: skipped: {IMPORT_ERROR}", file=sys.stderr)
-        sys.exit(125)
-    if not os.access(AO, os.X_OK):
-        print(f"test_fa4_varlen: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
-        sys.exit(125)
-    unittest.main()
+    run_tests("test_fa4_varlen", IMPORT_ERROR)

@@ -14,19 +14,15 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ao_test_cases import AO, CaseDirTest  # noqa: E402
+from ao_test_cases import CaseDirTest, adapter_backend, repro, run_tests  # noqa: E402
 ADAPTER = os.path.join(HERE, "numpy_ref.py")
 
+IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-except ImportError as e:  # noqa: F841 - reported by the runner below
+except ImportError as e:  # reported by run_tests
     np = None
     IMPORT_ERROR = str(e)
-
-
-def repro(line, *extra):
-    return subprocess.run([AO, "repro", *line.split(), "--backend", f"exec:{sys.executable} {ADAPTER}", *extra],
-                          capture_output=True, text=True)
 
 
 class EmptyRows(CaseDirTest):
@@ -40,7 +36,7 @@ class EmptyRows(CaseDirTest):
     def test_both_conventions_pass(self):
         for line in self.LINES:
             for rows in ("neginf", "posinf"):
-                r = repro(f"{line} empty_rows={rows}")
+                r = repro(f"{line} empty_rows={rows}", adapter_backend(ADAPTER))
                 self.assertEqual(r.returncode, 0, f"{line} empty_rows={rows}\n{r.stdout}{r.stderr}")
                 self.assertIn("PASS", r.stdout)
 
@@ -66,10 +62,4 @@ class EmptyRows(CaseDirTest):
 
 
 if __name__ == "__main__":
-    if np is None:
-        print(f"test_numpy_ref: skipped: {IMPORT_ERROR}", file=sys.stderr)
-        sys.exit(125)
-    if not os.access(AO, os.X_OK):
-        print(f"test_numpy_ref: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
-        sys.exit(125)
-    unittest.main()
+    run_tests("test_numpy_ref", IMPORT_ERROR)

@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# Catalog knobs on the device: the own CUDA kernels' bug knobs that re-create catalog
-# defects as kernel mechanisms ([3] [4] on cuda-indexer, [22] [29] [30] on cuda-sdpa), judged by the
-# CPU oracle, beside the cpu-bug models of the same ids on the same cases. One call runs everything;
-# the report says whether the same cases catch both.
+# Catalog knobs on the device: the own CUDA kernels' bug knobs that re-create catalog defects as kernel
+# mechanisms, judged by the CPU oracle, beside the cpu-bug models of the same ids on the same cases. The
+# plan comes from the one model list (`attn-oracle catalog --json` of the carried binary, turned into plan
+# lines by scripts/device/catalog-plan.py): for every `bug` knob of cuda-indexer and cuda-sdpa, the
+# model's trigger cases fail with the metrics the model declares (the knob, and cpu-bug:<id>), the
+# knob-less kernel passes them, and the knob passes the model's outside cases; every seed of the list.
 #   scripts/device/catalog-knobs.sh [OUT_DIR]      (OUT_DIR defaults to $OUT)
+#   scripts/device/catalog-knobs.sh --dry-run      (prints the plan and a summary per knob; no GPU needed:
+#                                                   the binary of AO_CLI, else attn-oracle of the folder below)
 # Binaries: the folder of scripts/device/lib.sh (AO_BIN_DIR, default .deps/device-bin), made by
 # scripts/device/gpu-pack.sh and carried.
 # Writes OUT_DIR/report.md (GPU, driver, CUDA, every plan line with its verdict and failed metrics),
 # catalog-knobs.json (ao-gpu-campaign), gpu_tests.txt, memcheck.txt, plan.txt, campaign.log, env.txt
 # (7 files: a device call brings back at most 8).
-# Exit 0 when every expectation held and the GPU tests passed.
+# Exit 0 when every expectation held and the GPU tests passed; 1 when the plan is incomplete (a knob
+# naming no model, a knob whose model has no trigger case for the kernel's op).
 set -uo pipefail
 # shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+plan_args=(--backends 'cuda-.*' --ops cuda-indexer=indexer,cuda-sdpa=sdpa)
+if [[ ${1:-} == --dry-run ]]; then
+  cli=${AO_CLI:-$ao_bin/attn-oracle}
+  exec python3 scripts/device/catalog-plan.py --ao "$cli" "${plan_args[@]}" --dry-run
+fi
 dest=${1:-${OUT:-catalog-knobs-out}}
 mkdir -p "$dest"
 bin=$ao_bin
@@ -26,53 +36,16 @@ for b in attn-oracle ao_gpu_tests ao-gpu-campaign; do
   fi
 done
 
-# ---- the table: one row per (knob, triggering case) --------------------------------------------
-# id | the gated metric that must fail | a triggering case | a case outside the trigger [| more knobs]
-# The backend follows the op (cuda-indexer / cuda-sdpa); values= cases need inputs=host. Plan per row: the knob fails on the trigger
-# with the metric, the knob-less kernel passes it, the knob passes outside the trigger, and
-# cpu-bug:<id> fails the same trigger with the same metric.
-table() {
-  local glm="heads=32 dim=128 topk=2048 dtype=bf16 seed=7 rows=64"
-  cat <<EOF
-sentinel-lanes|unwritten_rows|op=indexer docs=100,37 pad=3 heads=4 dim=32 topk=64 seed=1|op=indexer docs=512 cp=2 rank=1 heads=4 dim=32 topk=16 seed=1
-sentinel-lanes|out_of_causal|op=indexer docs=256,128 cp=2 rank=0 heads=4 dim=32 topk=24 seed=2|op=indexer q_lens=64 kv_lens=4096 heads=2 dim=16 topk=100 levels=3 seed=2
-sentinel-lanes|unwritten_rows|op=indexer docs=8192 cp=32 rank=0 $glm|op=indexer docs=8192 cp=32 rank=31 $glm
-masked-key-fill|wrong_fill_rows|op=indexer docs=100,37 pad=3 heads=4 dim=32 topk=64 seed=1|op=indexer docs=512 cp=2 rank=1 heads=4 dim=32 topk=16 seed=1
-masked-key-fill|out_of_causal|op=indexer docs=256,128 cp=2 rank=0 heads=4 dim=32 topk=24 seed=2|op=indexer docs=300 mask=none heads=2 dim=16 topk=40 seed=2
-masked-key-fill|wrong_fill_rows|op=indexer docs=8192 cp=32 rank=0 $glm|op=indexer docs=8192 cp=32 rank=31 $glm
-masked-key-fill|out_of_range|op=indexer q_lens=64 kv_lens=4096 values=extreme heads=2 dim=16 topk=512 seed=3|op=indexer q_lens=64 kv_lens=4096 heads=2 dim=16 topk=512 seed=3|inputs=host
-decode-tile-unmasked|nonfinite_valid|op=sdpa q_lens=1,1,1 kv_lens=100,37,300 kv_pad=5 tail=64 mask=none hq=4 hkv=2 dim=64 seed=1|op=sdpa q_lens=1,1,1 kv_lens=100,37,300 kv_pad=5 tail=64 mask=bottomright hq=4 hkv=2 dim=64 seed=1
-decode-tile-unmasked|lse_max_err|op=sdpa q_lens=1,1,1 kv_lens=100,37,300 kv_pad=5 tail=64 mask=none hq=4 hkv=2 dim=64 poison=none seed=2|op=sdpa q_lens=40,3 kv_lens=90,50 kv_pad=5 tail=64 mask=none hq=2 dim=32 seed=2
-decode-tile-unmasked|nonfinite_valid|op=sdpa q_lens=1*32 kv_lens=4000*32 kv_pad=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7|op=sdpa q_lens=1*32 kv_lens=4096*32 kv_pad=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7
-split-combine-stride0|unwritten_rows|op=sdpa q_lens=16,16,16 kv_lens=300,200,100 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1|op=sdpa docs=300 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1
-split-combine-stride0|unwritten_rows|op=sdpa q_lens=1*8 kv_lens=700*8 num_splits=3 mask=none hq=8 hkv=1 dim=128 seed=2|op=sdpa q_lens=1*8 kv_lens=700*8 mask=none hq=8 hkv=1 dim=128 seed=2
-split-combine-stride0|unwritten_rows|op=sdpa q_lens=1*32 kv_lens=8000*32 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7|op=sdpa q_lens=1 kv_lens=8000 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7
-split-max-seqlen|nonfinite_valid|op=sdpa docs=300,100 kv_pad=5 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1|op=sdpa docs=300,300 kv_pad=5 num_splits=4 mask=bottomright hq=4 hkv=2 dim=64 seed=1
-split-max-seqlen|lse_max_err|op=sdpa q_lens=1,1 kv_lens=100,37 tail=512 max_seqlen_kv=512 num_splits=2 mask=none hq=4 dim=64 poison=none seed=2|op=sdpa q_lens=1,1 kv_lens=100,37 tail=512 max_seqlen_kv=512 mask=none hq=4 dim=64 poison=none seed=2
-split-max-seqlen|nonfinite_valid|op=sdpa q_lens=1*32 kv_lens=4000*31,8000 kv_pad=8 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7|op=sdpa q_lens=1*32 kv_lens=8000*32 kv_pad=8 num_splits=8 mask=none hq=32 hkv=8 dim=128 dtype=bf16 seed=7
-EOF
-}
-
-plan() {
-  table | while IFS='|' read -r id metric trigger inert more; do
-    [[ -z "$id" || $id == \#* ]] && continue
-    local kernel=cuda-indexer
-    [[ $trigger == *op=sdpa* ]] && kernel=cuda-sdpa
-    echo "# [$id] $metric"
-    echo "expect=fail:$metric backend=$kernel:bug=$id${more:+,$more} $trigger"
-    echo "expect=pass backend=$kernel${more:+:$more} $trigger"
-    echo "expect=pass backend=$kernel:bug=$id${more:+,$more} $inert"
-    echo "expect=fail:$metric backend=cpu-bug:$id $trigger"
-  done
-}
-
 {
   ao_versions
   echo "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -o 'Version .*' | head -1)"
 } >"$dest/env.txt" 2>&1
 cat "$dest/env.txt"
 
-plan >"$dest/plan.txt"
+catalog=$(mktemp) mplan=$(mktemp)  # not under $dest: a device call brings back at most 8 files
+"$bin/attn-oracle" catalog --json >"$catalog" || exit 1
+python3 scripts/device/catalog-plan.py --catalog "$catalog" "${plan_args[@]}" >"$dest/plan.txt" || exit 1
+python3 scripts/device/catalog-plan.py --catalog "$catalog" "${plan_args[@]}" --memcheck >"$mplan" || exit 1
 stamp "ao-gpu-campaign: $(grep -c '^expect' "$dest/plan.txt") plan lines"
 timeout 400 "$bin/ao-gpu-campaign" --plan "$dest/plan.txt" --json "$dest/catalog-knobs.json" >"$dest/campaign.log" 2>&1
 camp=$?
@@ -86,8 +59,6 @@ tests=$?
 echo "ao_gpu_tests exit $tests" | tee -a "$dest/gpu_tests.txt"
 
 stamp "compute-sanitizer memcheck on the knobs' triggering cases (a knob reads and writes inside the buffers)"
-mplan=$(mktemp)
-grep -E "^expect=fail:[a-z_]+ backend=cuda" "$dest/plan.txt" | grep -v "cp=32" >"$mplan"
 if command -v compute-sanitizer >/dev/null; then
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/ao-gpu-campaign" \
     --plan "$mplan" >"$dest/memcheck.txt" 2>&1

@@ -7,8 +7,10 @@ rank, across modules only through module-scoped paths ("attn_oracle/<module>/x.h
 """
 import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from repo_check import finish, repo_files, repo_root  # noqa: E402
 
 # Rank order of the pipeline; an edge must go to a strictly lower rank. Equal ranks may not include each
 # other (fuzz, reports and gpu_backends are siblings above the core; only app/ sees them all).
@@ -55,9 +57,8 @@ def target_of(inc):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    files = subprocess.check_output(["git", "ls-files", "oracle", "app", "fuzz", "reports/writers", "gpu_backends"],
-                                    cwd=root, text=True).split()
+    root = repo_root(sys.argv)
+    files = repo_files(root, ("oracle", "app", "fuzz", "reports/writers", "gpu_backends"))
     bad = []
     edges = 0
     for f in files:
@@ -101,10 +102,7 @@ def main():
                 continue
             if RANK[dst] >= RANK[src]:
                 bad.append(f"{f}:{n}: {src} (rank {RANK[src]}) includes {dst} (rank {RANK[dst]}): {inc}")
-    for b in bad:
-        print(b)
-    print(f"include graph: {edges} cross-module includes, {len(bad)} violations")
-    return 1 if bad else 0
+    return finish(bad, f"include graph: {edges} cross-module includes, {len(bad)} violations")
 
 
 if __name__ == "__main__":

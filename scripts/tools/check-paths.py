@@ -19,8 +19,10 @@ are not repository paths and are left alone.
 import fnmatch
 import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from repo_check import finish, repo_files, repo_root  # noqa: E402
 
 CODE_C = {".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh", ".c"}
 CODE_HASH = {".py", ".sh", ".cmake"}
@@ -35,23 +37,6 @@ TOPDOC = re.compile(LEAD + r"[A-Z][A-Z0-9_\-]*\.md\b")
 # Machine-specific paths, spelled so that this file does not match itself.
 MACHINE = re.compile("(?:/" + "work/|/" + "home/|/tmp/" + r"tmp\.[A-Za-z0-9]+)")
 OUTSIDE = re.compile(r"(?<![A-Za-z0-9_./])\.\./(?:\.\./)*[A-Za-z0-9_\-][A-Za-z0-9_.\-]*")
-
-
-def tracked_files(root):
-    try:
-        out = subprocess.run(["git", "-C", root, "ls-files", "-co", "--exclude-standard", "-z"],
-                             check=True, capture_output=True).stdout.decode("utf-8", "replace")
-        files = [f for f in out.split("\0") if f and os.path.isfile(os.path.join(root, f))]
-        if files:
-            return sorted(files)
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    files = []
-    for d, dirs, names in os.walk(root):
-        dirs[:] = [x for x in dirs if not (x.startswith(".") and x != ".ci") and not x.startswith("build")
-                   and x != "__pycache__"]
-        files += [os.path.relpath(os.path.join(d, n), root) for n in names]
-    return sorted(files)
 
 
 def c_comments(text):
@@ -122,7 +107,7 @@ def hash_comments(text, is_python):
 class Checker:
     def __init__(self, root):
         self.root = root
-        self.files = tracked_files(root)
+        self.files = repo_files(root)
         self.paths = set(self.files)
         for f in self.files:
             parts = f.split("/")
@@ -220,17 +205,13 @@ class Checker:
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
-                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    root = repo_root(sys.argv)
     checker = Checker(root)
     if len(checker.files) < 20 or "scripts" not in checker.tops:
         print(f"check-paths: {root} does not look like the repository ({len(checker.files)} files)")
         return 1
     findings = checker.run()
-    for x in findings:
-        print(x)
-    print(f"check-paths: {len(checker.files)} files, {len(findings)} finding(s)")
-    return 1 if findings else 0
+    return finish(findings, f"check-paths: {len(checker.files)} files, {len(findings)} finding(s)")
 
 
 if __name__ == "__main__":

@@ -177,6 +177,7 @@ struct RadixBinOverflow : ReferenceSeams {
 std::vector<BugModel> indexer_catalog_models() {
   using K = DefectClass;
   const std::string short_rows = "op=indexer docs=40,25 topk=64";  // rows with fewer than k allowed keys
+  const std::string glm = "heads=32 dim=128 topk=2048 dtype=bf16 rows=64";  // a production indexer shape (GLM)
   return {
       {.name = "row-start-ignored",
        .what = "[1] the row's key start never received: ranks buffer rows [0, kv_off + hi) of the packed key axis "
@@ -200,8 +201,16 @@ std::vector<BugModel> indexer_catalog_models() {
                "slots n+1.. never written",
        .indexer = true, .sdpa = false, .transform = sentinel_lanes, .catalog = "[3]", .source = "sglang PR #38829",
        .defect_class = K::PadLanes, .catches = {"unwritten_rows", "out_of_causal", "out_of_range", "wrong_fill_rows"},
-       .triggers = {{short_rows, {"unwritten_rows", "out_of_causal"}}},
-       .outside = {{"op=indexer docs=100,37 mask=none topk=32", "every row has k allowed keys"}}},
+       .triggers = {{short_rows, {"unwritten_rows", "out_of_causal"}},
+                    {"op=indexer docs=100,37 pad=3 heads=4 dim=32 topk=64", {"unwritten_rows"}},
+                    // CP front chunk
+                    {"op=indexer docs=256,128 cp=2 rank=0 heads=4 dim=32 topk=24", {"out_of_causal"}},
+                    {"op=indexer docs=8192 cp=32 rank=0 " + glm, {"unwritten_rows"}, CaseScale::Production}},
+       .outside = {{"op=indexer docs=100,37 mask=none topk=32", "every row has k allowed keys"},
+                   {"op=indexer docs=512 cp=2 rank=1 heads=4 dim=32 topk=16", "CP back chunk: every row has k keys"},
+                   {"op=indexer q_lens=64 kv_lens=4096 heads=2 dim=16 topk=100 levels=3",
+                    "long rows, three tie levels"},
+                   {"op=indexer docs=8192 cp=32 rank=31 " + glm, "CP back chunk", CaseScale::Production}}},
       {.name = "unaligned-start",
        .what = "[3] the row's key start aligned down to 16 buffer rows: an unaligned ragged start also ranks the "
                "previous request's last keys",
@@ -216,12 +225,21 @@ std::vector<BugModel> indexer_catalog_models() {
        .source = "cudnn-frontend #446 / PR #410; cuDNN FE 1.32 indexer_top_k_wrapper (own measurement)",
        .defect_class = K::PadLanes, .catches = {"out_of_causal", "wrong_fill_rows", "out_of_range"},
        .triggers = {{short_rows, {"out_of_causal", "wrong_fill_rows"}},
+                    {"op=indexer docs=100,37 pad=3 heads=4 dim=32 topk=64", {"wrong_fill_rows"}},
+                    {"op=indexer docs=256,128 cp=2 rank=0 heads=4 dim=32 topk=24", {"out_of_causal"}},
+                    // long rows, extreme scores: all but 1 key in 32 below -65504 (128 < k above the bin)
+                    {"op=indexer q_lens=64 kv_lens=4096 values=extreme heads=2 dim=16 topk=512", {"out_of_range"}},
+                    {"op=indexer docs=8192 cp=32 rank=0 " + glm, {"wrong_fill_rows"}, CaseScale::Production},
                     // every row has k allowed keys, but most score below -65504 (large scale, negative head weights)
                     {"op=indexer docs=40 mask=none topk=32 scale=100000", {"out_of_range"}},
                     {"op=indexer docs=300 mask=none topk=32 values=extreme", {"out_of_range"}},
                     {"op=indexer docs=300 topk=32 values=extreme", {"out_of_causal"}}},
        .outside = {{"op=indexer docs=100,37 mask=none topk=32", "k keys per row, none below -65504"},
-                   {"op=indexer docs=300 mask=none topk=32 values=plateau", "no score below -65504"}}},
+                   {"op=indexer docs=300 mask=none topk=32 values=plateau", "no score below -65504"},
+                   {"op=indexer docs=512 cp=2 rank=1 heads=4 dim=32 topk=16", "CP back chunk: k keys per row"},
+                   {"op=indexer docs=300 mask=none heads=2 dim=16 topk=40", "no causal mask: k keys per row"},
+                   {"op=indexer q_lens=64 kv_lens=4096 heads=2 dim=16 topk=512", "long rows, no extreme scores"},
+                   {"op=indexer docs=8192 cp=32 rank=31 " + glm, "CP back chunk", CaseScale::Production}}},
       {.name = "compressed-tail-uninit",
        .what = "[8] ratio > 1, a document with q_len = 1: the last allowed compressed key's K-gather workspace row is "
                "never written (read as zeros: score 0)",

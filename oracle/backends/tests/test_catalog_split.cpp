@@ -12,6 +12,7 @@
 #include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/pipeline/selftest.h"
 #include "attn_oracle/pipeline/trial.h"
+#include "run_line.h"
 
 using namespace ao;
 
@@ -33,11 +34,6 @@ Outputs run_reference(const Trial& t, const ReferenceSeams& s) {
   return o;
 }
 
-CaseResult run(const std::string& line, const std::string& backend) {
-  auto be = make_backend(backend);
-  auto ref = make_backend("cpu-ref");
-  return run_case(parse_case(line), *be, *ref);
-}
 
 // Layouts for the split path: several documents (later splits empty for the short ones), a window
 // (leading splits empty), bottom-right q < kv and q > kv (rows with no key: every split empty), GQA,
@@ -140,6 +136,6 @@ TEST(CatalogSplit, LsePlusInfIsTheEmptyRowsConventionSwitch) {
     const TrialRun got = t.run(*be);
     EXPECT_FALSE(outputs_differ(t.layout(), got.out, want.out));
     EXPECT_EQ(t.judge(got, want).kind, Verdict::Pass);
-    EXPECT_EQ(run(base, "cpu-bug:lse-plus-inf").verdict.kind, Verdict::Fail);
+    EXPECT_EQ(test::run_line(base, "cpu-bug:lse-plus-inf").verdict.kind, Verdict::Fail);
   }
 }

@@ -6,16 +6,11 @@
 
 #include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/inputs/tensors.h"
+#include "run_line.h"
 
 using namespace ao;
 
 namespace {
-
-CaseResult run(const std::string& line, const std::string& backend) {
-  auto be = make_backend(backend);
-  auto ref = make_backend("cpu-ref");
-  return run_case(parse_case(line), *be, *ref);
-}
 
 double ratio(const CaseResult& r, const std::string& metric) {
   const Metric* m = r.verdict.find(metric);
@@ -31,8 +26,8 @@ TEST(Probe, OffByOneOnLongRowsMovesOByOrdersOfMagnitudeMore) {
   const std::string base = "op=sdpa docs=8192 cp=32 rank=31 rows=64";
   for (const char* dt : {"bf16", "fp16"}) {
     const std::string line = base + " dtype=" + dt;
-    const auto plain = run(line, "cpu-bug:off-by-one-causal");
-    const auto probed = run(line + " probe=edges", "cpu-bug:off-by-one-causal");
+    const auto plain = test::run_line(line, "cpu-bug:off-by-one-causal");
+    const auto probed = test::run_line(line + " probe=edges", "cpu-bug:off-by-one-causal");
     EXPECT_EQ(probed.verdict.kind, Verdict::Fail) << dt;
     for (const char* m : {"rel_l2_err", "tol_violations", "lse_max_err"}) {
       const double a = ratio(plain, m), b = ratio(probed, m);
@@ -56,18 +51,18 @@ TEST(Probe, CpuRefPassesProbeCases) {
     for (uint64_t seed : {1u, 7u, 1234u})
       for (const char* l : layouts) {
         const std::string line = std::string(l) + " dtype=" + dt + " seed=" + std::to_string(seed);
-        const auto r = run(line, "cpu-ref");
+        const auto r = test::run_line(line, "cpu-ref");
         EXPECT_EQ(r.verdict.kind, Verdict::Pass) << line << ": " << r.verdict.reason;
       }
 }
 
 TEST(Probe, MaskBugModelsFailProbeCases) {
-  EXPECT_EQ(run("op=sdpa docs=300,200 probe=edges", "cpu-bug:off-by-one-causal").verdict.kind, Verdict::Fail);
-  EXPECT_EQ(run("op=sdpa docs=300,200 mask=bottomright probe=edges", "cpu-bug:off-by-one-causal").verdict.kind,
+  EXPECT_EQ(test::run_line("op=sdpa docs=300,200 probe=edges", "cpu-bug:off-by-one-causal").verdict.kind, Verdict::Fail);
+  EXPECT_EQ(test::run_line("op=sdpa docs=300,200 mask=bottomright probe=edges", "cpu-bug:off-by-one-causal").verdict.kind,
             Verdict::Fail);
-  EXPECT_EQ(run("op=sdpa docs=500 window=40 probe=edges", "cpu-bug:off-by-one-causal").verdict.kind, Verdict::Fail);
-  EXPECT_EQ(run("op=sdpa docs=1024 cp=4 rank=2 probe=edges", "cpu-bug:topleft-cp").verdict.kind, Verdict::Fail);
-  EXPECT_EQ(run("op=sdpa docs=300,200 probe=edges", "cpu-bug:cross-doc").verdict.kind, Verdict::Fail);
+  EXPECT_EQ(test::run_line("op=sdpa docs=500 window=40 probe=edges", "cpu-bug:off-by-one-causal").verdict.kind, Verdict::Fail);
+  EXPECT_EQ(test::run_line("op=sdpa docs=1024 cp=4 rank=2 probe=edges", "cpu-bug:topleft-cp").verdict.kind, Verdict::Fail);
+  EXPECT_EQ(test::run_line("op=sdpa docs=300,200 probe=edges", "cpu-bug:cross-doc").verdict.kind, Verdict::Fail);
 }
 
 // The scheme's promise, measured on the inputs: the newest allowed key takes a large share of its row.

@@ -21,15 +21,23 @@ using OutputTransform = std::function<void(const Layout&, const Inputs&, Outputs
 enum class DefectClass { BoundaryMetadata, EmptyRows, WindowAlignment, PadLanes, TopkBuffers, SplitKv, Generic };
 const char* defect_class_name(DefectClass k);
 
+// Where a model case runs. Ordinary: BugModelClaims, on every seed of kModelCaseSeeds. Production: a case
+// at a production kernel's scale (32 heads, dim 128, bf16, thousands of keys per row, CP 32) whose point is
+// the GPU kernel's large-tile and many-chunk paths; the CPU reference needs minutes for it, so the GPU knob
+// plan (scripts/device/catalog-plan.py) runs it on the first seed, on the device host, and the CPU claim
+// test only checks its line and metrics.
+enum class CaseScale { Ordinary, Production };
 // A case line (without seed) on the model's trigger, and the gated metrics it must fail there (each
 // among the model's `catches`), on every seed of kModelCaseSeeds, while cpu-ref passes.
 struct TriggerCase {
   std::string line;
   std::vector<std::string> fails;
+  CaseScale scale = CaseScale::Ordinary;
 };
 // A case line (without seed) outside the model's trigger: its judged outputs equal cpu-ref's bitwise.
 struct OutsideCase {
   std::string line, why = {};
+  CaseScale scale = CaseScale::Ordinary;
 };
 inline constexpr uint64_t kModelCaseSeeds[] = {3, 101, 977};
 
