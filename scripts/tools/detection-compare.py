@@ -2,7 +2,7 @@
 """Before/after table of two scripts/tools/fuzz-detection.sh tables (the same models and seeds, two
 builds): per model, the median and worst-seed cases and seconds to the first failure of each, and
 whether the after build meets the target (found on every seed, median <= 20 cases, worst <= 100).
-Usage: scripts/tools/detection-compare.py BEFORE.md AFTER.md"""
+Usage: scripts/tools/detection-compare.py BEFORE_TABLE AFTER_TABLE"""
 import sys
 
 
