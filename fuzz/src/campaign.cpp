@@ -134,15 +134,17 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     ours.erase(it);
   };
   // Re-runs a failing case up to `runs` times (none after the deadline or a stop request): {runs that
-  // failed like `r`, runs made}.
+  // failed like `r`, runs made}. A run cut short by a stop request proves nothing and is not counted.
   auto reproductions = [&](const Case& c, const CaseResult& r, int runs) {
     const StillFails again = fails_like(r, *backend, *vs, opt.lim);
     std::pair<int, int> n{0, 0};
-    for (; n.second < runs && !interrupted() && !(opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds);
-         ++n.second) {
+    while (n.second < runs && !interrupted() && !(opt.budget.seconds > 0 && elapsed() >= opt.budget.seconds)) {
       const double t = elapsed();
-      n.first += again(c) ? 1 : 0;
+      const bool failed = again(c);
       s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t);
+      if (interrupted()) break;
+      n.first += failed ? 1 : 0;
+      ++n.second;
     }
     return n;
   };
@@ -213,7 +215,9 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         const auto [shrunk_again, shrunk_reruns] = reproductions(sf.minimal, r, opt.confirm_runs);
         f.shrunk_repro_fails = 1 + shrunk_again;
         f.shrunk_repro_runs = 1 + shrunk_reruns;
-        if ((s.interrupted = interrupted()) != 0) break;
+        // A stop request during the shrink or its confirmation ends the campaign after this failure is
+        // kept: it failed on every confirming run, and the shrinker kept the smallest case that failed.
+        s.interrupted = interrupted();
       }
       s.shrink_seconds += elapsed() - ts;
       if (auto it = by_signature.find(f.signature); it == by_signature.end()) {
@@ -245,6 +249,7 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         }
       }
     }
+    if (s.interrupted != 0) break;
     if (opt.progress && elapsed() - last_progress >= 0.25) {
       last_progress = elapsed();
       err << fmt::format("\r[fuzz] {} cases  {} passed  {} failed ({} unique)  {} skipped  {:.0f} cases/s  {:.0f}s",

@@ -107,7 +107,9 @@ enum class Focus {
 
 struct Emphasis {
   Focus f = Focus::None;
-  int64_t turn = 0;  // which variant of the family (Sentinel: (-1, 0) or right -1), turning once per round
+  // Which variant of the family (Sentinel: (-1, 0) or right -1; LongRows: mostly the indexer's or also
+  // SDPA's long rows), turning once per round.
+  int64_t turn = 0;
   // `base` in a case of another family, `emphasised` in one of family `g`.
   double p(Focus g, double base, double emphasised) const { return f == g ? emphasised : base; }
   bool on(Focus g) const { return f == g; }
@@ -143,14 +145,16 @@ std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scal
   std::vector<int64_t> lens;
   const int64_t max_doc = std::min(P.max_doc, scale_cap);
   // Several documents: split-KV with an empty document among others, a stride of max_seqlen_kv, decode
-  // rows whose key tiles run into the next document.
-  const bool several = E.on(Focus::Split) || E.on(Focus::Metadata) || E.on(Focus::Decode);
+  // rows whose key tiles run into the next document, many compressed decode rows (each a chance that a
+  // wrong last key moves its selection).
+  const bool several = E.on(Focus::Split) || E.on(Focus::Metadata) || E.on(Focus::Decode) || E.on(Focus::Compressed);
   std::vector<double> shape_w(20, 1.0);
   if (several) std::fill(shape_w.begin(), shape_w.begin() + 9, 0.15);
+  if (E.on(Focus::Compressed)) std::fill(shape_w.begin() + 15, shape_w.begin() + 18, 3.0);  // 5-24 documents
   const int64_t shape = long_rows ? -1 : R.integer_weighted(0, 19, 0, shape_w);
   if (shape < 0) {  // long rows: one document past max_doc, sometimes followed by a few short ones
     lens.push_back(R.pick<int64_t>({P.max_doc + 1, P.max_doc + 64, (P.max_doc + P.long_doc) / 2, P.long_doc}));
-    if (R.chance(E.p(Focus::LongRows, 0.3, 0.9)))
+    if (R.chance(E.p(Focus::LongRows, 0.3, 0.95)))
       for (int64_t i = 0, n = R.count(1, 3); i < n; ++i) lens.push_back(edge_len(R, 300));
   } else if (shape < 9) {
     lens.push_back(edge_len(R, max_doc));
@@ -159,7 +163,7 @@ std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scal
     for (int64_t i = 0; i < n; ++i) lens.push_back(edge_len(R, max_doc / 2));
   } else if (shape < 18) {
     const int64_t n = R.count(5, 24);
-    for (int64_t i = 0; i < n; ++i) lens.push_back(R.chance(0.5) ? R.integer(1, 8) : edge_len(R, 300));
+    for (int64_t i = 0; i < n; ++i) lens.push_back(R.chance(E.p(Focus::Compressed, 0.5, 0.15)) ? R.integer(1, 8) : edge_len(R, 300));
   } else {  // [131008, 64] scaled: one huge document, then tiny ones
     const int64_t huge = std::max<int64_t>(64, max_doc - R.pick<int64_t>({64, 63, 65, 1, 0}));
     lens.push_back(huge);
@@ -276,44 +280,54 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const bool sdpa_family = E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::Split);
   const bool indexer_family = E.on(Focus::Compressed) || E.on(Focus::Ties);
   const double p_indexer = sdpa_family                                 ? 0.0
-                           : indexer_family                            ? 0.9
-                           : E.on(Focus::LongRows)                     ? 0.85
+                           : indexer_family                            ? 0.97
+                           : E.on(Focus::LongRows)                     ? (E.turn == 0 ? 0.95 : 0.5)
                            : E.on(Focus::Values)                       ? 0.7
                            : E.on(Focus::Cp)                           ? 0.1
                            : E.on(Focus::Metadata)                     ? 0.1
-                           : E.on(Focus::Decode)                       ? 0.3
+                           : E.on(Focus::Decode)                       ? 0.15
                                                                        : 0.55;
   const Op op = opt.op ? *opt.op : (R.chance(p_indexer) ? Op::Indexer : Op::Sdpa);
   const Profile P = profile(opt.dims);
   Case c = defaults_for(op);
   const bool no_cp = E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::Decode) || E.on(Focus::Compressed) ||
-                     E.on(Focus::Metadata) || E.on(Focus::Split) || E.on(Focus::LongRows);
+                     E.on(Focus::Metadata) || E.on(Focus::Split) || E.on(Focus::LongRows) || E.on(Focus::Ties);
   const bool cp = R.chance(E.on(Focus::Cp) ? 0.95 : no_cp ? 0.0 : op == Op::Indexer ? 0.45 : 0.2);
   // Input distributions that reach the catalog's triggers (value_distributions.h); clustered scores are
-  // about long rows (radix-bin candidate buffers), so they mostly come with the long-row family.
-  if (R.chance(E.on(Focus::Values) ? 0.9 : E.on(Focus::LongRows) ? 0.7 : op == Op::Indexer ? 0.12 : 0.06))
+  // about long rows (radix-bin candidate buffers), so they mostly come with the long-row family; zero
+  // plateaus are ties, so they come with the tie family too.
+  if (R.chance(E.on(Focus::Values) ? 0.9 : E.on(Focus::LongRows) ? 0.7 : E.on(Focus::Ties) ? 0.5 : op == Op::Indexer ? 0.12 : 0.06))
     c.values = op == Op::Indexer ? R.pick_weighted<Values>({Values::Extreme, Values::Plateau, Values::Clustered},
-                                                           {1, 1, E.on(Focus::LongRows) ? 8.0 : E.on(Focus::Values) ? 0.3 : 1.0})
+                                                           {E.on(Focus::Ties) ? 0.1 : 1.0, 1,
+                                                            E.on(Focus::LongRows) ? 8.0 : E.on(Focus::Values) ? 0.3 : E.on(Focus::Ties) ? 0.1 : 1.0})
                                  : Values::Extreme;
   const bool long_rows =
-      P.long_doc > 0 && R.chance(E.on(Focus::LongRows) ? 0.85 : c.values == Values::Clustered ? 0.5 : 0.04);
+      P.long_doc > 0 && R.chance(E.on(Focus::LongRows) ? 0.95 : c.values == Values::Clustered ? 0.5 : 0.04);
 
   c.q_lens = doc_lengths(R, P, cp ? P.max_total : P.max_doc, long_rows, E);
   c.kv_lens = c.q_lens;
   if (op == Op::Indexer && !cp && R.chance(E.on(Focus::Compressed) ? 0.95 : E.on(Focus::LongRows) ? 0.0 : 0.15))
-    c.ratio = R.pick_weighted<int>({2, 4}, {E.on(Focus::Compressed) ? 3.0 : 1.0, 1});
+    // Ratio 4 where compression is emphasised: top-k about a quarter of a decode row's keys (m below),
+    // above the ReLU scores' zero plateau, so a wrong last key moves the selection.
+    c.ratio = R.pick_weighted<int>({2, 4}, {1, E.on(Focus::Compressed) ? 3.0 : 1.0});
   if (cp) {
     choose_cp(R, P, c);
   } else {
-    // q shorter or longer than kv; queries past the keys where bottom-right windows are emphasised.
-    const std::vector<double> longer_w = E.on(Focus::Window) ? std::vector<double>{1, 0, 1, 0, 0, 4, 0}
+    // q shorter or longer than kv; queries past the keys where bottom-right windows are emphasised (by
+    // more than one: a right bound clamped to max_seqlen_kv then cuts the first rows' band); the long
+    // rows kept long where they are emphasised.
+    const std::vector<double> longer_w = E.on(Focus::Window) ? std::vector<double>{0, 0, 1, 0, 0, 4, 0}
                                                              : std::vector<double>(7, 1.0);
-    if (R.chance(E.p(Focus::Window, 0.3, 0.95)))
+    if (R.chance(E.on(Focus::Window) ? 0.95 : E.on(Focus::LongRows) ? 0.1 : 0.3))
       for (auto& kv : c.kv_lens)
         kv = std::max<int64_t>(1, kv + R.pick_weighted<int64_t>({-1, 1, -63, 64, 129, -kv / 2, kv}, longer_w));
     if (c.ratio > 1 && R.chance(0.6))  // compressed keys: about len/ratio of them
       for (size_t b = 0; b < c.kv_lens.size(); ++b) c.kv_lens[b] = std::max<int64_t>(1, c.q_lens[b] / c.ratio);
-    if (R.chance(E.on(Focus::Decode) || E.on(Focus::Compressed) ? 0.9 : E.on(Focus::Split) ? 0.25 : 0.08))  // decode: one query per document
+    // Decode: one query per document (split-KV: GQA decode's per-head partial-state layout).
+    if (R.chance(E.on(Focus::Decode) || E.on(Focus::Compressed) ? 0.9
+                 : E.on(Focus::Split)                           ? 0.5
+                 : E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::LongRows) ? 0.02
+                                                                : 0.08))
       for (auto& q : c.q_lens) q = 1;
     if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.1, 0.5))) {  // chunked / suffix prefill: queries start at start_pos
       c.start_pos = R.pick<int64_t>({0, 1, 16, 64, 1000});
@@ -337,6 +351,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (E.on(Focus::Compressed)) mask_w = {0.1, 0.1, 0.1, 0.1, 1, 1, 1, 1, 1, 0};  // decode rows see keys under bottom-right
   if (E.on(Focus::Sentinel) || (E.on(Focus::Cp) && op == Op::Sdpa)) mask_w[9] = 0;
   if (E.on(Focus::Decode)) mask_w[9] = op == Op::Sdpa ? 27 : 9;
+  if (E.on(Focus::LongRows)) mask_w[9] = 0;  // long rows need the causal key range past 4096
   const int64_t mask = R.integer_weighted(0, 9, c.mask == MaskKind::BottomRight ? 4 : 0, mask_w);
   c.mask = mask < 4 ? MaskKind::TopLeft : mask < 9 ? MaskKind::BottomRight : MaskKind::None;
   if (c.mask == MaskKind::None) {  // crop, ratio and start_pos act on the causal key range only
@@ -348,7 +363,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const auto longest = [](const std::vector<int64_t>& v) { return *std::max_element(v.begin(), v.end()); };
   if (R.chance(E.p(Focus::Metadata, 0.12, 0.6)))
     c.max_seqlen_kv = longest(c.kv_lens) + R.pick<int64_t>({1, 64, 128, longest(c.kv_lens)});
-  if (R.chance(E.p(Focus::Metadata, 0.08, 0.3))) c.max_seqlen_q = longest(c.q_lens) + R.pick<int64_t>({1, 64, longest(c.q_lens)});
+  if (R.chance(E.on(Focus::Metadata) ? 0.3 : E.on(Focus::Decode) ? 0.02 : 0.08)) c.max_seqlen_q = longest(c.q_lens) + R.pick<int64_t>({1, 64, longest(c.q_lens)});
 
   // Dimensions.
   const bool glm = opt.dims == DimsProfile::Glm;
@@ -367,14 +382,16 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     const int64_t m = std::max<int64_t>(1, max_keys / c.ratio);
     // Under key compression a decode row sees about ratio * m keys: m (and m +- 1) is then a half or a
     // quarter of them, and a wrong tail key moves the selection.
-    const std::vector<double> k_w = E.on(Focus::Compressed) ? std::vector<double>{0.3, 0.3, 3, 3, 3, 1, 1, 0.3, 0.3}
-                                                            : std::vector<double>(9, 1.0);
+    // A zero plateau matters where it sits at the k-th score: k below the allowed keys.
+    const std::vector<double> k_w = E.on(Focus::Compressed)       ? std::vector<double>{0.3, 0.3, 2, 2, 2, 3, 1, 0.3, 0.3}
+                                    : c.values == Values::Plateau ? std::vector<double>{1, 1, 1, 1, 0.2, 0.2, 1, 0.3, 0.3}
+                                                                  : std::vector<double>(9, 1.0);
     int64_t k = glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
                     : R.pick_weighted<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.integer(1, std::min<int64_t>(m, 256)), 64, 128}, k_w);
     c.topk = int(std::clamp<int64_t>(k, 1, glm ? 2048 : 512));
   } else {
     // Grouped heads under split-KV and decode (per-head partial-state layouts).
-    const std::vector<double> heads_w = E.on(Focus::Split) || E.on(Focus::Decode) ? std::vector<double>{1, 1, 1, 3, 3, 3, 3, 3}
+    const std::vector<double> heads_w = E.on(Focus::Split) || E.on(Focus::Decode) ? std::vector<double>{0.3, 1, 1, 3, 0.5, 3, 3, 3}
                                                            : std::vector<double>(8, 1.0);
     auto [hq, hkv] = glm ? R.pick<std::pair<int, int>>({{32, 32}, {32, 8}, {32, 4}})
                      : P.all_wide ? R.pick<std::pair<int, int>>({{1, 1}, {2, 1}, {4, 2}, {8, 2}, {4, 4}})
@@ -397,21 +414,21 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     for (size_t b = 0; b < c.q_lens.size(); ++b) q_longer |= c.q_lens[b] > c.kv_lens[b];
     const bool band_family = E.on(Focus::Window) || E.on(Focus::Sentinel);
     if (c.mask != MaskKind::None &&
-        R.chance(band_family       ? 0.95
+        R.chance(band_family       ? 0.98
                  : E.on(Focus::Cp) ? 0.03
                  : q_longer && c.mask == MaskKind::BottomRight ? 0.4
                                                                : 0.12)) {
       const int64_t seqlen_kv = c.max_seqlen_kv > 0 ? c.max_seqlen_kv : longest(c.kv_lens);
       // Sentinel rounds alternate the causal (-1, 0) band and an unbounded right side (-1).
-      const std::vector<double> right_w = E.on(Focus::Window) ? std::vector<double>{0.2, 0.2, 1, 1, 2, 2}
-                                          : E.on(Focus::Sentinel) && E.turn == 0 ? std::vector<double>{1, 0.05, 0.02, 0.02, 0.02, 0.02}
+      const std::vector<double> right_w = E.on(Focus::Window) ? std::vector<double>{0.1, 0.1, 0.5, 0.5, 2, 2}
+                                          : E.on(Focus::Sentinel) && E.turn == 0 ? std::vector<double>{1, 0.02, 0.01, 0.01, 0.01, 0.01}
                                           : E.on(Focus::Sentinel) ? std::vector<double>{0.05, 1, 0.02, 0.02, 0.02, 0.02}
                                                                   : std::vector<double>(6, 1.0);
       c.window_right = R.pick_weighted<int64_t>({0, -1, 1, 16, seqlen_kv + 1, seqlen_kv + 64}, right_w);
       if (c.window == 0 && R.chance(E.p(Focus::Sentinel, 0.5, 0.95))) c.window = -1;
       if (R.chance(0.3)) c.window_convention = WindowConvention::Fa;
     }
-    if (R.chance(E.on(Focus::Split) ? 0.95 : E.on(Focus::Decode) ? 0.8 : 0.2)) c.num_splits = R.pick<int>({2, 3, 4, 8, 16});
+    if (R.chance(E.on(Focus::Split) ? 0.95 : E.on(Focus::Decode) ? 0.9 : 0.2)) c.num_splits = R.pick<int>({2, 3, 4, 8, 16});
     if (R.chance(E.p(Focus::Metadata, 0.04, 0.95))) c.empty_rows = EmptyRows::PosInf;
   }
   c.dtype = R.pick<DType>({DType::F32, DType::BF16, DType::F16}, 1);  // shrinks to bf16, the default
@@ -419,7 +436,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (R.chance(0.1)) c.precision = Precision::F64;
   if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.15, 0.9))) c.levels = R.pick<uint32_t>({2, 16, 1024});
   // Strict tie order matters only where ties exist (quantised inputs, zero plateaus).
-  if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.9 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
+  if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.95 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
     c.ties = Ties::Strict;
   if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
   c.seed = R.integer(1, 1000000);

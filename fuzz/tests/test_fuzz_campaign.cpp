@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 
 #include "attn_oracle/fuzz/campaign.h"
 #include "attn_oracle/fuzz/case_file.h"
+#include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/internal/atomic_file.h"
 #include "attn_oracle/internal/interrupt.h"
 #include "cli_run.h"
@@ -354,6 +356,87 @@ TEST(FuzzCampaign, TimeBudgetBoundsTheShrinker) {
   auto bug = make_backend(o.backend);
   auto ref = make_backend(o.vs);
   EXPECT_EQ(run_case(read_case_files({f.file})[0].c, *bug, *ref).verdict.kind, Verdict::Fail);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// An exec: backend that fails every case after `body` (a slow kernel: each run takes its time, so a
+// shrink is cut by the deadline or a stop request part-way, after some steps and before its minimum).
+std::string failing_exec(const fs::path& dir, const std::string& body) {
+  std::ofstream(dir / "slow.sh") << body << "\nexit 1\n";
+  return "exec:/bin/sh " + (dir / "slow.sh").string();
+}
+
+// The found file of a campaign that ended while shrinking: one file, holding the smallest case the
+// shrinker saw fail (smaller than the generated one), that still fails, and saying why it stopped.
+void expect_kept_mid_shrink(const CampaignOptions& o, const CampaignSummary& s, ShrinkStop stop, const char* note) {
+  const std::string summary = format_summary(o, s);
+  ASSERT_EQ(s.unique.size(), 1u) << summary;
+  const FoundCase& f = s.unique[0];
+  EXPECT_EQ(f.shrink_stop, stop) << summary;
+  EXPECT_GE(f.steps, 1) << summary;
+  EXPECT_TRUE(smaller_case(f.shrunk, f.original)) << summary;
+  EXPECT_FALSE(f.nondeterministic()) << summary;
+  ASSERT_TRUE(valid_found_file(f.file)) << summary;
+  const std::string text = slurp(f.file);
+  EXPECT_NE(text.find(note), std::string::npos) << text;
+  const auto saved = read_case_files({f.file});
+  ASSERT_EQ(saved.size(), 1u) << text;
+  EXPECT_EQ(print_case(saved[0].c), print_case(f.shrunk)) << text;
+  EXPECT_NE(print_case(saved[0].c), print_case(f.original)) << text;
+  auto bug = make_backend(o.backend);
+  auto ref = make_backend(o.vs);
+  EXPECT_EQ(run_case(saved[0].c, *bug, *ref).verdict.kind, Verdict::Error) << text;
+}
+
+}  // namespace
+
+TEST(FuzzCampaign, ADeadlineMidShrinkSavesTheSmallestFailingCaseSoFar) {
+  // Runs of 0.3 s and a 1 s budget: case #0 (4 documents under CP) fails at 0.3 s; its shrink, 5 runs
+  // to the minimum when nothing cuts it, starts at most 3 runs before the deadline stops it.
+  const fs::path dir = fresh_dir("deadline-mid-shrink");
+  CampaignOptions o;
+  o.backend = failing_exec(dir, "sleep 0.3");
+  o.seed = 5;
+  o.budget = {1.0, 0};
+  o.confirm_runs = 0;
+  o.shrink_runs = 1000;
+  o.out_dir = (dir / "found").string();
+  ASSERT_GE(generate_case(o.seed, 0, o.gen).q_lens.size(), 3u) << print_case(generate_case(o.seed, 0, o.gen));
+  std::ostringstream err;
+  const CampaignSummary s = run_campaign(o, err);
+  EXPECT_EQ(s.cases, 1u) << format_summary(o, s);
+  expect_kept_mid_shrink(o, s, ShrinkStop::Deadline, "stopped at the deadline");
+  fs::remove_all(dir);
+}
+
+TEST(FuzzCampaign, AStopRequestMidShrinkSavesTheSmallestFailingCaseSoFar) {
+  // The backend's 4th run (the shrinker's 3rd) sends SIGINT to this process before it fails: that run
+  // proves nothing, the two steps before it are kept, the campaign saves that case and ends.
+  install_interrupt_handlers();
+  const fs::path dir = fresh_dir("stop-mid-shrink");
+  CampaignOptions o;
+  o.backend = failing_exec(dir, fmt::format("n=$(cat {0}/runs 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {0}/runs\n"
+                                            "[ $n -eq 4 ] && kill -INT {1} && sleep 0.5",
+                                            dir.string(), getpid()));
+  o.seed = 5;
+  o.budget = {0, 100};
+  o.confirm_runs = 0;
+  o.shrink_runs = 1000;
+  o.out_dir = (dir / "found").string();
+  std::ostringstream err;
+  const CampaignSummary s = run_campaign(o, err);
+  const int sig = interrupted();
+  reset_interrupt();
+  signal(SIGINT, SIG_DFL);
+  EXPECT_EQ(sig, SIGINT);
+  EXPECT_EQ(s.interrupted, SIGINT) << format_summary(o, s);
+  EXPECT_EQ(s.cases, 1u) << format_summary(o, s);
+  ASSERT_EQ(s.unique.size(), 1u) << format_summary(o, s);
+  EXPECT_EQ(s.unique[0].runs, 3) << format_summary(o, s);
+  EXPECT_EQ(s.unique[0].steps, 2) << format_summary(o, s);
+  expect_kept_mid_shrink(o, s, ShrinkStop::Interrupted, ", interrupted");
   fs::remove_all(dir);
 }
 

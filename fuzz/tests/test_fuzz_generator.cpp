@@ -350,16 +350,21 @@ TEST(FuzzGenerator, EveryKeyFamilyEarlyInEverySeed) {
   }
 }
 
-// Every catalog trigger early in every campaign: within 30 cases on the median seed of 20 and within
-// 300 on every seed (a plain mix reaches some of them in fewer than 1 case in 200).
+// Every catalog trigger early in every campaign: within 20 cases on the median seed of 20 and within
+// 100 on every seed (a plain mix reaches some of them in fewer than 1 case in 200). At a real kernel's
+// seconds per case, 100 cases is the budget of a short campaign. SDPA rows past 4096 keys are drawn for
+// kernels' long-row paths, but no catalog model needs them (off-by-one-causal, their one user, is found
+// in the first cases anyway): within 30 on the median seed and 300 on every seed.
 TEST(FuzzGenerator, EveryCatalogTriggerEarlyInEverySeed) {
+  const std::set<std::string> coverage_only = {"sdpa row > 4096 keys"};
   for (const auto& [k, firsts] : first_hits(catalog_triggers, 20, 300)) {
     std::vector<int> f = firsts;
     for (int& x : f) x = x < 0 ? 100000 : x;
     std::sort(f.begin(), f.end());
     std::printf("  %-56s median %3d, worst %4d\n", k.c_str(), f[f.size() / 2], f.back());
-    EXPECT_LT(f.back(), 300) << k << ": not within 300 cases of some seed";
-    EXPECT_LE(f[f.size() / 2], 30) << k << ": median first case";
+    const int worst = coverage_only.count(k) ? 300 : 100, median = coverage_only.count(k) ? 30 : 20;
+    EXPECT_LT(f.back(), worst) << k << ": not within " << worst << " cases of some seed";
+    EXPECT_LE(f[f.size() / 2], median) << k << ": median first case";
   }
 }
 

@@ -5,7 +5,8 @@
 // cases). A time budget B is a bound: no case or shrink run starts after B, so the campaign ends
 // within B plus one run (one case or one shrink candidate against backend and reference: the
 // summary's longest_run_seconds) plus saving.
-// SIGINT/SIGTERM (interrupt.h) stop it the same way; the case in flight is dropped, not counted.
+// SIGINT/SIGTERM (interrupt.h) stop it the same way; the case in flight is dropped, not counted,
+// except a confirmed failure being shrunk: it is kept and saved as shrunk so far (as at the deadline).
 // A failure is re-run (confirm_runs times) before it is kept: one that does not fail like itself every
 // time is nondeterministic; it is kept unshrunk (the shrinker would chase noise) and marked so in its
 // file and the summary, with its reproduction rate. A shrunk case is re-run the same way and marked
