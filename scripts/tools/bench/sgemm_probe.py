@@ -6,10 +6,12 @@
 Without --lib: probes every candidate found, each in its own process (a BLAS reads OPENBLAS_CORETYPE when it is
 loaded), round-robin over --reps rounds, and prints one JSON line per candidate, then one for the peak. Candidates:
   numpy            numpy.matmul with numpy's own BLAS (a wheel's bundled OpenBLAS, or Debian's libblas.so.3)
-  openblas         Debian's libopenblas (the build's default BLAS), its own CPU detection
+  openblas         Debian's libopenblas (the build's fallback BLAS), its own CPU detection
   openblas:CORE    the same library with OPENBLAS_CORETYPE=CORE, CORE named from the CPU's flags
-  scipy-openblas   PyPI's scipy-openblas32 (prefixed symbols, DYNAMIC_ARCH), where scripts/install-deps.sh put it
+  scipy-openblas   PyPI's scipy-openblas32 (prefixed symbols, DYNAMIC_ARCH): the build's BLAS
   blis             Debian's BLIS (libblis4), where installed
+Libraries are looked for in LD_LIBRARY_PATH's folders (a device pack's lib/), then .deps/scipy-openblas/lib
+(scripts/install-deps.sh) and the system's.
 GFLOP/s are 2*n^3 / the best wall time of 3 calls after a warm-up, with the library's threads set to T (default:
 OMP_NUM_THREADS, else all CPUs). --lib SPEC measures one candidate in this process (what the driver runs).
 """
@@ -47,9 +49,18 @@ def coretype_from_flags(flags):
     return None
 
 
+def find_lib(name):
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    dirs += [os.path.join(ROOT, ".deps", "scipy-openblas", "lib"), DEBIAN_LIB]
+    for d in dirs:
+        hits = sorted(glob.glob(os.path.join(d, name)))
+        if hits:
+            return hits[0]
+    return None
+
+
 def scipy_openblas_lib():
-    hits = sorted(glob.glob(os.path.join(ROOT, ".deps", "scipy-openblas", "lib", "libscipy_openblas*.so")))
-    return hits[0] if hits else None
+    return find_lib("libscipy_openblas*.so")
 
 
 def candidates():
@@ -59,14 +70,14 @@ def candidates():
         c.append("numpy")
     except ImportError:
         pass
-    if os.path.exists(os.path.join(DEBIAN_LIB, "libopenblas.so.0")):
+    if find_lib("libopenblas.so.0"):
         c.append("openblas")
         core = coretype_from_flags(cpu_flags())
         if core:
             c.append("openblas:" + core)
     if scipy_openblas_lib():
         c.append("scipy-openblas")
-    if os.path.exists(os.path.join(DEBIAN_LIB, "libblis.so.4")):
+    if find_lib("libblis.so.4"):
         c.append("blis")
     return c
 
@@ -136,11 +147,11 @@ def probe_one(spec, n, threads):
     if spec == "numpy":
         return probe_numpy(n, threads)
     if spec.startswith("openblas"):
-        return probe_cblas(os.path.join(DEBIAN_LIB, "libopenblas.so.0"), "", n, threads, "openblas")
+        return probe_cblas(find_lib("libopenblas.so.0"), "", n, threads, "openblas")
     if spec == "scipy-openblas":
         return probe_cblas(scipy_openblas_lib(), "scipy_", n, threads, "openblas")
     if spec == "blis":
-        return probe_cblas(os.path.join(DEBIAN_LIB, "libblis.so.4"), "", n, threads, "blis")
+        return probe_cblas(find_lib("libblis.so.4"), "", n, threads, "blis")
     raise SystemExit(f"sgemm_probe: unknown --lib {spec!r}")
 
 

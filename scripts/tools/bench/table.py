@@ -69,6 +69,34 @@ for name, base, what, target in [
     if r:
         add(what, f"{r[0]:.1f}", f"{base.split('_')[0]} 2048^3: {r[1]:.1f}", f"{r[2]:.2f} (cpu-time {r[3]:.2f})", target)
 
+# The machine's best sgemm (scripts/tools/bench/sgemm_probe.py, same run) and the cores' fp32 peak.
+probe, peak = [], None
+try:
+    for line in open(os.path.join(out, "sgemm.json")):
+        r = json.loads(line)
+        if r.get("impl") == "peak":
+            peak = r
+        else:
+            probe.append(r)
+except (OSError, ValueError):
+    pass
+measured = [r for r in probe if "gflops" in r]
+best = max(measured, key=lambda r: r["gflops"]) if measured else None
+linked = statistics.median(rates(b)[0] for b in by.get("sgemm_2048", {}).values()) if by.get("sgemm_2048") else None
+if best:
+    add(f"best sgemm 2048^3 on this machine: {best['impl']} [{best['info'][:60]}]", f"{best['gflops']:.1f}",
+        f"linked BLAS (ao_bench sgemm): {linked:.1f}" if linked else "?",
+        f"linked/best {linked / best['gflops']:.2f}" if linked else "", "report")
+if peak:
+    add(f"cores' fp32 peak, from flags and clock ({peak['info']})", f"{peak['gflops']:.1f}", "", "", "stated")
+for name, what in [("indexer_fp32", "indexer fp32"), ("sdpa_fp32", "sdpa fp32")]:
+    if name in by and best:
+        ours = statistics.median(rates(b)[0] for b in by[name].values())
+        add(f"{what} GFLOP/s vs the best sgemm / the peak", f"{ours:.1f}", f"{best['gflops']:.1f} / "
+            f"{peak['gflops']:.1f}" if peak else f"{best['gflops']:.1f}",
+            f"{ours / best['gflops']:.2f} / {ours / peak['gflops']:.2f}" if peak else f"{ours / best['gflops']:.2f}",
+            ">= 0.60 of best sgemm")
+
 chk = {d: check(d) for d in docs}
 c = chk[side]
 py = {}
@@ -107,6 +135,15 @@ print(line(["case", "ours", "baseline", "ratio", "target"]))
 print("|" + "|".join("-" * (x + 2) for x in w) + "|")
 for r in rows:
     print(line(r))
+if probe:
+    print("\nsgemm 2048^3 candidates (best wall time of 3 after a warm-up, per round; the best round shown):")
+    print("| candidate | GFLOP/s | rounds | library, kernels |")
+    print("|---|---|---|---|")
+    for r in probe:
+        if "gflops" in r:
+            print(f"| {r['impl']} | {r['gflops']:.1f} | {' '.join(str(x) for x in r.get('reps', []))} | {r['info']} |")
+        else:
+            print(f"| {r['impl']} | not run | | {r.get('error', '?')[-120:]} |")
 lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
 cores = re.search(r"Core\(s\) per socket:\s*(\d+)", lscpu)
 sockets = re.search(r"Socket\(s\):\s*(\d+)", lscpu)
