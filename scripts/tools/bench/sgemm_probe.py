@@ -120,18 +120,18 @@ def probe_cblas(path, prefix, n, threads, kind):
         for f in ("openblas_get_config", "openblas_get_corename"):
             g = getattr(lib, prefix + f)
             g.restype = ctypes.c_char_p
-            info += " | " + g().decode()
+            info += "; " + g().decode()
     elif kind == "blis":
         lib.bli_thread_set_num_threads(ctypes.c_long(threads))
         g = lib.bli_info_get_version_str
         g.restype = ctypes.c_char_p
-        info += f" | BLIS {g().decode()}"
+        info += f"; BLIS {g().decode()}"
         try:
             g = lib.bli_arch_string
             g.restype = ctypes.c_char_p
             g.argtypes = [ctypes.c_int]
             lib.bli_arch_query_id.restype = ctypes.c_int
-            info += f" | arch {g(lib.bli_arch_query_id()).decode()}"
+            info += f"; arch {g(lib.bli_arch_query_id()).decode()}"
         except AttributeError:
             pass
     A, B, C = ((ctypes.c_float * (n * n))() for _ in range(3))  # zeros: no denormals, the same work

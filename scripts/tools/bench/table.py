@@ -58,7 +58,7 @@ def check(d):
 
 
 rows = []
-add = lambda *c: rows.append([str(x) for x in c])
+add = lambda *c: rows.append([str(x).replace("|", "\\|") for x in c])  # a library line may hold "|"
 by = gbench()
 for name, base, what, target in [
         ("indexer_fp32", "sgemm_2048", "indexer fp32 score GFLOP/s (131k doc, cp=32 rank=31, 512 rows x ~65k keys, 32x128)", ">= 0.70"),
@@ -151,7 +151,8 @@ if probe:
     print("|---|---|---|---|")
     for r in probe:
         if "gflops" in r:
-            print(f"| {r['impl']} | {r['gflops']:.1f} | {' '.join(str(x) for x in r.get('reps', []))} | {r['info']} |")
+            print(f"| {r['impl']} | {r['gflops']:.1f} | {' '.join(str(x) for x in r.get('reps', []))} | "
+                  f"{r['info'].replace('|', chr(92) + '|')} |")
         else:
             print(f"| {r['impl']} | not run | | {r.get('error', '?')[-120:]} |")
 lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
