@@ -55,3 +55,42 @@ PY
   echo "$cudnn_fe_version" >"$cudnn_fe_dir/VERSION"
   rm -rf "$tmp"
 fi
+
+# The references' BLAS: PyPI's scipy-openblas32 (a current OpenBLAS, DYNAMIC_ARCH with feature-based CPU
+# detection, symbols prefixed scipy_ so it never clashes with another BLAS in the process), its lib/ and
+# include/ extracted into .deps/scipy-openblas (CMake looks there first). Debian 12's OpenBLAS 0.3.21 stays
+# the fallback: on a VM that hides the CPU model it picks a kernel set ~6x slower than the one the CPU runs
+# (reports/cpu/ has the measurements).
+openblas_version=0.3.34.481.3
+openblas_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/scipy-openblas"
+if ! grep -qs "^${openblas_version}\$" "$openblas_dir/VERSION"; then
+  python3 -m pip --version >/dev/null 2>&1 || {
+    sudo_=""; [[ $(id -u) -ne 0 ]] && sudo_="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  }
+  tmp=$(mktemp -d)
+  log="$tmp/log"
+  if ! python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d "$tmp" \
+        "scipy-openblas32==${openblas_version}" >"$log" 2>&1; then
+    cat "$log" >&2; echo "install-deps: failed downloading scipy-openblas32==${openblas_version}" >&2; exit 1
+  fi
+  rm -rf "$openblas_dir"
+  mkdir -p "$openblas_dir"
+  python3 - "$tmp"/scipy_openblas32-*.whl "$openblas_dir" <<'PY'
+import os, sys, zipfile
+whl, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    for n in z.namelist():
+        for part in ("lib/", "include/"):
+            if n.startswith("scipy_openblas32/" + part) and not n.endswith("/"):
+                out = os.path.join(dest, n[len("scipy_openblas32/"):])
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                with z.open(n) as src, open(out, "wb") as f:
+                    f.write(src.read())
+PY
+  test -f "$openblas_dir/lib/libscipy_openblas.so" && test -f "$openblas_dir/include/cblas.h" ||
+    { echo "install-deps: no libscipy_openblas.so/cblas.h in the wheel" >&2; exit 1; }
+  echo "$openblas_version" >"$openblas_dir/VERSION"
+  rm -rf "$tmp"
+fi

@@ -1,14 +1,20 @@
 // The references' large products, in one place: row-major C = alpha * A * op(B) + beta * C over raw
 // strided buffers. With AO_BLAS (default) they go to OpenBLAS through cblas, run single-threaded
 // inside the caller's OpenMP row-block loop (BlasSingleThread); without it, Eigen's own GEMM.
+// The OpenBLAS is the build's target ao_blas (CMakeLists.txt): scipy-openblas32, whose symbols carry the
+// prefix scipy_, or the system's, unprefixed; AO_BLAS_FN names a symbol either way.
 // Either way a product's result depends only on its operands and shape, never on the thread count.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include <Eigen/Dense>
 
-#if AO_BLAS
+#if AO_BLAS || defined(AO_BLAS_SYMBOL_PREFIX)
 #include <cblas.h>
+#define AO_BLAS_CAT2(a, b) a##b
+#define AO_BLAS_CAT(a, b) AO_BLAS_CAT2(a, b)
+#define AO_BLAS_FN(f) AO_BLAS_CAT(AO_BLAS_SYMBOL_PREFIX, f)
 #endif
 
 namespace ao::detail {
@@ -17,8 +23,8 @@ namespace ao::detail {
 class BlasSingleThread {
  public:
 #if AO_BLAS
-  BlasSingleThread() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-  ~BlasSingleThread() { openblas_set_num_threads(saved_); }
+  BlasSingleThread() : saved_(AO_BLAS_FN(openblas_get_num_threads)()) { AO_BLAS_FN(openblas_set_num_threads)(1); }
+  ~BlasSingleThread() { AO_BLAS_FN(openblas_set_num_threads)(saved_); }
 #else
   BlasSingleThread() {}   // user-provided, so a guard object is not an "unused variable"
   ~BlasSingleThread() {}
@@ -34,16 +40,23 @@ class BlasSingleThread {
 
 inline constexpr const char* gemm_backend_name() { return AO_BLAS ? "OpenBLAS (cblas)" : "Eigen"; }
 
+#if AO_BLAS || defined(AO_BLAS_SYMBOL_PREFIX)
+// The linked OpenBLAS's build line and the kernel set it chose for this CPU (what a benchmark reports).
+inline std::string blas_config() {
+  return std::string(AO_BLAS_FN(openblas_get_config)()) + "; kernels: " + AO_BLAS_FN(openblas_get_corename)();
+}
+#endif
+
 // C[m x n] = alpha * A[m x k] * B[n x k]^T + beta * C   (all row-major, leading dims lda/ldb/ldc)
 template <class T>
 void gemm_abt(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
               T beta, T* C, int64_t ldc) {
 #if AO_BLAS
   if constexpr (sizeof(T) == 4)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), alpha, A,
+    AO_BLAS_FN(cblas_sgemm)(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), alpha, A,
                 blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
   else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), alpha, A,
+    AO_BLAS_FN(cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), alpha, A,
                 blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
 #else
   using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -61,10 +74,10 @@ void gemm_ab(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, 
              T* C, int64_t ldc) {
 #if AO_BLAS
   if constexpr (sizeof(T) == 4)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
+    AO_BLAS_FN(cblas_sgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
                 blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
   else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
+    AO_BLAS_FN(cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
                 blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
 #else
   using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

@@ -3,7 +3,9 @@
 # (case, ours, baseline, ratio) with the machine's core count. Nothing here runs in CI.
 #   scripts/tools/bench.sh            full run (131k-token CP rank: several minutes on 2 cores)
 #   scripts/tools/bench.sh --quick    32k-token document for the side-by-side and the full check
-# Env: BUILD (build dir, default build-bench), REPS (interleaved repetitions, default 3), KEEP (keep
+# Env: BUILD (build dir, default build-bench), AO_BIN (a folder holding a prebuilt attn-oracle and ao_bench,
+#      as a device pack carries them: no build), OMP_NUM_THREADS (threads for everything measured; default
+#      one per physical core), REPS (interleaved repetitions, default 3), KEEP (keep
 #      the raw results in this folder; re-print with scripts/tools/bench/table.py),
 #      PYTHON_NUMPY (python with numpy; default: the first of python3, /usr/bin/python3 that has it),
 #      PYTHON_TORCH (python with torch, default .venv/bin/python when present).
@@ -15,14 +17,30 @@ reps=${REPS:-3}
 if [[ -n "${KEEP:-}" ]]; then out=$KEEP; mkdir -p "$out"; else out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
 
 log=$out/build.log
-if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DAO_WITH_CUDA=OFF -DAO_BUILD_TESTS=OFF &&
+if [[ -n "${AO_BIN:-}" ]]; then
+  ao=$AO_BIN/attn-oracle; aobench=$AO_BIN/ao_bench
+elif ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DAO_WITH_CUDA=OFF -DAO_BUILD_TESTS=OFF &&
        cmake --build "$build" -j"$(nproc)" --target attn-oracle ao_bench; } >"$log" 2>&1; then
   cat "$log"; echo "bench: build failed" >&2; exit 1
+else
+  ao=$build/attn-oracle; aobench=$build/oracle/bench/ao_bench
 fi
-ao=$build/attn-oracle
+py_numpy=${PYTHON_NUMPY:-}
+if [[ -z "$py_numpy" ]]; then  # the first python that has numpy (Debian's python3-numpy is /usr/bin/python3's)
+  for p in python3 /usr/bin/python3; do "$p" -c "import numpy" 2>/dev/null && { py_numpy=$p; break; }; done
+fi
+threads=${OMP_NUM_THREADS:-$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)}
+((threads > 0)) || threads=$(nproc)
+export OMP_NUM_THREADS=$threads  # the references, numpy's and torch's BLAS alike
+
+# The machine's best sgemm (numpy's own BLAS, the linked one, the other candidates found), round-robin over
+# $reps rounds, and the cores' fp32 peak from the flags and the clock.
+echo "bench: best sgemm on this machine ($threads threads) ..." >&2
+"${py_numpy:-python3}" scripts/tools/bench/sgemm_probe.py --threads "$threads" --reps "$reps" >"$out/sgemm.json" 2>"$out/sgemm.err" ||
+  echo '{"impl": "probe", "error": "failed"}' >>"$out/sgemm.json"
 
 echo "bench: Google Benchmark (GEMM baselines interleaved with the reference cases, $reps reps) ..." >&2
-"$build/oracle/bench/ao_bench" --reps="$reps" --benchmark_format=json --benchmark_out="$out/gbench.json" \
+"$aobench" --reps="$reps" --benchmark_format=json --benchmark_out="$out/gbench.json" \
   --benchmark_out_format=json >/dev/null
 
 # Full check of one CP rank (repro --backend cpu-ref: inputs, the reference as backend, the reference,
@@ -38,10 +56,6 @@ done
 # What a user would otherwise write, same case shape, same run. numpy: Debian's, on OpenBLAS; the two
 # OPENBLAS_* variables (set on some machines for old OpenBLAS builds) are unset for this command only.
 echo "bench: numpy baseline, doc=$side ..." >&2
-py_numpy=${PYTHON_NUMPY:-}
-if [[ -z "$py_numpy" ]]; then  # the first python that has numpy (Debian's python3-numpy is /usr/bin/python3's)
-  for p in python3 /usr/bin/python3; do "$p" -c "import numpy" 2>/dev/null && { py_numpy=$p; break; }; done
-fi
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${py_numpy:-python3}" scripts/tools/bench/indexer_baseline.py --impl numpy --doc $side \
   >"$out/numpy.json" 2>"$out/numpy.err" || echo '{"impl": "numpy", "error": "failed"}' >"$out/numpy.json"
 py_torch=${PYTHON_TORCH:-}

@@ -58,7 +58,7 @@ def check(d):
 
 
 rows = []
-add = lambda *c: rows.append([str(x) for x in c])
+add = lambda *c: rows.append([str(x).replace("|", "\\|") for x in c])  # a library line may hold "|"
 by = gbench()
 for name, base, what, target in [
         ("indexer_fp32", "sgemm_2048", "indexer fp32 score GFLOP/s (131k doc, cp=32 rank=31, 512 rows x ~65k keys, 32x128)", ">= 0.70"),
@@ -68,6 +68,44 @@ for name, base, what, target in [
     r = ratio(by, name, base)
     if r:
         add(what, f"{r[0]:.1f}", f"{base.split('_')[0]} 2048^3: {r[1]:.1f}", f"{r[2]:.2f} (cpu-time {r[3]:.2f})", target)
+
+# The machine's best sgemm (scripts/tools/bench/sgemm_probe.py, same run) and the cores' fp32 peak.
+probe, peak = [], None
+try:
+    for line in open(os.path.join(out, "sgemm.json")):
+        r = json.loads(line)
+        if r.get("impl") == "peak":
+            peak = r
+        else:
+            probe.append(r)
+except (OSError, ValueError):
+    pass
+measured = [r for r in probe if "gflops" in r]
+best = max(measured, key=lambda r: r["gflops"]) if measured else None
+linked = statistics.median(rates(b)[0] for b in by.get("sgemm_2048", {}).values()) if by.get("sgemm_2048") else None
+if best:
+    add(f"best sgemm 2048^3 on this machine: {best['impl']} [{best['info'][:60]}]", f"{best['gflops']:.1f}",
+        f"linked BLAS (ao_bench sgemm): {linked:.1f}" if linked else "?",
+        f"linked/best {linked / best['gflops']:.2f}" if linked else "", "report")
+if peak:
+    add(f"cores' fp32 peak, from flags and clock ({peak['info']})", f"{peak['gflops']:.1f}", "", "", "stated")
+# The linked BLAS among the probe's candidates (ao_bench names its build line): ours/best is then also taken
+# as (ours/linked, interleaved in ao_bench) x (linked/best, round-robin in the probe), each factor measured
+# side by side, which holds on a shared machine where the two steps ran under different loads.
+ctx = json.load(open(os.path.join(out, "gbench.json"))).get("context", {}).get("blas", "")
+linked_probe = next((r for r in measured if ctx and ctx.split("; kernels")[0].strip() in r["info"]), None)
+for name, what in [("indexer_fp32", "indexer fp32"), ("sdpa_fp32", "sdpa fp32")]:
+    if name in by and best:
+        ours = statistics.median(rates(b)[0] for b in by[name].values())
+        chained = ""
+        if linked_probe and ratio(by, name, "sgemm_2048"):
+            chained = f"; chained {ratio(by, name, 'sgemm_2048')[2] * linked_probe['gflops'] / best['gflops']:.2f}"
+        add(f"{what} GFLOP/s vs the best sgemm / the peak", f"{ours:.1f}", f"{best['gflops']:.1f} / "
+            f"{peak['gflops']:.1f}" if peak else f"{best['gflops']:.1f}",
+            (f"{ours / best['gflops']:.2f} / {ours / peak['gflops']:.2f}" if peak else f"{ours / best['gflops']:.2f}")
+            + chained, ">= 0.60 of best sgemm")
+if ctx:
+    add(f"linked BLAS: {ctx[:110]}", "", f"in the probe: {linked_probe['impl'] if linked_probe else 'not found'}", "", "")
 
 chk = {d: check(d) for d in docs}
 c = chk[side]
@@ -107,6 +145,16 @@ print(line(["case", "ours", "baseline", "ratio", "target"]))
 print("|" + "|".join("-" * (x + 2) for x in w) + "|")
 for r in rows:
     print(line(r))
+if probe:
+    print("\nsgemm 2048^3 candidates (best wall time of 3 after a warm-up, per round; the best round shown):")
+    print("| candidate | GFLOP/s | rounds | library, kernels |")
+    print("|---|---|---|---|")
+    for r in probe:
+        if "gflops" in r:
+            print(f"| {r['impl']} | {r['gflops']:.1f} | {' '.join(str(x) for x in r.get('reps', []))} | "
+                  f"{r['info'].replace('|', chr(92) + '|')} |")
+        else:
+            print(f"| {r['impl']} | not run | | {r.get('error', '?')[-120:]} |")
 lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
 cores = re.search(r"Core\(s\) per socket:\s*(\d+)", lscpu)
 sockets = re.search(r"Socket\(s\):\s*(\d+)", lscpu)

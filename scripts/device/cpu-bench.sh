@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/tools/bench.sh on the device host's CPU (the GPU is not used): the same table at each thread count
+# (default 2, the project's machine, then every core), each from one run. Writes OUT/env.txt (versions, CPU
+# model and flags, BLAS), OUT/table_t<T>.md and the raw results under OUT/t<T>/.
+# Usage: scripts/device/cpu-bench.sh OUT [--quick]   (env: THREADS="2 16", REPS=2, LIMIT_S per table=600)
+# Binaries: scripts/device/cpu-bench-pack.sh's .deps/cpu-bench.tar.xz, carried and unpacked here into the
+# binary folder of scripts/device/lib.sh; python with numpy and torch: PY (default the image's torch venv).
+set -uo pipefail
+out=${1:?OUT}
+mode=${2:-}
+# shellcheck source=scripts/device/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+if [[ -f .deps/cpu-bench.tar.xz ]]; then rm -rf "$ao_bin"; mkdir -p "$ao_bin"; tar -C "$ao_bin" -xJf .deps/cpu-bench.tar.xz; fi
+ao_use_bin
+py=${PY:-}
+[[ -z "$py" ]] && for p in /opt/torch/.venv/bin/python python3; do "$p" -c "import numpy" 2>/dev/null && { py=$p; break; }; done
+mkdir -p "$out"
+{
+  PY=$py ao_versions
+  lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|MHz|L2|L3"
+  echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2 | tr ' ' '\n' | grep -E '^(avx|fma|amx)' | tr '\n' ' ')"
+  echo "linked BLAS: $(ldd "$ao_bin/attn-oracle" | grep -i blas)"
+} > "$out/env.txt" 2>&1
+cat "$out/env.txt"
+for t in ${THREADS:-2 $(nproc)}; do
+  t0=$(date +%s)
+  OMP_NUM_THREADS=$t AO_BIN=$ao_bin PYTHON_NUMPY=$py PYTHON_TORCH=$py REPS=${REPS:-2} KEEP=$out/t$t \
+    timeout "${LIMIT_S:-600}" bash scripts/tools/bench.sh $mode > "$out/table_t$t.md" 2> "$out/t$t.err"
+  echo "threads $t: rc $?, wall $(( $(date +%s) - t0 )) s" | tee -a "$out/env.txt"
+  cat "$out/table_t$t.md"
+done
