@@ -336,6 +336,10 @@ std::vector<CaseKey> build_table() {
       {"probe", Sdpa, Keep,
        choices<Probe>("mask-probe inputs: each row's mask-boundary keys dominate (see \"Mask-probe inputs\")"),
        field(&Case::probe, enum_value<Probe>())},
+      {"pass", Both, Keep,
+       choices<Pass>("which pass is judged: the forward's outputs, or the backward's gradients given the forward's "
+                     "saved results"),
+       field(&Case::pass, enum_value<Pass>())},
   };
   std::vector<CaseKey> t;
   for (auto& x : e) t.push_back(make_key(std::move(x)));

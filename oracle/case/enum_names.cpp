@@ -33,6 +33,7 @@ AO_ENUM_NAMES(EmptyRows, {"neginf", EmptyRows::NegInf}, {"posinf", EmptyRows::Po
 AO_ENUM_NAMES(Values, {"normal", Values::Normal}, {"extreme", Values::Extreme}, {"plateau", Values::Plateau},
               {"clustered", Values::Clustered})
 AO_ENUM_NAMES(Ties, {"set", Ties::Set}, {"strict", Ties::Strict})
+AO_ENUM_NAMES(Pass, {"fwd", Pass::Fwd}, {"bwd", Pass::Bwd})
 
 #undef AO_ENUM_NAMES
 

@@ -14,4 +14,9 @@ void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Re
 double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row);
 void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& s = exact_seams());
 
+// A case's inputs: make_inputs, and under pass=bwd what the backward takes from the forward (sdpa: O and
+// LSE; indexer: the top-k and the distributions over its slots), the exact forward's results rounded as a
+// kernel's forward hands them over. Every path (Trial, the input-write check's pristine copy) uses this.
+Inputs make_case_inputs(const Layout& l);
+
 }  // namespace ao
