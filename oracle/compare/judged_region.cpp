@@ -54,6 +54,7 @@ std::vector<OutputSpec> output_specs(const Case& c) {
     for (OutputSpec* g : {&dq, &dk, &dv}) {  // gradients are O(1) like O under the generated inputs
       g->kernel_rtol = 4 * u;
       g->kernel_atol = 4 * u / 16;
+      g->pad_zero_not_written = c.grad_pad == GradPad::Zero;
     }
     return {dq, dk, dv};
   }
@@ -129,8 +130,10 @@ bool JudgedRegion::rows_equal(size_t o, int64_t row, const Outputs& a, const Out
   const size_t W = size_t(s.width);
   if (s.compare == RowCompare::Floats) {
     const float *x = float_row(a, s, row), *y = float_row(b, s, row);
+    // A pad slot under grad_pad=zero: zeros count as unwritten, like the sentinel.
+    auto fill = [&](float v) { return pad && s.pad_zero_not_written && v == 0.f ? sentinel_float() : v; };
     for (size_t i = 0; i < W; ++i)
-      if (!elem_equal(x[i], y[i], s)) return false;
+      if (!elem_equal(fill(x[i]), fill(y[i]), s)) return false;
     return true;
   }
   const int32_t *ra = index_row(a, s, row), *rb = index_row(b, s, row);
@@ -181,16 +184,20 @@ bool JudgedRegion::row_written(size_t o, int64_t row, const Outputs& got) const 
   const OutputSpec& s = specs_[o];
   if (s.compare == RowCompare::Floats) {
     const float* x = float_row(got, s, row);
-    return std::any_of(x, x + s.width, [](float v) { return !is_sentinel(v); });
+    return std::any_of(x, x + s.width,
+                       [&](float v) { return !is_sentinel(v) && !(s.pad_zero_not_written && v == 0.f); });
   }
   const int32_t* x = index_row(got, s, row);
   return std::any_of(x, x + s.width, [&](int32_t v) { return v != kSentinelIndex && v != s.pad_not_written; });
 }
 
-int64_t JudgedRegion::clobbered_pad_slots(const Outputs& got) const {
+int64_t JudgedRegion::clobbered_pad_slots(const Outputs& got) const { return clobbered_pad_slots(got, -1); }
+
+int64_t JudgedRegion::clobbered_pad_slots(const Outputs& got, int o) const {
   int64_t n = 0;
   for (const PadRun& run : runs_)
-    for (int64_t r = run.row0; r < run.row0 + run.rows; ++r) n += row_written(size_t(run.output), r, got);
+    if (o < 0 || run.output == o)
+      for (int64_t r = run.row0; r < run.row0 + run.rows; ++r) n += row_written(size_t(run.output), r, got);
   return n;
 }
 

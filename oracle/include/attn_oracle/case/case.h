@@ -25,6 +25,7 @@ enum class EmptyRows { NegInf, PosInf };         // LSE of a row with no allowed
 enum class Values { Normal, Extreme, Plateau, Clustered };  // input distributions (see value_distributions.h)
 enum class Ties { Set, Strict };                 // top-k ties: any valid set, or ascending index order
 enum class Pass { Fwd, Bwd };                    // which pass is judged: the forward, or the backward's gradients
+enum class GradPad { Untouched, Zero };          // what gradient rows of pad slots may hold: as given, or zeros
 
 
 struct Case {
@@ -62,6 +63,7 @@ struct Case {
   PadWrites pad_writes = PadWrites::Forbid;
   Probe probe = Probe::None;
   Pass pass = Pass::Fwd;
+  GradPad grad_pad = GradPad::Untouched;
 
   bool operator==(const Case&) const = default;
 };

@@ -50,6 +50,8 @@ struct OutputSpec {
   std::vector<float> Outputs::*floats = nullptr;
   // Index tensors: a value that in a pad slot is not a write (the indexer's -1 fill), like the sentinel.
   int32_t pad_not_written = kSentinelIndex;
+  // Float tensors: a pad slot holding zeros is not a write either (the gradients under grad_pad=zero).
+  bool pad_zero_not_written = false;
   // Float tensors under ValueMatch::Kernel: elements within rtol * max(|x|, |y|) + atol are equal.
   double kernel_rtol = 0, kernel_atol = 0;
 };
@@ -97,6 +99,8 @@ class JudgedRegion {
   bool pad_written(size_t u, const Outputs& got) const;
   // Pad units of got that hold a write: clobbered_pad_slots.
   int64_t clobbered_pad_slots(const Outputs& got) const;
+  // Those of output o alone.
+  int64_t clobbered_pad_slots(const Outputs& got, int o) const;
 
   const Layout& layout() const { return l_; }
   ValueMatch match() const { return m_; }
