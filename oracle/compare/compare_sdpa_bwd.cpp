@@ -1,7 +1,9 @@
 // SDPA backward comparator (pass=bwd): dQ on the checked valid rows, dK and dV on every valid K/V row
 // (the judged region's value rows), against the exact answer it recomputes (the backward reference in
-// fp64 on the same inputs) and an emulation of a flash backward (fp32 accumulation, P and dS rounded to
-// the dtype before their products: reference.h emulate_sdpa_bwd). Per gradient:
+// fp64 on the same inputs), an emulation of a flash backward (fp32 accumulation, P and dS rounded to
+// the dtype before their products: reference.h emulate_sdpa_bwd) and the reference in fp32 (the error
+// of an honest fp32 backward: cancellation in dP - D); a row's emulation error is the larger of the
+// two. Per gradient:
 //  * <g>_violations: (row, head) pairs whose max |g - exact| exceeds the gate 2 x (the emulation's error
 //    on that row, head) + floor (gate 0); the floor: ulp_d of the row's largest exact element (the final
 //    rounding can land on the other neighbour), lambda * u_d * the row's rms (P and dS rounded at another
@@ -44,9 +46,12 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   const Case& c = l.c;
   Layout lx = l;  // the exact answer: the reference in fp64
   lx.c.precision = Precision::F64;
-  Outputs exact = make_sentinel_outputs(l), emul = make_sentinel_outputs(l);
+  Layout l32 = l;  // an honest fp32 backward (its error: FlashAttention's "2x the fp32 reference's")
+  l32.c.precision = Precision::F32;
+  Outputs exact = make_sentinel_outputs(l), emul = make_sentinel_outputs(l), f32 = make_sentinel_outputs(l);
   reference_sdpa_bwd(lx, in, exact);
   emulate_sdpa_bwd(l, in, emul);
+  reference_sdpa_bwd(l32, in, f32);
   const JudgedRegion region(l);
   const std::vector<int64_t>& qrows = region.value_rows();
   const std::vector<int64_t>& kvrows = region.kv_value_rows();
@@ -66,7 +71,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   for (size_t gi = 0; gi < 3; ++gi) {
     const Grad& g = grads[gi];
     const auto& rows = g.kv ? kvrows : qrows;
-    const std::vector<float>&G = got.*g.t, &X = exact.*g.t, &E = emul.*g.t;
+    const std::vector<float>&G = got.*g.t, &X = exact.*g.t, &E = emul.*g.t, &F = f32.*g.t;
     const size_t W = size_t(g.width), RW = size_t(g.heads) * W;
     // The gradient's rms over the judged rows: the scale of its fp32 accumulation floor.
     double sum2 = 0;
@@ -87,7 +92,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
           const double x = X[at + e];
           xmax = std::max(xmax, std::fabs(x));
           x2 += x * x;
-          emul_err = std::max(emul_err, std::fabs(double(E[at + e]) - x));
+          emul_err = std::max({emul_err, std::fabs(double(E[at + e]) - x), std::fabs(double(F[at + e]) - x)});
           const float v = G[at + e];
           if (is_sentinel(v)) { unw = true; continue; }
           if (!std::isfinite(v)) { ++nonfinite; err = INFINITY; continue; }
