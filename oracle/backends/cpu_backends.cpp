@@ -17,8 +17,9 @@ namespace {
 class CpuBackend : public Backend {
  public:
   CpuBackend(std::string name, std::shared_ptr<const ReferenceSeams> seams, bool idx, bool sdpa,
-             OutputTransform t = {})
-      : name_(std::move(name)), seams_(std::move(seams)), idx_(idx), sdpa_(sdpa), transform_(std::move(t)) {}
+             OutputTransform t = {}, Pass tp = Pass::Fwd)
+      : name_(std::move(name)), seams_(std::move(seams)), idx_(idx), sdpa_(sdpa), transform_(std::move(t)),
+        transform_pass_(tp) {}
   std::string name() const override { return name_; }
   std::string declines(const Layout& l) const override {
     if (l.c.op == Op::Indexer && !idx_) return name_ + " models an SDPA defect; not defined for op=indexer";
@@ -29,9 +30,11 @@ class CpuBackend : public Backend {
     const ReferenceSeams& s = seams_ ? *seams_ : exact_seams();
     if (l.c.op == Op::Indexer)
       reference_indexer(l, in, out, s);
+    else if (l.c.pass == Pass::Bwd)
+      reference_sdpa_bwd(l, in, out, s);
     else
       reference_sdpa(l, in, out, s);
-    if (transform_) transform_(l, in, out);
+    if (transform_ && l.c.pass == transform_pass_) transform_(l, in, out);  // another pass's outputs: not there
     return {};
   }
 
@@ -40,12 +43,14 @@ class CpuBackend : public Backend {
   std::shared_ptr<const ReferenceSeams> seams_;  // null: the exact reference
   bool idx_, sdpa_;
   OutputTransform transform_;
+  Pass transform_pass_;
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_bug_model_backend(const BugModel& m) {
-  return std::make_unique<CpuBackend>("cpu-bug:" + m.name, m.seams, m.indexer, m.sdpa, m.transform);
+  return std::make_unique<CpuBackend>("cpu-bug:" + m.name, m.seams, m.indexer, m.sdpa, m.transform,
+                                      m.transform_pass);
 }
 
 // The knob-less entries: the registry's parser refuses any knob text for them.

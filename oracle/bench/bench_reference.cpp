@@ -52,11 +52,13 @@ double useful_flops(const Layout& l) {
 
 void reference_case(benchmark::State& st, const std::string& line) {
   const Layout l = make_layout(parse_case(line));
-  const Inputs in = make_inputs(l);
+  const Inputs in = make_case_inputs(l);  // pass=bwd: the forward's O and LSE, made before the timing
   Outputs out = make_sentinel_outputs(l);
   for (auto _ : st) {
     if (l.c.op == Op::Indexer)
       reference_indexer(l, in, out);
+    else if (l.c.pass == Pass::Bwd)
+      reference_sdpa_bwd(l, in, out);
     else
       reference_sdpa(l, in, out);
     benchmark::ClobberMemory();
@@ -96,6 +98,9 @@ int main(int argc, char** argv) {
     reg("indexer_fp32" + t, [idx](benchmark::State& s) { reference_case(s, idx); });
     reg("indexer_fp64" + t, [idx](benchmark::State& s) { reference_case(s, idx + " precision=fp64"); });
     reg("sdpa_fp32" + t, [sdpa](benchmark::State& s) { reference_case(s, sdpa); });
+    // The backward of the same pack (useful flops counted as the forward's: the ratio to sdpa_fp32 is the
+    // backward's cost in forwards).
+    reg("sdpa_bwd_fp32" + t, [sdpa](benchmark::State& s) { reference_case(s, sdpa + " pass=bwd"); });
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

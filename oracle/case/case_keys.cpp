@@ -336,6 +336,14 @@ std::vector<CaseKey> build_table() {
       {"probe", Sdpa, Keep,
        choices<Probe>("mask-probe inputs: each row's mask-boundary keys dominate (see \"Mask-probe inputs\")"),
        field(&Case::probe, enum_value<Probe>())},
+      {"pass", Both, Keep,
+       choices<Pass>("which pass is judged: the forward's outputs, or the backward's gradients given the forward's "
+                     "saved results"),
+       field(&Case::pass, enum_value<Pass>())},
+      {"grad_pad", Both, ToDefault,
+       choices<GradPad>("pass=bwd: gradient rows of pad slots must be left as they were, or may hold zeros "
+                        "(kernels that zero them)"),
+       field(&Case::grad_pad, enum_value<GradPad>())},
   };
   std::vector<CaseKey> t;
   for (auto& x : e) t.push_back(make_key(std::move(x)));

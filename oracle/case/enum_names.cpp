@@ -33,6 +33,8 @@ AO_ENUM_NAMES(EmptyRows, {"neginf", EmptyRows::NegInf}, {"posinf", EmptyRows::Po
 AO_ENUM_NAMES(Values, {"normal", Values::Normal}, {"extreme", Values::Extreme}, {"plateau", Values::Plateau},
               {"clustered", Values::Clustered})
 AO_ENUM_NAMES(Ties, {"set", Ties::Set}, {"strict", Ties::Strict})
+AO_ENUM_NAMES(Pass, {"fwd", Pass::Fwd}, {"bwd", Pass::Bwd})
+AO_ENUM_NAMES(GradPad, {"untouched", GradPad::Untouched}, {"zero", GradPad::Zero})
 
 #undef AO_ENUM_NAMES
 

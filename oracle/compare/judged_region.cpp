@@ -16,7 +16,7 @@ int64_t row0_in(const QuerySegment& s, RowBuffer b) {
 
 // Per row of buffer b: 1 where a judged value of an output with these value rows lives.
 std::vector<char> value_slots(const Layout& l, RowBuffer b, ValueRows v) {
-  if (v == ValueRows::Valid) return valid_rows(l, b);
+  if (v == ValueRows::Valid || b == RowBuffer::KV) return valid_rows(l, b);
   std::vector<char> in(size_t(buffer_rows(l, b)), 0);
   for (const auto& s : l.segments) {
     const int64_t r0 = row0_in(s, b);
@@ -44,6 +44,20 @@ std::vector<OutputSpec> output_specs(const Case& c) {
     return {topk};
   }
   const double u = std::max(unit_roundoff(c.dtype), std::ldexp(1.0, -16));
+  if (c.pass == Pass::Bwd) {  // dQ over Q rows, dK and dV over K/V rows
+    OutputSpec dq{OutputTensor::Dq, "dq", RowBuffer::Q, int64_t(c.hq) * c.dim, ValueRows::Valid, RowCompare::Floats};
+    dq.floats = &Outputs::dq;
+    OutputSpec dk{OutputTensor::Dk, "dk", RowBuffer::KV, int64_t(c.hkv) * c.dim, ValueRows::Valid, RowCompare::Floats};
+    dk.floats = &Outputs::dk;
+    OutputSpec dv{OutputTensor::Dv, "dv", RowBuffer::KV, int64_t(c.hkv) * c.dim_v, ValueRows::Valid, RowCompare::Floats};
+    dv.floats = &Outputs::dv;
+    for (OutputSpec* g : {&dq, &dk, &dv}) {  // gradients are O(1) like O under the generated inputs
+      g->kernel_rtol = 4 * u;
+      g->kernel_atol = 4 * u / 16;
+      g->pad_zero_not_written = c.grad_pad == GradPad::Zero;
+    }
+    return {dq, dk, dv};
+  }
   OutputSpec o{OutputTensor::O, "o", RowBuffer::O, int64_t(c.hq) * c.dim_v, ValueRows::Valid, RowCompare::Floats};
   o.floats = &Outputs::o;
   o.kernel_rtol = 4 * u;
@@ -66,6 +80,8 @@ JudgedRegion::JudgedRegion(const Layout& l, ValueMatch m)
       if (judged(r)) own_values_.push_back(r);
     values_ = &own_values_;
   }
+  if (std::any_of(specs_.begin(), specs_.end(), [](const OutputSpec& s) { return s.rows == RowBuffer::KV; }))
+    for_each_valid_row(l, RowBuffer::KV, [&](int64_t, int64_t r) { kv_values_.push_back(r); });
   if (l.c.pad_writes != PadWrites::Forbid) return;
   for (size_t o = 0; o < specs_.size(); ++o) {
     const std::vector<char> values = value_slots(l, specs_[o].rows, specs_[o].values);
@@ -80,15 +96,16 @@ JudgedRegion::JudgedRegion(const Layout& l, ValueMatch m)
 }
 
 JudgedRegion::Unit JudgedRegion::unit(size_t u) const {
-  if (u < values_->size()) return {false, -1, (*values_)[u]};
-  const int64_t p = int64_t(u - values_->size());
+  if (u < values_->size()) return {false, -1, (*values_)[u], false};
+  if (u < values_->size() + kv_values_.size()) return {false, -1, kv_values_[u - values_->size()], true};
+  const int64_t p = int64_t(u - values_->size() - kv_values_.size());
   const auto it = std::upper_bound(runs_.begin(), runs_.end(), p,
                                    [](int64_t x, const PadRun& run) { return x < run.first_unit; }) - 1;
-  return {true, it->output, it->row0 + (p - it->first_unit)};
+  return {true, it->output, it->row0 + (p - it->first_unit), false};
 }
 
 bool JudgedRegion::judges(size_t o, int64_t q_row) const {
-  if (l_.row_segment[size_t(q_row)] < 0) return false;
+  if (specs_[o].rows == RowBuffer::KV || l_.row_segment[size_t(q_row)] < 0) return false;
   return specs_[o].values == ValueRows::Segment || l_.valid_row(q_row);
 }
 
@@ -113,8 +130,10 @@ bool JudgedRegion::rows_equal(size_t o, int64_t row, const Outputs& a, const Out
   const size_t W = size_t(s.width);
   if (s.compare == RowCompare::Floats) {
     const float *x = float_row(a, s, row), *y = float_row(b, s, row);
+    // A pad slot under grad_pad=zero: zeros count as unwritten, like the sentinel.
+    auto fill = [&](float v) { return pad && s.pad_zero_not_written && v == 0.f ? sentinel_float() : v; };
     for (size_t i = 0; i < W; ++i)
-      if (!elem_equal(x[i], y[i], s)) return false;
+      if (!elem_equal(fill(x[i]), fill(y[i]), s)) return false;
     return true;
   }
   const int32_t *ra = index_row(a, s, row), *rb = index_row(b, s, row);
@@ -131,6 +150,12 @@ bool JudgedRegion::rows_equal(size_t o, int64_t row, const Outputs& a, const Out
 bool JudgedRegion::equal(size_t ui, const Outputs& a, const Outputs& b, int output) const {
   const Unit u = unit(ui);
   if (u.pad) return rows_equal(size_t(u.output), u.row, a, b, true);
+  if (u.kv) {
+    for (size_t o = 0; o < specs_.size(); ++o)
+      if ((output < 0 || size_t(output) == o) && specs_[o].rows == RowBuffer::KV && !rows_equal(o, u.row, a, b, false))
+        return false;
+    return true;
+  }
   for (size_t o = 0; o < specs_.size(); ++o) {
     if ((output >= 0 && size_t(output) != o) || !judges(o, u.row)) continue;
     if (!rows_equal(o, buffer_row(o, u.row), a, b, false)) return false;
@@ -159,16 +184,20 @@ bool JudgedRegion::row_written(size_t o, int64_t row, const Outputs& got) const 
   const OutputSpec& s = specs_[o];
   if (s.compare == RowCompare::Floats) {
     const float* x = float_row(got, s, row);
-    return std::any_of(x, x + s.width, [](float v) { return !is_sentinel(v); });
+    return std::any_of(x, x + s.width,
+                       [&](float v) { return !is_sentinel(v) && !(s.pad_zero_not_written && v == 0.f); });
   }
   const int32_t* x = index_row(got, s, row);
   return std::any_of(x, x + s.width, [&](int32_t v) { return v != kSentinelIndex && v != s.pad_not_written; });
 }
 
-int64_t JudgedRegion::clobbered_pad_slots(const Outputs& got) const {
+int64_t JudgedRegion::clobbered_pad_slots(const Outputs& got) const { return clobbered_pad_slots(got, -1); }
+
+int64_t JudgedRegion::clobbered_pad_slots(const Outputs& got, int o) const {
   int64_t n = 0;
   for (const PadRun& run : runs_)
-    for (int64_t r = run.row0; r < run.row0 + run.rows; ++r) n += row_written(size_t(run.output), r, got);
+    if (o < 0 || run.output == o)
+      for (int64_t r = run.row0; r < run.row0 + run.rows; ++r) n += row_written(size_t(run.output), r, got);
   return n;
 }
 

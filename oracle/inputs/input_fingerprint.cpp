@@ -40,40 +40,61 @@ uint64_t hash_block(const float* p, size_t n, uint64_t seed) {
   return mix(mix(mix(mix(h[0]) ^ h[1]) ^ h[2]) ^ h[3]);
 }
 
-uint64_t hash_tensor(const std::vector<float>& t) {
+template <class T>
+uint64_t hash_tensor(const std::vector<T>& t) {
+  static_assert(sizeof(T) == sizeof(float));
+  const float* data = reinterpret_cast<const float*>(t.data());  // hashed as 32-bit words
   constexpr size_t kBlock = size_t(1) << 18;
   const size_t n = t.size(), blocks = (n + kBlock - 1) / kBlock;
   std::vector<uint64_t> part(blocks);
 #pragma omp parallel for schedule(static) num_threads(omp_team_size())
   for (size_t b = 0; b < blocks; ++b)
-    part[b] = hash_block(t.data() + b * kBlock, std::min(n, (b + 1) * kBlock) - b * kBlock, 0x9e3779b97f4a7c15ull * (b + 1));
+    part[b] = hash_block(data + b * kBlock, std::min(n, (b + 1) * kBlock) - b * kBlock, 0x9e3779b97f4a7c15ull * (b + 1));
   uint64_t h = mix(n);
   for (uint64_t p : part) h = mix(h ^ p);
   return h;
 }
 
+// Every input tensor, named as messages name it; a new field of Inputs is one more entry here.
+struct NamedInput {
+  const char* name;
+  const std::vector<float>* floats;
+  const std::vector<int32_t>* indices;
+};
+std::vector<NamedInput> named_inputs(const Inputs& in) {
+  return {{"q", &in.q, nullptr},          {"k", &in.k, nullptr},           {"v", &in.v, nullptr},
+          {"w", &in.w, nullptr},          {"dout", &in.dout, nullptr},     {"o", &in.o, nullptr},
+          {"lse", &in.lse, nullptr},      {"topk", nullptr, &in.topk},     {"target", &in.target, nullptr},
+          {"predict", &in.predict, nullptr}, {"grad_loss", &in.grad_loss, nullptr}};
+}
+
+template <class T>
+std::string first_change(const char* name, const std::vector<T>& got, const std::vector<T>& was) {
+  if (got.size() != was.size())
+    return fmt::format("{} (resized from {} to {} elements)", name, was.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &was[i], sizeof(T)) != 0)
+      return fmt::format("{} (first changed element {} of {}: {} -> {})", name, i, got.size(), was[i], got[i]);
+  return {};
+}
+
 }  // namespace
 
 InputFingerprint fingerprint(const Inputs& in) {
-  return {hash_tensor(in.q), hash_tensor(in.k), hash_tensor(in.v), hash_tensor(in.w)};
+  InputFingerprint f;
+  for (const auto& t : named_inputs(in)) f.tensors.push_back(t.floats ? hash_tensor(*t.floats) : hash_tensor(*t.indices));
+  return f;
 }
 
-std::string changed_input(const Layout& l, const Inputs& in, const InputFingerprint& before) {
-  const InputFingerprint now = fingerprint(in);
-  if (now.q == before.q && now.k == before.k && now.v == before.v && now.w == before.w) return {};
-  const Inputs pristine = make_inputs(l);  // deterministic: the same numbers the backend was given
-  const struct {
-    const char* name;
-    const std::vector<float>& got;
-    const std::vector<float>& was;
-  } tensors[] = {{"q", in.q, pristine.q}, {"k", in.k, pristine.k}, {"v", in.v, pristine.v}, {"w", in.w, pristine.w}};
-  for (const auto& t : tensors) {
-    if (t.got.size() != t.was.size())
-      return fmt::format("{} (resized from {} to {} elements)", t.name, t.was.size(), t.got.size());
-    for (size_t i = 0; i < t.got.size(); ++i)
-      if (std::memcmp(&t.got[i], &t.was[i], sizeof(float)) != 0)
-        return fmt::format("{} (first changed element {} of {}: {} -> {})", t.name, i, t.got.size(), t.was[i],
-                           t.got[i]);
+std::string changed_input(const Layout& l, const Inputs& in, const InputFingerprint& before,
+                          Inputs (*pristine)(const Layout&)) {
+  if (fingerprint(in) == before) return {};
+  const Inputs made = pristine(l);  // deterministic: the same numbers the backend was given
+  const auto got = named_inputs(in), was = named_inputs(made);
+  for (size_t t = 0; t < got.size(); ++t) {
+    const std::string s = got[t].floats ? first_change(got[t].name, *got[t].floats, *was[t].floats)
+                                        : first_change(got[t].name, *got[t].indices, *was[t].indices);
+    if (!s.empty()) return s;
   }
   return "an input tensor (its fingerprint changed)";  // unreachable unless make_inputs is not deterministic
 }

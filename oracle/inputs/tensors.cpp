@@ -71,6 +71,9 @@ Inputs make_inputs(const Layout& l) {
     fill(in.k, l.kv_rows, int64_t(c.hkv) * c.dim, kTensorK, c, k_token);
     fill(in.v, l.kv_rows, int64_t(c.hkv) * c.dim_v, kTensorV, c, k_token);
     if (c.probe == Probe::Edges) apply_edge_probe(l, in);
+    // The backward's dO follows the Q rows like Q (the saved O and LSE come from the exact forward:
+    // make_case_inputs, reference.h).
+    if (c.pass == Pass::Bwd) fill(in.dout, l.q_rows, int64_t(c.hq) * c.dim_v, kTensorDO, c, q_token);
   }
   apply_value_distribution(l, in);
   return in;
@@ -79,6 +82,19 @@ Inputs make_inputs(const Layout& l) {
 Outputs make_sentinel_outputs(const Layout& l) {
   const Case& c = l.c;
   Outputs o;
+  if (c.pass == Pass::Bwd) {  // the gradients only: the forward's outputs are the backward's inputs
+    if (c.op == Op::Indexer) {
+      o.dq.assign(size_t(l.q_rows * c.heads * c.dim), sentinel_float());
+      o.dk.assign(size_t(l.kv_rows * c.dim), sentinel_float());
+      o.dw.assign(size_t(l.q_rows * c.heads), sentinel_float());
+      o.loss.assign(1, sentinel_float());
+    } else {
+      o.dq.assign(size_t(l.q_rows * c.hq * c.dim), sentinel_float());
+      o.dk.assign(size_t(l.kv_rows * c.hkv * c.dim), sentinel_float());
+      o.dv.assign(size_t(l.kv_rows * c.hkv * c.dim_v), sentinel_float());
+    }
+    return o;
+  }
   if (c.op == Op::Indexer) {
     o.topk.assign(size_t(l.q_rows * c.topk), kSentinelIndex);
     o.scores.assign(size_t(l.q_rows * c.topk), sentinel_float());

@@ -283,7 +283,13 @@ void Layout::allowed_range(int doc, int64_t p, int64_t& lo, int64_t& hi) const {
 }
 
 int64_t buffer_rows(const Layout& l, RowBuffer b) {
-  return b == RowBuffer::Q ? l.q_rows : b == RowBuffer::O ? l.o_rows : l.stats_rows;
+  switch (b) {
+    case RowBuffer::Q: return l.q_rows;
+    case RowBuffer::O: return l.o_rows;
+    case RowBuffer::Stats: return l.stats_rows;
+    case RowBuffer::KV: return l.kv_rows;
+  }
+  return 0;
 }
 
 std::vector<char> valid_rows(const Layout& l, RowBuffer b) {
@@ -302,6 +308,16 @@ void validate(const Case& c) {
   if (B == 0) throw CaseError("docs", "", "at least one document is needed");
   if (c.kv_lens.size() != B)
     throw CaseError("kv_lens", list_str(c.kv_lens), fmt::format("needs {} entries like q_lens", B));
+  if (c.pass == Pass::Bwd && c.op == Op::Indexer)  // lifted where the op's backward reference and comparator exist
+    throw CaseError("pass", to_string(c.pass), fmt::format("the backward pass of op={} is not implemented", to_string(c.op)));
+  if (c.pass == Pass::Fwd && c.grad_pad != GradPad::Untouched)
+    throw CaseError("grad_pad", to_string(c.grad_pad), "applies to the backward's gradients only (pass=bwd)");
+  if (c.pass == Pass::Bwd && c.op == Op::Sdpa) {  // forward-only keys: refused rather than ignored
+    if (c.num_splits != 1)
+      throw CaseError("num_splits", fmt::format("{}", c.num_splits), "split-KV is a forward key (pass=fwd)");
+    for (auto [k, v] : {std::pair{"atol", c.atol}, {"rtol", c.rtol}, {"lse_tol", c.lse_tol}})
+      if (v >= 0) throw CaseError(k, fmt::format("{}", v), "a forward tolerance (pass=bwd derives its gates)");
+  }
   if (c.op == Op::Sdpa && (c.hq < 1 || c.hkv < 1))  // defaults_for leaves hkv=0 for parse_case to resolve
     throw CaseError(c.hq < 1 ? "hq" : "hkv", fmt::format("{}", c.hq < 1 ? c.hq : c.hkv), "must be >= 1");
   if (c.op == Op::Sdpa && c.hq % c.hkv != 0)

@@ -59,7 +59,7 @@ Explanation explain_outputs(const JudgedRegion& region, const Outputs& got, cons
   Explanation e;
   e.match_rule = explain_match_rule(region.match());
   if (got_diff.empty()) got_diff = region.differs(got, ref);
-  const bool sdpa = region.layout().c.op == Op::Sdpa;
+  const bool sdpa = region.layout().c.op == Op::Sdpa && region.layout().c.pass == Pass::Fwd;  // its O and LSE
   std::vector<char> o_wrong(region.size(), 0), lse_wrong(region.size(), 0);  // SDPA rows: which part B got wrong
   for (size_t u = 0; u < region.size(); ++u) {
     (region.is_pad(u) ? e.pad_slots : e.rows) += 1;

@@ -54,6 +54,14 @@ const std::vector<LayoutFamily>& selftest_families() {
       {"neg-logits", "op=sdpa docs=40,24 scale=1e6 dtype=fp32 seed=42"},  // rows whose logits are all < -5e4
       {"split-empty", "op=sdpa q_lens=12,30 kv_lens=40,10 mask=bottomright hq=4 hkv=2 num_splits=2 seed=43"},
       {"split-decode", "op=sdpa q_lens=1,1,1 kv_lens=40,17,64 mask=bottomright hq=8 hkv=2 num_splits=3 seed=44"},
+      // The SDPA backward (pass=bwd): pad slots and GQA, saved LSE at its own offsets, CP partials, rows
+      // without keys, a Q buffer past the scaled dQ accumulator wrap.
+      {"bwd-gqa", "op=sdpa pass=bwd docs=50,30 pad=3 hq=4 hkv=2 dim=16 seed=50"},
+      {"bwd-stats", "op=sdpa pass=bwd docs=40,40 hq=2 dim=16 stats_offsets=0,64,104 seed=51"},
+      {"bwd-cp", "op=sdpa pass=bwd docs=64,32 cp=2 rank=0 hq=2 dim=16 seed=52"},
+      {"bwd-empty", "op=sdpa pass=bwd q_lens=70 kv_lens=40 mask=bottomright hq=2 dim=16 seed=53"},
+      {"bwd-wrap", "op=sdpa pass=bwd docs=16*2100 hq=2 dim=16 rows=256 seed=54"},
+      {"bwd-unreached", "op=sdpa pass=bwd q_lens=0,40 kv_lens=40,40 hq=2 dim=16 seed=55"},  // keys no row reaches
       // Catalog section A triggers: a long row of a document not at buffer row 0, decode
       // documents of a compressed indexer, scores below -65504, a ReLU zero plateau at the k-th score.
       {"idx-long-row", "op=indexer q_lens=8,8 kv_lens=2000,4600 topk=16 seed=41"},

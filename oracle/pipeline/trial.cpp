@@ -6,6 +6,7 @@
 
 #include "attn_oracle/internal/utf8.h"
 #include "attn_oracle/pipeline/memory_budget.h"
+#include "attn_oracle/reference/reference.h"
 #include "attn_oracle/reference/reference_sanity.h"
 
 namespace ao {
@@ -20,16 +21,16 @@ constexpr int64_t kArtifactBudget = int64_t(1) << 30;
 
 Trial::Trial(const Case& c, const LayoutLimits& lim) : Trial(make_layout(c, with_stage_memory(lim))) {}
 
-Trial::Trial(Layout l) : l_(std::move(l)), in_(make_inputs(l_)), pristine_(fingerprint(in_)) {}
+Trial::Trial(Layout l) : l_(std::move(l)), in_(make_case_inputs(l_)), pristine_(fingerprint(in_)) {}
 
 TrialRun Trial::run(Backend& b) {
   TrialRun r;
   r.backend = sanitize_utf8(b.name());
   r.out = make_sentinel_outputs(l_);
   r.status = run_backend(b, l_, in_, r.out);
-  if (auto what = changed_input(l_, in_, pristine_); !what.empty()) {
+  if (auto what = changed_input(l_, in_, pristine_, make_case_inputs); !what.empty()) {
     r.wrote_input = sanitize_utf8(what);
-    in_ = make_inputs(l_);  // deterministic: the pristine inputs again, for every later run and judgement
+    in_ = make_case_inputs(l_);  // deterministic: the pristine inputs again, for every later run and judgement
     if (r.status.kind != RunStatus::Skipped)
       r.status = {RunStatus::Error, fmt::format("{} wrote its input {}", r.backend, r.wrote_input), r.status.seconds};
   }

@@ -73,7 +73,28 @@ std::string sdpa_row_fault(const Layout& l, const Outputs& ref, int64_t r) {
 
 }  // namespace
 
+// The SDPA backward's gradients: finite on every judged row (valid Q rows, valid K/V rows).
+static std::string sdpa_bwd_fault(const Layout& l, const Outputs& ref) {
+  const Case& c = l.c;
+  auto bad = [](const float* x, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (!std::isfinite(x[i])) return true;
+    return false;
+  };
+  const size_t WQ = size_t(c.hq) * size_t(c.dim), WK = size_t(c.hkv) * size_t(c.dim), WV = size_t(c.hkv) * size_t(c.dim_v);
+  for (int64_t r : l.check_rows)
+    if (l.valid_row(r) && bad(ref.dq.data() + size_t(r) * WQ, WQ))
+      return fmt::format("{}: dQ not finite (or unwritten)", where(l, r));
+  std::string fault;
+  for_each_valid_row(l, RowBuffer::KV, [&](int64_t, int64_t k) {
+    if (fault.empty() && (bad(ref.dk.data() + size_t(k) * WK, WK) || bad(ref.dv.data() + size_t(k) * WV, WV)))
+      fault = fmt::format("K/V row {}: dK/dV not finite (or unwritten)", k);
+  });
+  return fault;
+}
+
 std::string reference_sanity(const Layout& l, const Outputs& ref) {
+  if (l.c.pass == Pass::Bwd && l.c.op == Op::Sdpa) return sdpa_bwd_fault(l, ref);
   const auto& rows = l.check_rows;
   const bool indexer = l.c.op == Op::Indexer;
   // Rows are independent: checked in parallel; the first bad one (in row order) is reported.

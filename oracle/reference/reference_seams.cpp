@@ -35,6 +35,9 @@ void ReferenceSeams::read_key_tile(const Layout& l, const Inputs& in, int, bool,
 void ReferenceSeams::filter_candidates(std::vector<std::pair<float, int32_t>>&, size_t) const {}
 void ReferenceSeams::filter_candidates(std::vector<std::pair<double, int32_t>>&, size_t) const {}
 
+double ReferenceSeams::dq_scale(const Layout& l) const { return l.scale; }
+double ReferenceSeams::dk_scale(const Layout& l) const { return l.scale; }
+
 double ReferenceSeams::initial_max() const { return -std::numeric_limits<double>::infinity(); }
 
 const ReferenceSeams& exact_seams() {

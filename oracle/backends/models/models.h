@@ -11,6 +11,7 @@ std::vector<BugModel> offset_mask_models();    // offsets_masks.cpp: offsets, ma
 std::vector<BugModel> tile_store_models();     // tile_stores.cpp: what tiled kernels store
 std::vector<BugModel> window_models();         // window.cpp: windows, alignment, CP and offsets (catalog B, C, F)
 std::vector<BugModel> split_kv_models();       // split_kv.cpp: split-KV, empty rows, LSE (catalog D, E)
+std::vector<BugModel> backward_models();        // backward.cpp: the SDPA backward (pass=bwd)
 std::vector<BugModel> indexer_catalog_models();  // indexer_catalog.cpp: DSA top-k indexers (catalog A)
 
 // A model's seams: one instance of a ReferenceSeams subclass, shared by every backend made from it.

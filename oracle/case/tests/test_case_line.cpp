@@ -150,6 +150,8 @@ std::pair<std::string, Case> random_case(uint64_t seed) {
   if (g.coin(0.3)) { e.levels = uint32_t(g.uni(2, 1 << 24)); add("levels", fmt::format("{}", e.levels)); }
   if (g.coin(0.3)) { e.pad_writes = g.coin() ? PadWrites::Allow : PadWrites::Forbid; add("pad_writes", e.pad_writes == PadWrites::Allow ? "allow" : "forbid"); }
   if (op == Op::Sdpa && g.coin(0.3)) { e.probe = g.coin() ? Probe::Edges : Probe::None; add("probe", to_string(e.probe)); }
+  if (g.coin(0.3)) { e.pass = g.coin() ? Pass::Bwd : Pass::Fwd; add("pass", to_string(e.pass)); }
+  if (g.coin(0.3)) { e.grad_pad = g.coin() ? GradPad::Zero : GradPad::Untouched; add("grad_pad", to_string(e.grad_pad)); }
   if (e.hkv == 0) e.hkv = e.hq;
   if (e.dim_v == 0) e.dim_v = e.dim;
   // Keys in random order (op included: it may come anywhere).

@@ -46,6 +46,7 @@ struct BugModel {
   bool indexer, sdpa;  // ops the defect is defined for
   std::shared_ptr<const ReferenceSeams> seams = {};  // null: the exact reference's
   OutputTransform transform = {};                      // empty = none
+  Pass transform_pass = Pass::Fwd;                     // the pass whose outputs the transform rewrites
   // Where the defect was seen: the catalog id ("[20]", "" for a model invented here) and the public
   // report(s) ("FlashAttention #895"; "" for generic models), the class, and the gated metrics that
   // must catch it (each claim is tested against corpus/catalog/<name>.case).

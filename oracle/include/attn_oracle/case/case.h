@@ -24,6 +24,8 @@ enum class WindowConvention { Cudnn, Fa };      // how the left window bound is 
 enum class EmptyRows { NegInf, PosInf };         // LSE of a row with no allowed key (O = 0 either way)
 enum class Values { Normal, Extreme, Plateau, Clustered };  // input distributions (see value_distributions.h)
 enum class Ties { Set, Strict };                 // top-k ties: any valid set, or ascending index order
+enum class Pass { Fwd, Bwd };                    // which pass is judged: the forward, or the backward's gradients
+enum class GradPad { Untouched, Zero };          // what gradient rows of pad slots may hold: as given, or zeros
 
 
 struct Case {
@@ -60,6 +62,8 @@ struct Case {
   double atol = -1, rtol = -1, lse_tol = -1, score_tol = -1, min_recall = -1;  // -1 = defaults
   PadWrites pad_writes = PadWrites::Forbid;
   Probe probe = Probe::None;
+  Pass pass = Pass::Fwd;
+  GradPad grad_pad = GradPad::Untouched;
 
   bool operator==(const Case&) const = default;
 };

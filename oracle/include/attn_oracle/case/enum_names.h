@@ -33,6 +33,8 @@ const char* to_string(WindowConvention e);
 const char* to_string(EmptyRows e);
 const char* to_string(Values e);
 const char* to_string(Ties e);
+const char* to_string(Pass e);
+const char* to_string(GradPad e);
 
 // The value named s (canonical name or alias), or nullopt.
 template <class E>

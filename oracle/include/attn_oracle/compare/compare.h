@@ -15,6 +15,8 @@ namespace ao {
 
 Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
+// pass=bwd: dQ, dK, dV against the fp64 backward within gates derived from a flash backward's emulation.
+Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 
 // The comparators' working memory per thread, for the memory budget (layout.h: ScratchBytes).

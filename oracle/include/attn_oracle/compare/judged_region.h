@@ -8,7 +8,9 @@
 // width, which rows of that buffer hold judged values, how a judged row is compared, and which value
 // in one of its pad slots is not a write. The region's units follow from the specs:
 //  * a value unit is one checked Q row, over every output whose value rows hold it (SDPA: O and LSE of
-//    the row together; indexer: the top-k row);
+//    the row together; indexer: the top-k row), or one valid K/V row, over every output whose rows are
+//    the K/V buffer's (RowBuffer::KV: the backward's dK and dV of the row together); K/V rows are
+//    judged all (every Q row contributes to each of them, so none is sampled by rows=N);
 //  * a pad unit is one pad slot row of one output (only under pad_writes=forbid).
 // An output tensor is one more entry in output_specs(): the units, the equality, outputs_differ, explain
 // and the clobbered_pad_slots count pick it up.
@@ -21,7 +23,7 @@
 
 namespace ao {
 
-enum class OutputTensor : uint8_t { TopK, O, Lse };
+enum class OutputTensor : uint8_t { TopK, O, Lse, Dq, Dk, Dv, Dw, Loss };
 
 // Which checked Q rows hold a tensor's judged values; every other row of its buffer is a pad slot.
 enum class ValueRows : uint8_t {
@@ -48,6 +50,8 @@ struct OutputSpec {
   std::vector<float> Outputs::*floats = nullptr;
   // Index tensors: a value that in a pad slot is not a write (the indexer's -1 fill), like the sentinel.
   int32_t pad_not_written = kSentinelIndex;
+  // Float tensors: a pad slot holding zeros is not a write either (the gradients under grad_pad=zero).
+  bool pad_zero_not_written = false;
   // Float tensors under ValueMatch::Kernel: elements within rtol * max(|x|, |y|) + atol are equal.
   double kernel_rtol = 0, kernel_atol = 0;
 };
@@ -68,17 +72,21 @@ class JudgedRegion {
   struct Unit {
     bool pad;
     int output;   // pad units: the index in outputs(); value units: -1 (every output judging the row)
-    int64_t row;  // value units: the checked Q row; pad units: the row of the output's buffer
+    int64_t row;  // value units: the checked Q row (kv: the K/V row); pad units: the row of the output's buffer
+    bool kv = false;  // a value unit over the K/V-row outputs
   };
   const std::vector<OutputSpec>& outputs() const { return specs_; }
-  // Units [0, value_rows().size()) are value units, in check_rows order; pad units follow, output by
-  // output, in buffer row order.
-  size_t size() const { return values_->size() + size_t(pad_count_); }
+  // Units [0, value_rows().size()) are value units over Q rows, in check_rows order; the value units over
+  // K/V rows follow (kv_value_rows() order), then the pad units, output by output, in buffer row order.
+  size_t size() const { return values_->size() + kv_values_.size() + size_t(pad_count_); }
   Unit unit(size_t u) const;
-  bool is_pad(size_t u) const { return u >= values_->size(); }
+  bool is_pad(size_t u) const { return u >= values_->size() + kv_values_.size(); }
   // The checked Q rows that value units judge, in check_rows order (the rows a comparator scores).
   const std::vector<int64_t>& value_rows() const { return *values_; }
-  // Whether output o judges Q row r as a value, and the row of o's buffer that holds it.
+  // The K/V rows that value units judge (every valid K row; empty without a K/V-row output).
+  const std::vector<int64_t>& kv_value_rows() const { return kv_values_; }
+  // Whether output o judges Q row r as a value, and the row of o's buffer that holds it (never for an
+  // output over K/V rows).
   bool judges(size_t o, int64_t q_row) const;
   int64_t buffer_row(size_t o, int64_t q_row) const;
 
@@ -91,6 +99,8 @@ class JudgedRegion {
   bool pad_written(size_t u, const Outputs& got) const;
   // Pad units of got that hold a write: clobbered_pad_slots.
   int64_t clobbered_pad_slots(const Outputs& got) const;
+  // Those of output o alone.
+  int64_t clobbered_pad_slots(const Outputs& got, int o) const;
 
   const Layout& layout() const { return l_; }
   ValueMatch match() const { return m_; }
@@ -105,6 +115,7 @@ class JudgedRegion {
   // The value rows: l.check_rows itself when every checked row is judged, else the judged ones.
   const std::vector<int64_t>* values_;
   std::vector<int64_t> own_values_;
+  std::vector<int64_t> kv_values_;
   // Pad slots come in runs (gaps between documents, a segment's pad rows, the room after the last
   // document): O(segments) runs, not a unit per pad row, so the comparator holds no per-row list.
   struct PadRun {

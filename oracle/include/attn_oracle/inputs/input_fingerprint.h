@@ -5,18 +5,24 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 #include "attn_oracle/inputs/tensors.h"
 
 namespace ao {
 
+// One hash per input tensor, in the order of Inputs' fields (every one, the backward's included; an
+// empty tensor hashes too, so a backend that fills one is caught).
 struct InputFingerprint {
-  uint64_t q = 0, k = 0, v = 0, w = 0;
+  std::vector<uint64_t> tensors;
+  bool operator==(const InputFingerprint&) const = default;
 };
 
 InputFingerprint fingerprint(const Inputs& in);
 
 // Empty while `in` matches `before`; otherwise the first changed tensor and element, e.g.
-// "q (first changed element 17 of 4096: 0.5 -> 0)". `l` must be the layout `in` was made from.
-std::string changed_input(const Layout& l, const Inputs& in, const InputFingerprint& before);
+// "q (first changed element 17 of 4096: 0.5 -> 0)". `l` must be the layout `in` was made from, and
+// `pristine` the function that made it (make_case_inputs under pass=bwd: the forward's saved results).
+std::string changed_input(const Layout& l, const Inputs& in, const InputFingerprint& before,
+                          Inputs (*pristine)(const Layout&) = make_inputs);
 
 }  // namespace ao

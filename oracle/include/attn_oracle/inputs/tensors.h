@@ -4,6 +4,15 @@
 //            topk [q_rows, topk] int32: KV-buffer row indices, -1 fill; scores [q_rows, topk] optional
 //   sdpa:    q [q_rows, hq, dim], k [kv_rows, hkv, dim], v [kv_rows, hkv, dim_v]
 //            o [o_rows, hq, dim_v], lse [stats_rows, hq] (natural log; -inf for rows with no key)
+// The backward pass (pass=bwd) adds inputs and replaces the outputs; every vector a pass does not use
+// stays empty (the forward's backward vectors, the backward's forward outputs).
+//   sdpa pass=bwd:    inputs q, k, v, dout [q_rows, hq, dim_v] (dO), o [o_rows, hq, dim_v] (the forward's O,
+//                     in the dtype), lse [stats_rows, hq] (fp32); outputs dq [q_rows, hq, dim],
+//                     dk [kv_rows, hkv, dim], dv [kv_rows, hkv, dim_v] (under CP: the rank's partial dK/dV
+//                     over the whole all-gathered K/V buffer)
+//   indexer pass=bwd: inputs q, w, k, topk [q_rows, topk] (the exact forward's top-k), target and predict
+//                     [q_rows, topk] (the target and predicted distributions over its slots), grad_loss [1];
+//                     outputs dq [q_rows, heads, dim], dk [kv_rows, dim], dw [q_rows, heads], loss [1]
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,12 +22,16 @@ namespace ao {
 
 struct Inputs {
   std::vector<float> q, k, v, w;
+  std::vector<float> dout, o, lse;                   // sdpa pass=bwd
+  std::vector<int32_t> topk;                         // indexer pass=bwd
+  std::vector<float> target, predict, grad_loss;     // indexer pass=bwd
 };
 
 struct Outputs {
   std::vector<int32_t> topk;
   std::vector<float> scores;
   std::vector<float> o, lse;
+  std::vector<float> dq, dk, dv, dw, loss;           // pass=bwd
 };
 
 // Output sentinels: a quiet-NaN payload / index no kernel produces, so unwritten rows and writes

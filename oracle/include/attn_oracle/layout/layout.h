@@ -125,11 +125,20 @@ Layout make_layout(const Case& c, const LayoutLimits& lim = {}, LayoutMode mode 
 // Which rows of a result buffer hold a valid token's result (everything else is a pad slot or a
 // segment's pad row, which a kernel must leave alone). The one definition that comparators, bug
 // models, selftest and report pictures use. Q: the indexer's top-k/score rows (they follow Q rows).
-enum class RowBuffer { Q, O, Stats };
+// KV: the K/V buffer's rows (the backward's dK/dV): its valid rows are the K rows of valid tokens,
+// of every document (under CP the all-gathered buffer: a rank's partial gradient covers all of it);
+// they follow no Q row.
+enum class RowBuffer { Q, O, Stats, KV };
 int64_t buffer_rows(const Layout& l, RowBuffer b);
-// Calls f(q_row, buffer_row) for every valid row of every segment, in segment order.
+// Calls f(q_row, buffer_row) for every valid row of every segment, in segment order; for KV,
+// f(-1, kv_row) for every valid K row, document by document.
 template <class F>
 void for_each_valid_row(const Layout& l, RowBuffer b, F&& f) {
+  if (b == RowBuffer::KV) {
+    for (const auto& d : l.docs)
+      for (int64_t i = 0; i < d.kv_len; ++i) f(int64_t(-1), d.kv_off + i);
+    return;
+  }
   for (const auto& s : l.segments) {
     const int64_t row0 = b == RowBuffer::Q ? s.row0 : b == RowBuffer::O ? s.o_row0 : s.stats_row0;
     for (int64_t i = 0; i < s.valid; ++i) f(s.row0 + i, row0 + i);

@@ -13,5 +13,16 @@ void reference_indexer(const Layout& l, const Inputs& in, Outputs& out, const Re
 // under ties=strict the reference's order of tied keys (equal fp64 scores ascend by index).
 double exact_indexer_score(const Layout& l, const Inputs& in, int64_t row, int64_t key_row);
 void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& s = exact_seams());
+// The SDPA backward (pass=bwd): dQ of every valid row, dK/dV of every valid K/V row (a CP rank's partial),
+// from the saved O and LSE in `in` (see reference_sdpa_bwd.cpp).
+void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& s = exact_seams());
+// An emulation of a flash backward in the case dtype (fp32 accumulation; P and dS rounded to the dtype
+// before the products that take them): what the backward's gates are derived from (compare_sdpa_bwd).
+void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out);
+
+// A case's inputs: make_inputs, and under pass=bwd what the backward takes from the forward (sdpa: O and
+// LSE; indexer: the top-k and the distributions over its slots), the exact forward's results rounded as a
+// kernel's forward hands them over. Every path (Trial, the input-write check's pristine copy) uses this.
+Inputs make_case_inputs(const Layout& l);
 
 }  // namespace ao

@@ -72,6 +72,26 @@ class ReferenceSeams {
   virtual double initial_max() const;
   // The stored LSE is ln(sum exp) divided by this (ln 2: an LSE in base 2).
   virtual double lse_divisor() const { return 1.0; }
+
+  // SDPA backward (pass=bwd; reference_sdpa_bwd.cpp). Its key ranges, KV heads and Q/dO reads are the
+  // forward's seams above. Which saved rows row r reads back: its LSE (P = exp(s - lse)) and its O
+  // (D = rowsum(dO o O)).
+  virtual int64_t stats_read_row(const Layout& l, int64_t r) const { return stats_write_row(l, r); }
+  virtual int64_t o_read_row(const Layout& l, int64_t r) const { return o_write_row(l, r); }
+  // Where row r's dQ lands, and where K/V buffer row k's dK/dV land.
+  virtual int64_t dq_write_row(const Layout& l, int64_t r) const { return q_read_row(l, r); }
+  virtual int64_t dkv_write_row(const Layout&, int64_t k) const { return k; }
+  // The factors of dQ = f * dS K and dK = f * dS^T Q: the softmax scale.
+  virtual double dq_scale(const Layout& l) const;
+  virtual double dk_scale(const Layout& l) const;
+  // How the dK/dV contributions of a K/V row combine: summed over a GQA group's query heads (false: the
+  // group's first query head's alone), and over the segments (CP chunks) whose rows reach it (false:
+  // each segment's contribution replaces what earlier segments gave the keys it reaches).
+  virtual bool dkv_sums_group(const Layout&) const { return true; }
+  virtual bool dkv_sums_segments(const Layout&) const { return true; }
+  // A row whose saved LSE is infinite (no allowed key) contributes nothing and gets dQ = 0 (false:
+  // exp(s - lse) over its masked scores, -inf - -inf = NaN).
+  virtual bool guards_empty_rows(const Layout&) const { return true; }
 };
 
 // The exact references' seams (every default).

@@ -1,0 +1,127 @@
+// Bug models of the SDPA backward (pass=bwd): each overrides one backward seam of the reference
+// (reference_seams.h: which saved LSE/O rows are read back, where dQ lands, how dK/dV contributions
+// combine, the scale of dK, the guard of rows without keys) or transforms the stored gradients. The key
+// ranges are the forward's seams, so the forward's mask and offset models apply to the backward as is.
+#include "models.h"
+
+namespace ao::models {
+
+namespace {
+
+// The saved LSE read at the row's Q offset, the stats offsets ignored: rows past a gap read LSE pad
+// slots (left uninitialised by the forward: NaN gradients) or another token's LSE.
+struct LseAtQRow : ReferenceSeams {
+  int64_t stats_read_row(const Layout& l, int64_t r) const override {
+    return std::min(r, l.stats_rows - 1);
+  }
+};
+
+// D = rowsum(dO o O) over the next row's O.
+struct DNextRow : ReferenceSeams {
+  int64_t o_read_row(const Layout& l, int64_t r) const override {
+    return std::min(o_write_row(l, r) + 1, l.o_rows - 1);
+  }
+};
+
+// dK/dV of a GQA group: only the group's first query head's contribution (the others' lost).
+struct GqaFirstHead : ReferenceSeams {
+  bool dkv_sums_group(const Layout&) const override { return false; }
+};
+
+// dK = dS^T Q without the softmax scale.
+struct DkNoScale : ReferenceSeams {
+  double dk_scale(const Layout&) const override { return 1.0; }
+};
+
+// A CP rank's partial dK/dV: each chunk's contribution overwrites the keys it reaches instead of adding.
+struct CpDkvOverwrite : ReferenceSeams {
+  bool dkv_sums_segments(const Layout&) const override { return false; }
+};
+
+// No guard of a row without allowed keys: exp(s - lse) with lse = -inf over its masked scores is NaN.
+struct NoEmptyRowGuard : ReferenceSeams {
+  bool guards_empty_rows(const Layout&) const override { return false; }
+};
+
+// The dQ accumulator's element offset row * hq * dim wrapping (int32 in the kernel: 2^31 elements;
+// scaled to 2^20 here so that a CPU case reaches it): later rows land on early rows.
+constexpr int64_t kWrapElements = int64_t(1) << 20;
+struct DqOffsetWrap : ReferenceSeams {
+  int64_t dq_write_row(const Layout& l, int64_t r) const override {
+    const int64_t w = int64_t(l.c.hq) * l.c.dim;
+    return ((q_read_row(l, r) * w) % kWrapElements) / w;
+  }
+};
+
+// Zeros written into every pad-slot row of dQ, dK and dV (kernels that clear whole gradient buffers).
+void zero_grad_pads(const Layout& l, const Inputs&, Outputs& out) {
+  const Case& c = l.c;
+  auto zero = [&](std::vector<float>& t, RowBuffer b, size_t width) {
+    const std::vector<char> valid = valid_rows(l, b);
+    for (size_t r = 0; r < valid.size(); ++r)
+      if (!valid[r]) std::fill_n(t.begin() + long(r * width), width, 0.f);
+  };
+  if (c.pass != Pass::Bwd || c.op != Op::Sdpa) return;
+  zero(out.dq, RowBuffer::Q, size_t(c.hq) * size_t(c.dim));
+  zero(out.dk, RowBuffer::KV, size_t(c.hkv) * size_t(c.dim));
+  zero(out.dv, RowBuffer::KV, size_t(c.hkv) * size_t(c.dim_v));
+}
+
+}  // namespace
+
+std::vector<BugModel> backward_models() {
+  using K = DefectClass;
+  const std::vector<std::string> nonfinite = {"dq_nonfinite_valid", "dk_nonfinite_valid", "dv_nonfinite_valid"};
+  return {
+      {.name = "bwd-lse-pad-read", .what = "backward reads the saved LSE at the Q row offsets (stats offsets ignored): LSE pad slots give NaN gradients",
+       .indexer = false, .sdpa = true, .seams = seams<LseAtQRow>(), .catalog = "",
+       .source = "FlashAttention PR #2324 (LSE padding rows read in the backward)", .defect_class = K::BoundaryMetadata,
+       .catches = {"dq_nonfinite_valid", "dk_nonfinite_valid", "dv_nonfinite_valid", "dq_violations", "dk_violations",
+                   "dv_violations"},
+       .triggers = {{"op=sdpa pass=bwd docs=40,40 hq=2 dim=16 stats_offsets=0,64,104", nonfinite}},
+       .outside = {{"op=sdpa pass=bwd docs=40,40 hq=2 dim=16", "stats offsets = Q offsets"},
+                   {"op=sdpa docs=40,40 stats_offsets=0,64,104", "the forward reads no saved LSE"}}},
+      {.name = "bwd-d-next-row", .what = "backward's D = rowsum(dO o O) taken over the next row's O",
+       .indexer = false, .sdpa = true, .seams = seams<DNextRow>(),
+       .catches = {"dq_violations", "dk_violations", "dq_nonfinite_valid", "dk_nonfinite_valid"},
+       .triggers = {{"op=sdpa pass=bwd docs=50,30 hq=2 dim=16", {"dq_violations", "dk_violations"}}},
+       .outside = {{"op=sdpa docs=50,30", "the forward computes no D"}}},
+      {.name = "bwd-gqa-first-head", .what = "dK/dV of a GQA group from its first query head only (not summed)",
+       .indexer = false, .sdpa = true, .seams = seams<GqaFirstHead>(),
+       .catches = {"dk_violations", "dv_violations"},
+       .triggers = {{"op=sdpa pass=bwd docs=50,30 hq=4 hkv=2 dim=16", {"dk_violations", "dv_violations"}}},
+       .outside = {{"op=sdpa pass=bwd docs=50,30 hq=2 hkv=2 dim=16", "MHA: a group of one head"}}},
+      {.name = "bwd-dk-no-scale", .what = "dK = dS^T Q without the softmax scale", .indexer = false, .sdpa = true,
+       .seams = seams<DkNoScale>(), .catches = {"dk_violations"},
+       .triggers = {{"op=sdpa pass=bwd docs=50,30 hq=2 dim=16", {"dk_violations"}}},
+       .outside = {{"op=sdpa pass=bwd docs=50,30 hq=2 dim=16 scale=1", "scale 1"}}},
+      {.name = "bwd-cp-dkv-overwrite",
+       .what = "a CP rank's partial dK/dV: each chunk's contribution overwrites the keys it reaches instead of adding",
+       .indexer = false, .sdpa = true, .seams = seams<CpDkvOverwrite>(), .defect_class = K::WindowAlignment,
+       .catches = {"dk_violations", "dv_violations"},
+       .triggers = {{"op=sdpa pass=bwd docs=64,32 cp=2 rank=0 hq=2 dim=16", {"dk_violations", "dv_violations"}}},
+       .outside = {{"op=sdpa pass=bwd docs=64,32 hq=2 dim=16", "no CP: one segment per document"}}},
+      {.name = "bwd-no-empty-guard",
+       .what = "backward without the guard of rows with no allowed key: exp(s - lse) at lse = -inf gives NaN",
+       .indexer = false, .sdpa = true, .seams = seams<NoEmptyRowGuard>(), .defect_class = K::EmptyRows,
+       .catches = {"dq_nonfinite_valid", "dk_nonfinite_valid", "dv_nonfinite_valid"},
+       .triggers = {{"op=sdpa pass=bwd q_lens=70 kv_lens=40 mask=bottomright hq=2 dim=16", nonfinite}},
+       .outside = {{"op=sdpa pass=bwd q_lens=70 kv_lens=40 mask=bottomright hq=2 dim=16 empty_rows=posinf",
+                    "LSE = +inf: exp(s - lse) = 0"},
+                   {"op=sdpa pass=bwd docs=70 hq=2 dim=16", "no row without keys"}}},
+      {.name = "bwd-dq-offset-wrap",
+       .what = "dQ accumulator offset row*hq*dim wraps (int32 in the kernel; 2^20 elements here): later rows land on early ones",
+       .indexer = false, .sdpa = true, .seams = seams<DqOffsetWrap>(), .source = "FlashAttention PRs #1500, #2260",
+       .defect_class = K::BoundaryMetadata, .catches = {"dq_violations", "unwritten_rows"},
+       .triggers = {{"op=sdpa pass=bwd docs=16*2100 hq=2 dim=16 rows=256", {"dq_violations", "unwritten_rows"}}},
+       .outside = {{"op=sdpa pass=bwd docs=16*300 hq=2 dim=16", "offsets below the wrap"}}},
+      {.name = "bwd-grad-pad-zeroed", .what = "zeros written into the pad-slot rows of dQ, dK and dV", .indexer = false,
+       .sdpa = true, .transform = zero_grad_pads, .transform_pass = Pass::Bwd, .defect_class = K::PadLanes,
+       .catches = {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"},
+       .triggers = {{"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16",
+                     {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"}}},
+       .outside = {{"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16 grad_pad=zero", "grad_pad=zero accepts zeros"}}},
+  };
+}
+
+}  // namespace ao::models

@@ -1,0 +1,154 @@
+// SDPA backward comparator (pass=bwd): dQ on the checked valid rows, dK and dV on every valid K/V row
+// (the judged region's value rows), against the exact answer it recomputes (the backward reference in
+// fp64 on the same inputs), an emulation of a flash backward (fp32 accumulation, P and dS rounded to
+// the dtype before their products: reference.h emulate_sdpa_bwd) and the reference in fp32 (the error
+// of an honest fp32 backward: cancellation in dP - D); a row's emulation error is the larger of the
+// two. Per gradient:
+//  * <g>_violations: (row, head) pairs whose max |g - exact| exceeds the gate 2 x (the emulation's error
+//    on that row, head) + floor (gate 0); the floor: ulp_d of the row's largest exact element (the final
+//    rounding can land on the other neighbour), lambda * u_d * the row's rms (P and dS rounded at another
+//    point), lambda * sqrt(n) * u_32 * the gradient's rms over the judged rows (fp32 accumulation of n
+//    terms in another order; n the longest document's keys);
+//  * <g>_rel_l2: ||g - exact|| / ||exact|| (informational);
+//  * <g>_nonfinite_valid: NaN/Inf (not the sentinel) in a judged row (gate 0);
+//  * <g>_clobbered_pad_slots: rows of the gradient's buffer outside its value rows that were written
+//    (gate 0 under pad_writes=forbid; grad_pad=zero lets a pad row hold zeros);
+// and over all three: unwritten_rows (judged (row, head) pairs still holding the sentinel) and
+// dkv_unreached_nonzero (K/V rows no query may reach, exact dK = dV = 0, holding anything but zeros: a
+// gradient leaked into keys outside every row's band, another document's).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/compare/judged_region.h"
+#include "attn_oracle/reference/reference.h"
+
+namespace ao {
+
+namespace {
+
+constexpr double kU32 = 0x1p-24;
+
+struct Grad {
+  const char* name;
+  std::vector<float> Outputs::*t;
+  int heads;
+  int width;
+  bool kv;  // over K/V rows (dK, dV), else Q rows (dQ)
+};
+
+}  // namespace
+
+Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
+  (void)ref;
+  const Case& c = l.c;
+  Layout lx = l;  // the exact answer: the reference in fp64
+  lx.c.precision = Precision::F64;
+  Layout l32 = l;  // an honest fp32 backward (its error: FlashAttention's "2x the fp32 reference's")
+  l32.c.precision = Precision::F32;
+  Outputs exact = make_sentinel_outputs(l), emul = make_sentinel_outputs(l), f32 = make_sentinel_outputs(l);
+  reference_sdpa_bwd(lx, in, exact);
+  emulate_sdpa_bwd(l, in, emul);
+  reference_sdpa_bwd(l32, in, f32);
+  const JudgedRegion region(l);
+  const std::vector<int64_t>& qrows = region.value_rows();
+  const std::vector<int64_t>& kvrows = region.kv_value_rows();
+  int64_t n_keys = 1;
+  for (const auto& d : l.docs) n_keys = std::max(n_keys, d.kv_len);
+  const double u_d = c.dtype == DType::F32 ? 0.0 : unit_roundoff(c.dtype);
+  const Grad grads[] = {{"dq", &Outputs::dq, c.hq, c.dim, false},
+                        {"dk", &Outputs::dk, c.hkv, c.dim, true},
+                        {"dv", &Outputs::dv, c.hkv, c.dim_v, true}};
+  std::vector<Metric> metrics;
+  std::vector<RowNote> notes;
+  int64_t unwritten = 0;
+  metrics.push_back(info_metric("rows_checked", double(qrows.size())));
+  metrics.push_back(info_metric("kv_rows_checked", double(kvrows.size())));
+  double max_abs_all = 0;
+  std::vector<Metric> per_grad;
+  for (size_t gi = 0; gi < 3; ++gi) {
+    const Grad& g = grads[gi];
+    const auto& rows = g.kv ? kvrows : qrows;
+    const std::vector<float>&G = got.*g.t, &X = exact.*g.t, &E = emul.*g.t, &F = f32.*g.t;
+    const size_t W = size_t(g.width), RW = size_t(g.heads) * W;
+    // The gradient's rms over the judged rows: the scale of its fp32 accumulation floor.
+    double sum2 = 0;
+    int64_t elems = 0;
+    for (int64_t r : rows)
+      for (size_t e = 0; e < RW; ++e, ++elems) sum2 += double(X[size_t(r) * RW + e]) * double(X[size_t(r) * RW + e]);
+    const double rms = elems > 0 ? std::sqrt(sum2 / double(elems)) : 0;
+    const double acc_floor = kLambda * std::sqrt(double(n_keys)) * kU32 * rms;
+    int64_t violations = 0, nonfinite = 0;
+    double worst = 0, worst_gate = 0, max_abs = 0, diff2 = 0;
+    for (int64_t r : rows) {
+      double row_ratio = 0;
+      for (int h = 0; h < g.heads; ++h) {
+        const size_t at = size_t(r) * RW + size_t(h) * W;
+        double err = 0, emul_err = 0, xmax = 0, x2 = 0;
+        bool unw = false;
+        for (size_t e = 0; e < W; ++e) {
+          const double x = X[at + e];
+          xmax = std::max(xmax, std::fabs(x));
+          x2 += x * x;
+          emul_err = std::max({emul_err, std::fabs(double(E[at + e]) - x), std::fabs(double(F[at + e]) - x)});
+          const float v = G[at + e];
+          if (is_sentinel(v)) { unw = true; continue; }
+          if (!std::isfinite(v)) { ++nonfinite; err = INFINITY; continue; }
+          const double d = std::fabs(double(v) - x);
+          err = std::max(err, d);
+          diff2 += d * d;
+        }
+        unwritten += unw;
+        const double floor = dtype_ulp(c.dtype, xmax) + kLambda * u_d * std::sqrt(x2 / double(W)) + acc_floor;
+        const double gate = kEmulationFactor * emul_err + floor;
+        const double ratio = gate > 0 ? err / gate : (err > 0 ? INFINITY : 0);
+        violations += !(err <= gate);
+        max_abs = std::max(max_abs, err);
+        if (!(ratio <= worst)) { worst = ratio; worst_gate = gate; }
+        row_ratio = std::max(row_ratio, ratio);
+      }
+      if (row_ratio > 1 && !g.kv) {
+        const auto& seg = l.seg_of(r);
+        notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), row_ratio});
+      }
+    }
+    max_abs_all = std::max(max_abs_all, max_abs);
+    const double rel = sum2 > 0 ? std::sqrt(diff2 / sum2) : std::sqrt(diff2);
+    int64_t clobbered = 0;
+    for (size_t o = 0; o < region.outputs().size(); ++o)
+      if (region.outputs()[o].floats == g.t) clobbered = region.clobbered_pad_slots(got, int(o));
+    per_grad.push_back(gated_metric(fmt::format("{}_violations", g.name), double(violations),
+                                    fmt::format("== 0 (per row: 2 x emulation's err + floor; worst err/gate {:.3g}, "
+                                                "gate {:.3g})",
+                                                worst, worst_gate),
+                                    violations > 0, Headline::No, worst_gate, worst));
+    per_grad.push_back(info_metric(fmt::format("{}_rel_l2", g.name), rel));
+    per_grad.push_back(gated_metric(fmt::format("{}_nonfinite_valid", g.name), double(nonfinite), "== 0",
+                                    nonfinite > 0, Headline::Yes));
+    per_grad.push_back(gated_metric(fmt::format("{}_clobbered_pad_slots", g.name), double(clobbered),
+                                    c.pad_writes == PadWrites::Forbid ? "== 0" : "", clobbered > 0));
+  }
+  // K/V rows that no query reaches: the exact dK and dV rows are zero (every reached key has a
+  // positive probability, so its dV is nonzero); anything else there leaked from another row's band.
+  int64_t leaked = 0;
+  {
+    const size_t WK = size_t(c.hkv) * size_t(c.dim), WV = size_t(c.hkv) * size_t(c.dim_v);
+    for (int64_t r : kvrows) {
+      const float* xv = exact.dv.data() + size_t(r) * WV;
+      if (std::any_of(xv, xv + WV, [](float x) { return x != 0.f; })) continue;
+      const float* gk = got.dk.data() + size_t(r) * WK;
+      const float* gv = got.dv.data() + size_t(r) * WV;
+      auto stray = [](float x) { return x != 0.f && !is_sentinel(x); };
+      leaked += std::any_of(gk, gk + WK, stray) || std::any_of(gv, gv + WV, stray);
+    }
+  }
+  metrics.push_back(info_metric("max_abs_err", max_abs_all, Headline::Yes));
+  for (auto& m : per_grad) metrics.push_back(std::move(m));
+  metrics.push_back(gated_metric("dkv_unreached_nonzero", double(leaked), "== 0", leaked > 0));
+  metrics.push_back(gated_metric("unwritten_rows", double(unwritten), "== 0", unwritten > 0));
+  return build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
+}
+
+}  // namespace ao

@@ -1,0 +1,321 @@
+// Reference SDPA backward over padded THD (pass=bwd). Given the forward's saved LSE and O (inputs, as
+// a kernel's forward hands them over) and dO, for every valid row r of every segment and query head h:
+//   P = exp(scale * q k^T - lse) over the row's allowed keys (0 elsewhere), D = rowsum(dO o O),
+//   dP = dO V^T, dS = P o (dP - D), dQ = scale * dS K, dK = scale * dS^T Q, dV = P^T dO,
+// dK/dV summed over a GQA group's query heads. A row whose LSE is infinite has no allowed key: it
+// contributes nothing and its dQ is 0. The key ranges are the forward seams' (key_ranges, kv_head,
+// q_read_row), so a mask or offset defect is one seam for both passes; the backward's own seams say
+// which saved rows are read and where the gradients land.
+//
+// Memory stays linear (no S x S): two passes over tiles that recompute P from the saved LSE, as flash
+// backward kernels do. Pass A, over row blocks: dQ of each block's rows. Pass B, over aligned blocks of
+// K/V buffer rows: each key block's dK/dV from the row blocks whose key spans meet it, in row block
+// order. Both passes are parallel over their blocks and the sums run in a fixed order, so the result
+// does not depend on the thread count. Every valid row contributes (dK/dV of a key need every row that
+// sees it), whatever rows=N samples: the backward costs the whole case.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "reference_gemm.h"
+#include "reference_rows.h"
+#include "reference_runtime.h"
+#include "attn_oracle/reference/reference.h"
+
+namespace ao {
+
+namespace {
+
+constexpr size_t kRowBlock = 64;
+constexpr int64_t kKeyBlock = 64;
+
+// A run of keys of one row block: KV buffer rows base + [lo, hi), the union of its rows' range j.
+struct Span {
+  int64_t base, lo, hi;
+};
+
+struct Block {
+  int seg;
+  std::vector<int64_t> rows;                  // valid Q rows of one segment
+  std::vector<std::vector<KeyRange>> ranges;  // per row: its key ranges (clipped into the buffer)
+  std::vector<Span> spans;                    // per range index: the union over the rows
+};
+
+// Every valid row of every segment, in blocks of one segment.
+std::vector<Block> all_row_blocks(const Layout& l, const ReferenceSeams& seams) {
+  std::vector<Block> out;
+  for (size_t si = 0; si < l.segments.size(); ++si) {
+    const auto& s = l.segments[si];
+    for (int64_t i = 0; i < s.valid; i += int64_t(kRowBlock)) {
+      Block b{int(si), {}, {}, {}};
+      for (int64_t j = i; j < std::min(s.valid, i + int64_t(kRowBlock)); ++j) {
+        b.rows.push_back(s.row0 + j);
+        b.ranges.push_back(detail::row_key_ranges(l, s.row0 + j, seams));
+      }
+      for (size_t j = 0; j < b.ranges[0].size(); ++j) {
+        Span sp{b.ranges[0][j].base, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+        for (const auto& rr : b.ranges) {
+          if (j >= rr.size() || rr[j].hi <= rr[j].lo) continue;
+          sp.lo = std::min(sp.lo, rr[j].lo);
+          sp.hi = std::max(sp.hi, rr[j].hi);
+        }
+        if (sp.hi <= sp.lo) sp.lo = sp.hi = 0;
+        b.spans.push_back(sp);
+      }
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
+template <class T>
+struct Run {
+  const Layout& l;
+  const Inputs& in;
+  const ReferenceSeams& seams;
+  int Hq, Hkv, D, Dv;
+  T scale, dq_scale, dk_scale;
+  bool guard;
+  bool emulate;  // a flash backward's rounding: P and dS rounded to the dtype before their products
+  std::vector<Block> blocks;
+
+  Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false)
+      : l(l_), in(in_), seams(s_), Hq(l_.c.hq), Hkv(l_.c.hkv), D(l_.c.dim), Dv(l_.c.dim_v), scale(T(l_.scale)),
+        dq_scale(T(s_.dq_scale(l_))), dk_scale(T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
+        emulate(emulate_), blocks(all_row_blocks(l_, s_)) {}
+
+  // The block's rows for head h: Q, dO, the saved LSE and D = rowsum(dO o O).
+  struct RowsOfHead {
+    std::vector<T> q, dout, lse, d;
+  };
+  void load_rows(const Block& b, int h, RowsOfHead& x) const {
+    const size_t R = b.rows.size();
+    x.q.resize(R * size_t(D));
+    x.dout.resize(R * size_t(Dv));
+    x.lse.resize(R);
+    x.d.resize(R);
+    for (size_t i = 0; i < R; ++i) {
+      const int64_t r = b.rows[i], qr = seams.q_read_row(l, r);
+      std::copy_n(in.q.data() + (qr * Hq + h) * D, D, x.q.data() + i * size_t(D));
+      const float* dO = in.dout.data() + (qr * Hq + h) * Dv;
+      std::copy_n(dO, Dv, x.dout.data() + i * size_t(Dv));
+      x.lse[i] = T(in.lse[size_t(seams.stats_read_row(l, r) * Hq + h)]);
+      const float* o = in.o.data() + (seams.o_read_row(l, r) * Hq + h) * Dv;
+      T d = 0;
+      for (int e = 0; e < Dv; ++e) d += T(dO[e]) * T(o[e]);
+      x.d[i] = d;
+    }
+  }
+
+  // K or V rows [a, b) of KV head kvh as T, packed (n x dim).
+  void load_kv(const std::vector<float>& src, int dim, int kvh, int64_t a, int64_t b, std::vector<T>& dst) const {
+    dst.resize(size_t((b - a) * dim));
+    for (int64_t s = a; s < b; ++s)
+      std::copy_n(src.data() + (s * Hkv + kvh) * dim, dim, dst.data() + (s - a) * dim);
+  }
+
+  // dS (and P) of the block's rows against keys [a, b) of span j (buffer rows, inside the span):
+  // P = exp(S - lse) on each row's allowed keys, 0 elsewhere; a row with an infinite LSE contributes
+  // nothing under the guard, and without it takes exp(s - lse) over the masked keys too (-inf - -inf:
+  // NaN). Returns false when no row has an allowed key there (nothing to add).
+  bool tile(const Block& b, size_t j, int64_t a, int64_t e, const RowsOfHead& x, const std::vector<T>& K,
+            const std::vector<T>& V, std::vector<T>& P, std::vector<T>& dS) const {
+    const int64_t R = int64_t(b.rows.size()), n = e - a, base = b.spans[j].base;
+    const T ninf = -std::numeric_limits<T>::infinity();
+    bool any = false;
+    std::vector<std::pair<int64_t, int64_t>> cols(static_cast<size_t>(R));
+    for (int64_t i = 0; i < R; ++i) {
+      const auto& rr = b.ranges[size_t(i)];
+      int64_t lo = 0, hi = 0;
+      if (j < rr.size()) {
+        lo = std::max(rr[j].lo + base, a) - a;
+        hi = std::min(rr[j].hi + base, e) - a;
+      }
+      cols[size_t(i)] = {lo, std::max(lo, hi)};
+      const bool empty_row = std::isinf(x.lse[size_t(i)]);
+      any = any || hi > lo || (!guard && empty_row);
+    }
+    if (!any) return false;
+    P.resize(size_t(R * n));
+    dS.resize(size_t(R * n));
+    detail::gemm_abt<T>(R, n, D, scale, x.q.data(), D, K.data(), D, T(0), P.data(), n);
+    detail::gemm_abt<T>(R, n, Dv, T(1), x.dout.data(), Dv, V.data(), Dv, T(0), dS.data(), n);  // dP
+    for (int64_t i = 0; i < R; ++i) {
+      const T lse = x.lse[size_t(i)];
+      const bool skip = std::isinf(lse) && guard;
+      const auto [lo, hi] = cols[size_t(i)];
+      T* p = P.data() + i * n;
+      T* ds = dS.data() + i * n;
+      for (int64_t s = 0; s < n; ++s) {
+        const bool allowed = s >= lo && s < hi && !skip;
+        const T pv = allowed || !guard ? std::exp((allowed ? p[s] : ninf) - lse) : T(0);
+        p[s] = pv;
+        ds[s] = pv * (ds[s] - x.d[size_t(i)]);
+        if (emulate) {
+          p[s] = T(round_to(l.c.dtype, float(p[s])));
+          ds[s] = T(round_to(l.c.dtype, float(ds[s])));
+        }
+      }
+    }
+    return true;
+  }
+
+  // Pass A: dQ of every valid row, packed per block (rows x Hq x D), in block order.
+  void dq(std::vector<std::vector<T>>& out) const {
+    out.assign(blocks.size(), {});
+#pragma omp parallel num_threads(detail::reference_threads())
+    {
+      RowsOfHead x;
+      std::vector<T> K, V, P, dS, acc;
+#pragma omp for schedule(dynamic, 1)
+      for (size_t bi = 0; bi < blocks.size(); ++bi) {
+        const Block& b = blocks[bi];
+        const int64_t R = int64_t(b.rows.size());
+        auto& dst = out[bi];
+        dst.assign(size_t(R * Hq * D), T(0));
+        for (int h = 0; h < Hq; ++h) {
+          const int kvh = seams.kv_head(l, h);
+          load_rows(b, h, x);
+          acc.assign(size_t(R * D), T(0));
+          for (size_t j = 0; j < b.spans.size(); ++j) {
+            const Span& sp = b.spans[j];
+            if (sp.hi <= sp.lo) continue;
+            const int64_t a = sp.base + sp.lo, e = sp.base + sp.hi;
+            load_kv(in.k, D, kvh, a, e, K);
+            load_kv(in.v, Dv, kvh, a, e, V);
+            if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
+            detail::gemm_ab<T>(R, D, e - a, dq_scale, dS.data(), e - a, K.data(), D, T(1), acc.data(), D);
+          }
+          if (!guard)  // no allowed key and no span: exp(s - lse) over a masked tile still gives NaN
+            for (int64_t i = 0; i < R; ++i)
+              if (std::isinf(x.lse[size_t(i)]) && x.lse[size_t(i)] < 0)
+                std::fill_n(acc.data() + i * D, D, std::numeric_limits<T>::quiet_NaN());
+          for (int64_t i = 0; i < R; ++i) std::copy_n(acc.data() + i * D, D, dst.data() + (i * Hq + h) * D);
+        }
+      }
+    }
+  }
+
+  // Pass B: dK/dV of the key block [k0, k0 + kKeyBlock) of the buffer, per KV head (n x Hkv x D / Dv),
+  // and which of its rows received a contribution. pairs: (row block, span index) meeting the block.
+  void dkv_block(int64_t k0, const std::vector<std::pair<size_t, size_t>>& pairs, std::vector<T>& dk,
+                 std::vector<T>& dv, std::vector<char>& touched) const {
+    const int64_t k1 = std::min(k0 + kKeyBlock, l.kv_rows), n = k1 - k0;
+    dk.assign(size_t(n * Hkv * D), T(0));
+    dv.assign(size_t(n * Hkv * Dv), T(0));
+    touched.assign(size_t(n), 0);
+    const bool sum_group = seams.dkv_sums_group(l), sum_segments = seams.dkv_sums_segments(l);
+    RowsOfHead x;
+    std::vector<T> K, V, P, dS, tk, tv, Pt, dSt;
+    std::vector<char> seg_touched;
+    // A segment's contributions go to tk/tv first; they are added (or, without the segment sum, replace
+    // what earlier segments gave the keys this segment reaches).
+    size_t p = 0;
+    while (p < pairs.size()) {
+      const int seg = blocks[pairs[p].first].seg;
+      size_t q = p;
+      while (q < pairs.size() && blocks[pairs[q].first].seg == seg) ++q;
+      tk.assign(dk.size(), T(0));
+      tv.assign(dv.size(), T(0));
+      seg_touched.assign(size_t(n), 0);
+      for (int h = 0; h < Hq; ++h) {
+        if (!sum_group && h % l.group() != 0) continue;
+        const int kvh = seams.kv_head(l, h);
+        for (size_t t = p; t < q; ++t) {
+          const Block& b = blocks[pairs[t].first];
+          const size_t j = pairs[t].second;
+          const Span& sp = b.spans[j];
+          const int64_t a = std::max(k0, sp.base + sp.lo), e = std::min(k1, sp.base + sp.hi);
+          if (a >= e) continue;
+          load_rows(b, h, x);
+          load_kv(in.k, D, kvh, a, e, K);
+          load_kv(in.v, Dv, kvh, a, e, V);
+          if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
+          const int64_t R = int64_t(b.rows.size()), m = e - a;
+          // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q (as A^T B: the transposes through gemm_ab
+          // on packed copies keep to the two GEMM shapes of reference_gemm.h).
+          Pt.resize(size_t(m * R));
+          dSt.resize(size_t(m * R));
+          for (int64_t i = 0; i < R; ++i)
+            for (int64_t s = 0; s < m; ++s) {
+              Pt[size_t(s * R + i)] = P[size_t(i * m + s)];
+              dSt[size_t(s * R + i)] = dS[size_t(i * m + s)];
+            }
+          T* tvp = tv.data() + ((a - k0) * Hkv + kvh) * Dv;
+          T* tkp = tk.data() + ((a - k0) * Hkv + kvh) * D;
+          detail::gemm_ab<T>(m, Dv, R, T(1), Pt.data(), R, x.dout.data(), Dv, T(1), tvp, int64_t(Hkv) * Dv);
+          detail::gemm_ab<T>(m, D, R, dk_scale, dSt.data(), R, x.q.data(), D, T(1), tkp, int64_t(Hkv) * D);
+          std::fill(seg_touched.begin() + (a - k0), seg_touched.begin() + (e - k0), char(1));
+        }
+      }
+      for (int64_t s = 0; s < n; ++s) {
+        if (!seg_touched[size_t(s)]) continue;
+        const bool add = sum_segments && touched[size_t(s)];  // the first contribution is stored as is
+        touched[size_t(s)] = 1;
+        for (int64_t i = s * Hkv * D; i < (s + 1) * Hkv * D; ++i)
+          dk[size_t(i)] = add ? dk[size_t(i)] + tk[size_t(i)] : tk[size_t(i)];
+        for (int64_t i = s * Hkv * Dv; i < (s + 1) * Hkv * Dv; ++i)
+          dv[size_t(i)] = add ? dv[size_t(i)] + tv[size_t(i)] : tv[size_t(i)];
+      }
+      p = q;
+    }
+  }
+
+  void operator()(Outputs& out) const {
+    // dQ: stored row by row in order (a model whose dQ rows collide stores the last deterministically).
+    std::vector<std::vector<T>> dq_blocks;
+    dq(dq_blocks);
+    for (size_t bi = 0; bi < blocks.size(); ++bi)
+      for (size_t i = 0; i < blocks[bi].rows.size(); ++i) {
+        const int64_t w = seams.dq_write_row(l, blocks[bi].rows[i]);
+        for (int64_t e = 0; e < int64_t(Hq) * D; ++e)
+          out.dq[size_t(w * Hq * D + e)] = float(dq_blocks[bi][size_t(int64_t(i) * Hq * D + e)]);
+      }
+    dq_blocks.clear();
+    // dK/dV: key blocks of the buffer and the (row block, span) pairs that meet each, in row block order.
+    const int64_t nkb = (l.kv_rows + kKeyBlock - 1) / kKeyBlock;
+    std::vector<std::vector<std::pair<size_t, size_t>>> pairs(static_cast<size_t>(nkb));
+    for (size_t bi = 0; bi < blocks.size(); ++bi)
+      for (size_t j = 0; j < blocks[bi].spans.size(); ++j) {
+        const Span& sp = blocks[bi].spans[j];
+        if (sp.hi <= sp.lo) continue;
+        for (int64_t kb = (sp.base + sp.lo) / kKeyBlock; kb * kKeyBlock < sp.base + sp.hi; ++kb)
+          pairs[size_t(kb)].push_back({bi, j});
+      }
+    const std::vector<char> valid = valid_rows(l, RowBuffer::KV);
+    std::vector<std::vector<T>> dk(static_cast<size_t>(nkb)), dv(static_cast<size_t>(nkb));
+    std::vector<std::vector<char>> touched(static_cast<size_t>(nkb));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(detail::reference_threads())
+    for (int64_t kb = 0; kb < nkb; ++kb)
+      dkv_block(kb * kKeyBlock, pairs[size_t(kb)], dk[size_t(kb)], dv[size_t(kb)], touched[size_t(kb)]);
+    // Every valid K row is written (0 where no row sees it); a row outside them only where a
+    // contribution reached it. Stored in key order (colliding rows: the last).
+    for (int64_t kb = 0; kb < nkb; ++kb)
+      for (int64_t s = 0; s < int64_t(touched[size_t(kb)].size()); ++s) {
+        const int64_t k = kb * kKeyBlock + s;
+        if (!valid[size_t(k)] && !touched[size_t(kb)][size_t(s)]) continue;
+        const int64_t w = seams.dkv_write_row(l, k);
+        for (int64_t e = 0; e < int64_t(Hkv) * D; ++e)
+          out.dk[size_t(w * Hkv * D + e)] = float(dk[size_t(kb)][size_t(s * Hkv * D + e)]);
+        for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e)
+          out.dv[size_t(w * Hkv * Dv + e)] = float(dv[size_t(kb)][size_t(s * Hkv * Dv + e)]);
+      }
+  }
+};
+
+}  // namespace
+
+void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& seams) {
+  detail::BlasSingleThread blas_in_caller;
+  if (l.c.precision == Precision::F64)
+    Run<double>(l, in, seams)(out);
+  else
+    Run<float>(l, in, seams)(out);
+}
+
+void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out) {
+  detail::BlasSingleThread blas_in_caller;
+  Run<float>(l, in, exact_seams(), true)(out);
+}
+
+}  // namespace ao
