@@ -12,6 +12,7 @@ std::vector<BugModel> tile_store_models();     // tile_stores.cpp: what tiled ke
 std::vector<BugModel> window_models();         // window.cpp: windows, alignment, CP and offsets (catalog B, C, F)
 std::vector<BugModel> split_kv_models();       // split_kv.cpp: split-KV, empty rows, LSE (catalog D, E)
 std::vector<BugModel> indexer_catalog_models();  // indexer_catalog.cpp: DSA top-k indexers (catalog A)
+std::vector<BugModel> indexer_backward_models();  // indexer_backward.cpp: the indexer's KL loss and gradients
 
 // A model's seams: one instance of a ReferenceSeams subclass, shared by every backend made from it.
 template <class S, class... A>

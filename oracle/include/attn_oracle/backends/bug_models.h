@@ -36,6 +36,7 @@ inline constexpr uint64_t kModelCaseSeeds[] = {3, 101, 977};
 struct BugModel {
   std::string name, what;
   bool indexer, sdpa;  // ops the defect is defined for
+  Pass pass = Pass::Fwd;  // the pass it is defined for (a backward model's seams: indexer_backward.h)
   std::shared_ptr<const ReferenceSeams> seams = {};  // null: the exact reference's
   OutputTransform transform = {};                      // empty = none
   // Where the defect was seen: the catalog id ("[20]", "" for a model invented here) and the public
