@@ -25,8 +25,9 @@ CaseResult run(const std::string& line, const std::string& backend) {
 TEST(BugModels, EveryGatedMetricHasATriggerCaseThatFailsIt) {
   // Some model's trigger case (test_bug_model_claims.cpp runs them) must fail every metric that carries
   // a gate rule, for both ops.
-  for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64"}) {
-    const std::string op = parse_case(line).op == Op::Indexer ? "op=indexer" : "op=sdpa";
+  for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64", "op=indexer pass=bwd docs=64 topk=8"}) {
+    const Case c = parse_case(line);
+    const std::string op = c.pass == Pass::Bwd ? "op=indexer pass=bwd" : c.op == Op::Indexer ? "op=indexer" : "op=sdpa";
     const auto r = run(line, "cpu-ref");
     for (const auto& m : r.verdict.metrics) {
       if (m.rule.empty()) continue;
