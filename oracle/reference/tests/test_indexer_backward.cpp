@@ -23,14 +23,14 @@ using namespace ao;
 
 namespace {
 
-struct Run {
+struct BwdRun {
   Layout l;
   Inputs in;
   Outputs out;
 };
 
-Run run_case(const std::string& line) {
-  Run x{make_layout(parse_case(line)), {}, {}};
+BwdRun run_case(const std::string& line) {
+  BwdRun x{make_layout(parse_case(line)), {}, {}};
   x.in = make_case_inputs(x.l);
   x.out = make_sentinel_outputs(x.l);
   reference_indexer_backward(x.l, x.in, x.out);
@@ -141,7 +141,7 @@ TEST(IndexerBackward, MatchesNaiveDefinitionOnRandomLayouts) {
   for (int i = 0; i < 40; ++i) {
     const std::string line = random_line(rng, i);
     SCOPED_TRACE(line);
-    const Run x = run_case(line);
+    const BwdRun x = run_case(line);
     const Naive n = naive(x.l, x.in);
     std::vector<char> qrows(size_t(x.l.q_rows), 0);
     for (int64_t r = 0; r < x.l.q_rows; ++r) qrows[size_t(r)] = x.l.row_segment[size_t(r)] >= 0 && x.l.valid_row(r);
@@ -163,7 +163,7 @@ TEST(IndexerBackward, CpRanksSumToTheSingleRankAnswer) {
         const std::string base =
             fmt::format("op=indexer pass=bwd docs={} heads=3 dim=8 topk=12 loss_mean=sum seed={}", docs, seed);
         SCOPED_TRACE(base + " cp_scheme=" + scheme);
-        const Run one = run_case(base);
+        const BwdRun one = run_case(base);
         const int H = one.l.c.heads, D = one.l.c.dim;
         std::map<int64_t, int64_t> one_row;  // q token -> row
         for (int64_t r = 0; r < one.l.q_rows; ++r)
@@ -171,7 +171,7 @@ TEST(IndexerBackward, CpRanksSumToTheSingleRankAnswer) {
         std::vector<double> dk_sum(one.out.dk.size(), 0), dk_abs(one.out.dk.size(), 0);
         double loss_sum = 0, loss_abs = 0;
         for (int rank = 0; rank < 4; ++rank) {
-          const Run x = run_case(fmt::format("{} cp=4 rank={} cp_scheme={}", base, rank, scheme));
+          const BwdRun x = run_case(fmt::format("{} cp=4 rank={} cp_scheme={}", base, rank, scheme));
           ASSERT_EQ(x.l.kv_rows, one.l.kv_rows);  // the all-gathered K buffer is cp=1's
           for (int64_t r = 0; r < x.l.q_rows; ++r) {
             const int64_t t = q_token_id(x.l, r);
@@ -201,8 +201,8 @@ TEST(IndexerBackward, CpRanksSumToTheSingleRankAnswer) {
 // Per token the same slots, target and prediction under any layout (CP split, padding), and the values
 // stress what the definition clips.
 TEST(IndexerBackward, GeneratedInputsFollowTokensAndStressTheClip) {
-  const Run one = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 seed=5");
-  const Run cp = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 seed=5 cp=2 rank=1 q_pad=8,8 kv_pad=4,4");
+  const BwdRun one = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 seed=5");
+  const BwdRun cp = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 seed=5 cp=2 rank=1 q_pad=8,8 kv_pad=4,4");
   const int K = one.l.c.topk;
   std::map<int64_t, int64_t> one_row;
   for (int64_t r = 0; r < one.l.q_rows; ++r)
@@ -252,9 +252,9 @@ TEST(IndexerBackward, BitwiseTheSameForAnyThreadCount) {
   const std::string line = "op=indexer pass=bwd docs=300,200 heads=4 dim=16 topk=32 seed=9";
   auto& n = detail::reference_threads_override();
   n = 1;
-  const Run a = run_case(line);
+  const BwdRun a = run_case(line);
   n = 3;
-  const Run b = run_case(line);
+  const BwdRun b = run_case(line);
   n = 0;
   EXPECT_EQ(a.in.topk, b.in.topk);
   for (auto f : {&Outputs::dq, &Outputs::dw, &Outputs::dk, &Outputs::loss}) {
