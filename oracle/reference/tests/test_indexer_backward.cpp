@@ -201,8 +201,8 @@ TEST(IndexerBackward, CpRanksSumToTheSingleRankAnswer) {
 // Per token the same slots, target and prediction under any layout (CP split, padding), and the values
 // stress what the definition clips.
 TEST(IndexerBackward, GeneratedInputsFollowTokensAndStressTheClip) {
-  const BwdRun one = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 seed=5");
-  const BwdRun cp = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 seed=5 cp=2 rank=1 q_pad=8,8 kv_pad=4,4");
+  const BwdRun one = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 scale=200 seed=5");
+  const BwdRun cp = run_case("op=indexer pass=bwd docs=96,40 heads=2 dim=8 topk=16 scale=200 seed=5 cp=2 rank=1 q_pad=8,8 kv_pad=4,4");
   const int K = one.l.c.topk;
   std::map<int64_t, int64_t> one_row;
   for (int64_t r = 0; r < one.l.q_rows; ++r)
@@ -229,7 +229,8 @@ TEST(IndexerBackward, GeneratedInputsFollowTokensAndStressTheClip) {
     }
   }
   EXPECT_GT(compared, 100);
-  // Over the cp=1 rows: zero targets, targets below e^-100, near-one-hot rows, predictions of 0, and -1
+  // Over the cp=1 rows (scale=200: logits far apart): zero targets, targets below e^-100, near-one-hot rows,
+  // predictions that underflow to 0, and -1
   // slots holding the poison.
   int64_t zero_t = 0, tiny_t = 0, one_hot = 0, zero_p = 0, poison = 0;
   for (int64_t r = 0; r < one.l.q_rows; ++r) {
