@@ -102,8 +102,8 @@ enum class Focus {
   Values,     // values=extreme|plateau|clustered, wide heads
   LongRows,   // rows past max_doc keys behind a shorter document, clustered scores
   Compressed, // indexer: key compression (ratio 2 mostly) with decode rows, top-k about half their keys
-  Ties,       // indexer: quantised inputs with strict tie order, queries starting past position 0
-  Backward,   // indexer: the training path (pass=bwd): loss conventions, a scale in the chain
+  Ties,       // indexer: quantised inputs with strict tie order, queries starting past position 0, and the
+              // training path (pass=bwd: exact zeros of q.k under quantised inputs, loss conventions)
 };
 
 struct Emphasis {
@@ -119,7 +119,7 @@ Emphasis draw_emphasis(ChoiceSource& R, const std::optional<Op>& op) {
   if (op != Op::Indexer)
     for (Focus f : {Focus::Window, Focus::Sentinel, Focus::Split}) fam.push_back(f);
   if (op != Op::Sdpa)
-    for (Focus f : {Focus::Compressed, Focus::Ties, Focus::Backward}) fam.push_back(f);
+    for (Focus f : {Focus::Compressed, Focus::Ties}) fam.push_back(f);
   const Focus f = fam[size_t(R.scheduled(int64_t(fam.size()) - 1))];
   // Families whose triggers exclude each other alternate between them from one round to the next
   // (drawn for every family, so that the emphasis never changes which decisions follow).
@@ -275,7 +275,7 @@ void choose_padding(ChoiceSource& R, Case& c, const Emphasis& E) {
 Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const Emphasis E = draw_emphasis(R, opt.op);
   const bool sdpa_family = E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::Split);
-  const bool indexer_family = E.on(Focus::Compressed) || E.on(Focus::Ties) || E.on(Focus::Backward);
+  const bool indexer_family = E.on(Focus::Compressed) || E.on(Focus::Ties);
   const double p_indexer = sdpa_family                                 ? 0.0
                            : indexer_family                            ? 0.9
                            : E.on(Focus::LongRows)                     ? 0.85
@@ -423,7 +423,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.9 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
     c.ties = Ties::Strict;
   // The indexer's training path: the loss's denominator as callers differ, a scale the gradient chain carries.
-  if (op == Op::Indexer && R.chance(E.p(Focus::Backward, 0.08, 0.95))) {
+  if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.08, 0.5))) {
     c.pass = Pass::Bwd;
     c.loss_mean = R.pick<LossMean>({LossMean::Rows, LossMean::Valid, LossMean::Keyed, LossMean::Sum});
     if (R.chance(0.3)) c.scale = R.pick<double>({0.25, 0.5});

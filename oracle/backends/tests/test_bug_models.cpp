@@ -58,8 +58,9 @@ TEST(BugModels, SeedDefectsAtReducedDims) {
 TEST(BugModels, ModelsDeclineOpsTheyDoNotDefine) {
   for (const auto& m : bug_models()) {
     const std::string name = "cpu-bug:" + m.name;
-    for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64"}) {
-      const bool defined = parse_case(line).op == Op::Indexer ? m.indexer : m.sdpa;
+    for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64", "op=indexer pass=bwd docs=64 topk=8"}) {
+      const Case c = parse_case(line);
+      const bool defined = (c.op == Op::Indexer ? m.indexer : m.sdpa) && c.pass == m.pass;
       const auto r = run(line, name);
       EXPECT_EQ(r.verdict.kind == Verdict::Skipped, !defined) << name << " on " << line;
     }
