@@ -102,7 +102,8 @@ enum class Focus {
   Values,     // values=extreme|plateau|clustered, wide heads
   LongRows,   // rows past max_doc keys behind a shorter document, clustered scores
   Compressed, // indexer: key compression (ratio 2 mostly) with decode rows, top-k about half their keys
-  Ties,       // indexer: quantised inputs with strict tie order, queries starting past position 0
+  Ties,       // indexer: quantised inputs with strict tie order, queries starting past position 0, and the
+              // training path (pass=bwd: exact zeros of q.k under quantised inputs, loss conventions)
 };
 
 struct Emphasis {
@@ -438,6 +439,12 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   // Strict tie order matters only where ties exist (quantised inputs, zero plateaus).
   if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.95 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
     c.ties = Ties::Strict;
+  // The indexer's training path: the loss's denominator as callers differ, a scale the gradient chain carries.
+  if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.08, 0.5))) {
+    c.pass = Pass::Bwd;
+    c.loss_mean = R.pick<LossMean>({LossMean::Rows, LossMean::Valid, LossMean::Keyed, LossMean::Sum});
+    if (R.chance(0.3)) c.scale = R.pick<double>({0.25, 0.5});
+  }
   if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
   c.seed = R.integer(1, 1000000);
 
@@ -450,6 +457,10 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const int64_t widen = std::max<int64_t>(1, c.dim / 64);
   if (long_rows || wide)
     if (rows > 64 && rows * max_keys * widen > P.max_check_keys) c.rows = 64;
+  if (c.pass == Pass::Bwd && c.rows != 0) {  // the backward judges every row: too many, the forward instead
+    c.pass = Pass::Fwd;
+    c.loss_mean = LossMean::Rows;
+  }
   return c;
 }
 

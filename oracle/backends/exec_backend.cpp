@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -42,10 +43,18 @@ struct OutSpec {
   std::string name, descr;
   std::vector<int64_t> shape;
   bool required;
+  // Where it lives in Outputs: an int32 ('<i4') or a float32 ('<f4') tensor.
+  std::vector<int32_t> Outputs::*indices = nullptr;
+  std::vector<float> Outputs::*floats = nullptr;
 };
 
 std::vector<OutSpec> output_specs(const Layout& l) {
   const Case& c = l.c;
+  if (c.op == Op::Indexer && c.pass == Pass::Bwd)  // the loss is optional (cuDNN's backward returns gradients only)
+    return {{"dq", "<f4", {l.q_rows, c.heads, c.dim}, true, nullptr, &Outputs::dq},
+            {"dk", "<f4", {l.kv_rows, c.dim}, true, nullptr, &Outputs::dk},
+            {"dw", "<f4", {l.q_rows, c.heads}, true, nullptr, &Outputs::dw},
+            {"loss", "<f4", {1}, false, nullptr, &Outputs::loss}};
   if (c.op == Op::Indexer)
     return {{"topk", "<i4", {l.q_rows, c.topk}, true}, {"scores", "<f4", {l.q_rows, c.topk}, false}};
   return {{"o", "<f4", {l.o_rows, c.hq, c.dim_v}, true}, {"lse", "<f4", {l.stats_rows, c.hq}, true}};
@@ -81,6 +90,8 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
   m["empty_rows"] = to_string(c.empty_rows);
   m["poison"] = to_string(c.poison);
   m["pad_writes"] = to_string(c.pad_writes);
+  m["pass"] = to_string(c.pass);
+  if (c.op == Op::Indexer && c.pass == Pass::Bwd) m["loss_mean"] = to_string(c.loss_mean);
   m["dims"] = c.op == Op::Indexer ? json{{"heads", c.heads}, {"dim", c.dim}, {"topk", c.topk}, {"ratio", c.ratio}}
                                   : json{{"hq", c.hq}, {"hkv", c.hkv}, {"dim", c.dim}, {"dim_v", c.dim_v}};
   m["cp"] = json{{"size", c.cp},
@@ -139,6 +150,17 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
       "keys) are what a kernel is given: they do not change the exact result. GQA: query head h reads kv head "
       "h / (hq/hkv). Under CP the K/V buffer is the all-gathered global one and Q/O/stats rows are this rank's "
       "local buffer.";
+  if (c.op == Op::Indexer && c.pass == Pass::Bwd)
+    m["semantics_backward"] =
+        "Indexer backward (pass=bwd): per valid row t and valid slot j (topk[t,j] >= 0; -1 slots contribute "
+        "nothing, their target/predict hold the poison): lt = clip(log target, -100, 0), lp = clip(log predict, "
+        "-100, 0); loss = sum_t sum_j exp(lt)(lt - lp) / denominator; g_j = -exp(lt) * [log predict_j >= -100]; "
+        "dz_j = (g_j - predict_j * sum_i g_i) * grad_loss / denominator; with a_hj = q[t,h] . k[topk[t,j]]: "
+        "dw[t,h] = sum_j dz_j scale max(a_hj, 0); dq[t,h] = sum_j dz_j scale w[t,h] [a_hj > 0] k_j; "
+        "dk[key] += dz_j scale sum_h w[t,h] [a_hj > 0] q[t,h] over every row that selected the key (the whole K "
+        "buffer; valid K rows no row selected: 0; under CP only this rank's rows). denominator by loss_mean: rows "
+        "= the Q buffer's rows, valid = valid rows, keyed = valid rows with a valid slot, sum = 1. loss.npy is "
+        "optional.";
 
   json tensors;
   if (c.op == Op::Indexer) {
@@ -146,6 +168,16 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
     tensors["q"] = {{"file", "q.npy"}, {"shape", qs}, {"stored_as", write_input(dir, "q", c.dtype, in.q, qs)}};
     tensors["w"] = {{"file", "w.npy"}, {"shape", ws}, {"stored_as", write_input(dir, "w", c.dtype, in.w, ws)}};
     tensors["k"] = {{"file", "k.npy"}, {"shape", ks}, {"stored_as", write_input(dir, "k", c.dtype, in.k, ks)}};
+    if (c.pass == Pass::Bwd) {  // the forward's top-k, the distributions over its slots (fp32), grad_loss
+      const std::vector<int64_t> ts{l.q_rows, c.topk}, gs{1};
+      npy::write(dir + "/topk.npy", "<i4", ts, in.topk.data());
+      tensors["topk"] = {{"file", "topk.npy"}, {"shape", ts}, {"stored_as", "<i4"}};
+      for (const auto& [name, v, shape] : {std::tuple{"target", &in.target, ts}, std::tuple{"predict", &in.predict, ts},
+                                           std::tuple{"grad_loss", &in.grad_loss, gs}}) {
+        npy::write(dir + "/" + name + ".npy", "<f4", shape, v->data());
+        tensors[name] = {{"file", std::string(name) + ".npy"}, {"shape", shape}, {"stored_as", "<f4"}};
+      }
+    }
   } else {
     const std::vector<int64_t> qs{l.q_rows, c.hq, c.dim}, ks{l.kv_rows, c.hkv, c.dim}, vs{l.kv_rows, c.hkv, c.dim_v};
     tensors["q"] = {{"file", "q.npy"}, {"shape", qs}, {"stored_as", write_input(dir, "q", c.dtype, in.q, qs)}};
@@ -157,7 +189,9 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
   const Outputs sentinel = make_sentinel_outputs(l);
   for (const auto& o : output_specs(l)) {
     outs[o.name] = {{"file", o.name + ".npy"}, {"shape", o.shape}, {"dtype", o.descr}, {"required", o.required}};
-    const void* data = o.name == "topk"     ? static_cast<const void*>(sentinel.topk.data())
+    const void* data = o.indices ? static_cast<const void*>((sentinel.*o.indices).data())
+                       : o.floats  ? static_cast<const void*>((sentinel.*o.floats).data())
+                       : o.name == "topk"     ? static_cast<const void*>(sentinel.topk.data())
                        : o.name == "scores" ? static_cast<const void*>(sentinel.scores.data())
                        : o.name == "o"      ? static_cast<const void*>(sentinel.o.data())
                                             : static_cast<const void*>(sentinel.lse.data());
@@ -288,7 +322,11 @@ class ExecBackend : public Backend {
         continue;
       }
       try {
-        if (o.name == "topk")
+        if (o.indices)
+          out.*o.indices = npy::read_as<int32_t>(path, o.descr, o.shape);
+        else if (o.floats)
+          out.*o.floats = npy::read_as<float>(path, o.descr, o.shape);
+        else if (o.name == "topk")
           out.topk = npy::read_as<int32_t>(path, o.descr, o.shape);
         else if (o.name == "scores")
           out.scores = npy::read_as<float>(path, o.descr, o.shape);

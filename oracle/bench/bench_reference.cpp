@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "attn_oracle/reference/indexer_backward.h"
 #include "attn_oracle/reference/reference.h"
 #include "../reference/reference_gemm.h"
 #include "../reference/reference_runtime.h"
@@ -68,6 +69,22 @@ void reference_case(benchmark::State& st, const std::string& line) {
   st.SetLabel(line);
 }
 
+// The indexer backward's pieces on one case: the exact backward itself, its gates (the comparator's
+// cost), and the inputs it needs (the exact forward's top-k and the prediction over it).
+void indexer_backward_case(benchmark::State& st, const std::string& line, int what) {
+  const Layout l = make_layout(parse_case(line));
+  Inputs in = make_case_inputs(l);
+  Outputs out = make_sentinel_outputs(l);
+  for (auto _ : st) {
+    if (what == 0) reference_indexer_backward(l, in, out);
+    if (what == 1) benchmark::DoNotOptimize(indexer_backward_gates(l, in));
+    if (what == 2) make_indexer_backward_inputs(l, in);
+    benchmark::ClobberMemory();
+  }
+  st.counters["threads"] = detail::reference_threads();
+  st.SetLabel(line);
+}
+
 std::string flag(int argc, char** argv, const char* name, const char* dflt) {
   const size_t n = std::strlen(name);
   for (int i = 1; i < argc; ++i)
@@ -85,6 +102,9 @@ int main(int argc, char** argv) {
                                "op=indexer docs=131072 cp=32 rank=31 heads=32 dim=128 topk=2048 seed=7 rows=512");
   // A 32k-token pack of 4 documents, 8 heads x 128, causal.
   const std::string sdpa = flag(argc, argv, "--sdpa-case", "op=sdpa docs=8192*4 hq=8 hkv=8 dim=128 seed=7");
+  // The indexer's training path on the seed's rank (reduced dims): the forward of the same case is its baseline.
+  const std::string bwd = flag(argc, argv, "--indexer-bwd-case",
+                               "op=indexer docs=8192 cp=32 rank=31 heads=8 dim=64 topk=256 seed=7");
   const int reps = std::max(1, std::atoi(flag(argc, argv, "--reps", "3").c_str()));
   auto reg = [](const std::string& name, auto fn) {
     benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime()->MeasureProcessCPUTime()->MinTime(0.5);
@@ -101,6 +121,10 @@ int main(int argc, char** argv) {
     // The backward of the same pack (useful flops counted as the forward's: the ratio to sdpa_fp32 is the
     // backward's cost in forwards).
     reg("sdpa_bwd_fp32" + t, [sdpa](benchmark::State& s) { reference_case(s, sdpa + " pass=bwd"); });
+    reg("indexer_bwd_forward" + t, [bwd](benchmark::State& s) { reference_case(s, bwd); });
+    reg("indexer_bwd_backward" + t, [bwd](benchmark::State& s) { indexer_backward_case(s, bwd + " pass=bwd", 0); });
+    reg("indexer_bwd_gates" + t, [bwd](benchmark::State& s) { indexer_backward_case(s, bwd + " pass=bwd", 1); });
+    reg("indexer_bwd_inputs" + t, [bwd](benchmark::State& s) { indexer_backward_case(s, bwd + " pass=bwd", 2); });
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

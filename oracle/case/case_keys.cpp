@@ -331,6 +331,10 @@ std::vector<CaseKey> build_table() {
        field(&Case::values, enum_value<Values>())},
       {"ties", Indexer, ToDefault, choices<Ties>("top-k ties: any valid set, or tied keys in ascending index order"),
        field(&Case::ties, enum_value<Ties>())},
+      {"loss_mean", Indexer, ToDefault,
+       choices<LossMean>("pass=bwd: the loss's denominator: Q buffer rows (cuDNN FE, Megatron-LM), valid rows, "
+                         "valid rows with a key, or 1 (a sum)"),
+       field(&Case::loss_mean, enum_value<LossMean>())},
       {"pad_writes", Both, ToDefault, choices<PadWrites>("whether writes into output pad slots fail"),
        field(&Case::pad_writes, enum_value<PadWrites>())},
       {"probe", Sdpa, Keep,

@@ -35,6 +35,8 @@ AO_ENUM_NAMES(Values, {"normal", Values::Normal}, {"extreme", Values::Extreme}, 
 AO_ENUM_NAMES(Ties, {"set", Ties::Set}, {"strict", Ties::Strict})
 AO_ENUM_NAMES(Pass, {"fwd", Pass::Fwd}, {"bwd", Pass::Bwd})
 AO_ENUM_NAMES(GradPad, {"untouched", GradPad::Untouched}, {"zero", GradPad::Zero})
+AO_ENUM_NAMES(LossMean, {"rows", LossMean::Rows}, {"valid", LossMean::Valid}, {"keyed", LossMean::Keyed},
+              {"sum", LossMean::Sum})
 
 #undef AO_ENUM_NAMES
 

@@ -172,7 +172,7 @@ std::vector<ScratchBytes> compare_scratch_bytes(const Layout& l) {
 }
 
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
-  if (l.c.op == Op::Indexer) return compare_indexer(l, in, got, ref);
+  if (l.c.op == Op::Indexer) return l.c.pass == Pass::Bwd ? compare_indexer_bwd(l, in, got, ref) : compare_indexer(l, in, got, ref);
   return l.c.pass == Pass::Bwd ? compare_sdpa_bwd(l, in, got, ref) : compare_sdpa(l, in, got, ref);
 }
 

@@ -36,6 +36,19 @@ const int32_t* index_row(const Outputs& x, const OutputSpec& s, int64_t row) {
 }  // namespace
 
 std::vector<OutputSpec> output_specs(const Case& c) {
+  if (c.op == Op::Indexer && c.pass == Pass::Bwd) {  // d_index_q, d_weights over Q rows, d_index_k over K rows
+    OutputSpec dq{OutputTensor::Dq, "dq", RowBuffer::Q, int64_t(c.heads) * c.dim, ValueRows::Valid, RowCompare::Floats};
+    dq.floats = &Outputs::dq;
+    OutputSpec dw{OutputTensor::Dw, "dw", RowBuffer::Q, c.heads, ValueRows::Valid, RowCompare::Floats};
+    dw.floats = &Outputs::dw;
+    OutputSpec dk{OutputTensor::Dk, "dk", RowBuffer::KV, c.dim, ValueRows::Valid, RowCompare::Floats};
+    dk.floats = &Outputs::dk;
+    for (OutputSpec* g : {&dq, &dw, &dk}) {  // fp32 gradients: a kernel's rounding of sums over its slots
+      g->kernel_rtol = std::ldexp(1.0, -10);
+      g->kernel_atol = std::ldexp(1.0, -20);
+    }
+    return {dq, dw, dk};
+  }
   if (c.op == Op::Indexer) {
     OutputSpec topk{OutputTensor::TopK, "topk", RowBuffer::Q, c.topk, ValueRows::Segment,
                     c.ties == Ties::Strict ? RowCompare::IndexList : RowCompare::IndexSet};

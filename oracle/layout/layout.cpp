@@ -308,8 +308,6 @@ void validate(const Case& c) {
   if (B == 0) throw CaseError("docs", "", "at least one document is needed");
   if (c.kv_lens.size() != B)
     throw CaseError("kv_lens", list_str(c.kv_lens), fmt::format("needs {} entries like q_lens", B));
-  if (c.pass == Pass::Bwd && c.op == Op::Indexer)  // lifted where the op's backward reference and comparator exist
-    throw CaseError("pass", to_string(c.pass), fmt::format("the backward pass of op={} is not implemented", to_string(c.op)));
   if (c.pass == Pass::Fwd && c.grad_pad != GradPad::Untouched)
     throw CaseError("grad_pad", to_string(c.grad_pad), "applies to the backward's gradients only (pass=bwd)");
   if (c.pass == Pass::Bwd && c.op == Op::Sdpa) {  // forward-only keys: refused rather than ignored
@@ -317,6 +315,15 @@ void validate(const Case& c) {
       throw CaseError("num_splits", fmt::format("{}", c.num_splits), "split-KV is a forward key (pass=fwd)");
     for (auto [k, v] : {std::pair{"atol", c.atol}, {"rtol", c.rtol}, {"lse_tol", c.lse_tol}})
       if (v >= 0) throw CaseError(k, fmt::format("{}", v), "a forward tolerance (pass=bwd derives its gates)");
+  }
+  if (c.loss_mean != LossMean::Rows && !(c.op == Op::Indexer && c.pass == Pass::Bwd))
+    throw CaseError("loss_mean", to_string(c.loss_mean), "applies only to op=indexer pass=bwd (the training loss)");
+  if (c.op == Op::Indexer && c.pass == Pass::Bwd) {
+    // The loss and d_index_k sum over every row: a sample of rows would leave both undefined.
+    if (c.rows != 0)
+      throw CaseError("rows", fmt::format("{}", c.rows), "pass=bwd judges every row (the loss and d_index_k sum over all)");
+    if (c.min_recall >= 0 || c.score_tol >= 0)  // the forward's top-k gates: nothing to act on
+      throw CaseError(c.min_recall >= 0 ? "min_recall" : "score_tol", "", "applies only to pass=fwd (the top-k's gates)");
   }
   if (c.op == Op::Sdpa && (c.hq < 1 || c.hkv < 1))  // defaults_for leaves hkv=0 for parse_case to resolve
     throw CaseError(c.hq < 1 ? "hq" : "hkv", fmt::format("{}", c.hq < 1 ? c.hq : c.hkv), "must be >= 1");

@@ -73,6 +73,14 @@ const std::vector<LayoutFamily>& selftest_families() {
       {"idx-chunk", "op=indexer q_lens=64,64 kv_lens=320,400 start_pos=256 topk=32 seed=46"},
       {"idx-extreme", "op=indexer docs=300 mask=none topk=32 values=extreme seed=47"},
       {"idx-clustered", "op=indexer q_lens=4 kv_lens=12000 topk=512 values=clustered seed=48"},
+      // The indexer's backward (pass=bwd): a zigzag rank (a key selected by both chunks), short rows with
+      // -1 slots before a K tail, a padded pack under a valid-row mean and a scale, integer inputs (q.k = 0),
+      // logits far apart (predictions that underflow to 0).
+      {"bwd-cp", "op=indexer pass=bwd docs=1024 cp=4 rank=3 topk=64 seed=50"},
+      {"bwd-short", "op=indexer pass=bwd docs=40,25 tail=8 topk=64 seed=51"},
+      {"bwd-packed", "op=indexer pass=bwd docs=100,37,200 pad=5,0,11 loss_mean=valid scale=0.25 topk=16 seed=52"},
+      {"bwd-levels", "op=indexer pass=bwd docs=120 dim=4 levels=2 topk=16 seed=53"},
+      {"bwd-wide", "op=indexer pass=bwd docs=200 topk=16 scale=200 seed=54"},  // predictions that underflow to 0
   };
   return f;
 }

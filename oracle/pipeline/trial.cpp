@@ -68,6 +68,7 @@ Verdict Trial::judge_on(const Layout& l, const TrialRun& got, const TrialRun& re
 // The pictures use indices of checked rows (indexer) or O and LSE (SDPA); see CaseArtifacts.
 std::shared_ptr<const CaseArtifacts> Trial::keep_artifacts(TrialRun& got_run, TrialRun& ref_run) const {
   const Layout& l = l_;
+  if (l.c.pass == Pass::Bwd) return nullptr;  // the pictures draw the forward's outputs (top-k, O/LSE) only
   Outputs &got = got_run.out, &ref = ref_run.out;
   auto a = std::make_unique<CaseArtifacts>();
   a->layout = l;

@@ -4,6 +4,8 @@
 #include "attn_oracle/internal/rng.h"
 #include "attn_oracle/reference/reference.h"
 
+#include "attn_oracle/reference/indexer_backward.h"
+
 namespace ao {
 
 namespace {
@@ -48,6 +50,7 @@ void add_sdpa_saved(const Layout& l, Inputs& in) {
 Inputs make_case_inputs(const Layout& l) {
   Inputs in = make_inputs(l);
   if (l.c.pass == Pass::Bwd && l.c.op == Op::Sdpa) add_sdpa_saved(l, in);
+  if (l.c.op == Op::Indexer && l.c.pass == Pass::Bwd) make_indexer_backward_inputs(l, in);
   return in;
 }
 

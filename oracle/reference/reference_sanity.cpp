@@ -71,6 +71,30 @@ std::string sdpa_row_fault(const Layout& l, const Outputs& ref, int64_t r) {
   return {};
 }
 
+// The indexer backward: every valid Q row's d_index_q and d_weights, every valid K row's d_index_k and the
+// loss written and finite.
+std::string indexer_backward_fault(const Layout& l, const Outputs& ref) {
+  const size_t HD = size_t(l.c.heads) * size_t(l.c.dim), H = size_t(l.c.heads), D = size_t(l.c.dim);
+  std::string fault;
+  auto check = [&](const std::vector<float>& t, size_t row, size_t width, const char* name, const std::string& at) {
+    for (size_t e = 0; e < width && fault.empty(); ++e) {
+      const float x = t[row * width + e];
+      if (is_sentinel(x)) fault = fmt::format("{}: {} unwritten", at, name);
+      else if (!std::isfinite(x)) fault = fmt::format("{}: {}[{}] = {} is not finite", at, name, e, x);
+    }
+  };
+  for_each_valid_row(l, RowBuffer::Q, [&](int64_t r, int64_t) {
+    if (!fault.empty()) return;
+    check(ref.dq, size_t(r), HD, "d_index_q", where(l, r));
+    check(ref.dw, size_t(r), H, "d_weights", where(l, r));
+  });
+  for_each_valid_row(l, RowBuffer::KV, [&](int64_t, int64_t j) {
+    if (fault.empty()) check(ref.dk, size_t(j), D, "d_index_k", fmt::format("K row {}", j));
+  });
+  if (fault.empty()) check(ref.loss, 0, 1, "loss", "the loss");
+  return fault;
+}
+
 }  // namespace
 
 // The SDPA backward's gradients: finite on every judged row (valid Q rows, valid K/V rows).
@@ -95,6 +119,7 @@ static std::string sdpa_bwd_fault(const Layout& l, const Outputs& ref) {
 
 std::string reference_sanity(const Layout& l, const Outputs& ref) {
   if (l.c.pass == Pass::Bwd && l.c.op == Op::Sdpa) return sdpa_bwd_fault(l, ref);
+  if (l.c.op == Op::Indexer && l.c.pass == Pass::Bwd) return indexer_backward_fault(l, ref);
   const auto& rows = l.check_rows;
   const bool indexer = l.c.op == Op::Indexer;
   // Rows are independent: checked in parallel; the first bad one (in row order) is reported.

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""An `exec:` backend in numpy (float64): the DSA indexer and padded-THD SDPA, written from the
+"""An `exec:` backend in numpy (float64): the DSA indexer (its forward top-k and, under pass=bwd, its KL
+loss and gradients) and padded-THD SDPA, written from the
 semantics in README/meta.json, independently of the C++ reference. CI uses it to test the exec:
 protocol, and --fault re-creates every way an external backend can fail:
 
-  usage: numpy_ref.py [--fault F] [--bug topleft-cp] CASE_DIR
+  usage: numpy_ref.py [--fault F] [--bug topleft-cp|loss-mean-buffer-rows] CASE_DIR
   faults: exit3 sleep sleep-child signal skip missing nowrite shape dtype truncated garbage nan
 """
 import argparse
@@ -53,6 +54,52 @@ def indexer(case, topleft_bug):
     return {"topk": topk, "scores": scores}
 
 
+LOSS_MEANS = ("rows", "valid", "keyed", "sum")
+
+
+def indexer_backward(case, mean_bug, ft=np.float64):
+    """The indexer's KL loss and its gradients over the given top-k slots (README "The indexer's training
+    path"), straight from the definition: per row, its valid slots; d_index_k accumulated over every row
+    that selected a key. ft = np.float32 computes like an honest fp32 kernel (fp32 logs, exps and sums)."""
+    loss_mean = case.meta.get("loss_mean", "rows")
+    if loss_mean not in LOSS_MEANS:  # a convention this adapter does not know: never a silent wrong answer
+        skip(f"numpy_ref: loss_mean={loss_mean} is not implemented (known: {', '.join(LOSS_MEANS)})")
+    q, w, k = (case.input(n).astype(ft) for n in ("q", "w", "k"))
+    topk = case.raw_input("topk").astype(np.int64)
+    target, predict = case.input("target").astype(ft), case.input("predict").astype(ft)
+    grad_loss = ft(case.input("grad_loss")[0])
+    dq, dw, dk, loss = case.output("dq"), case.output("dw"), case.output("dk"), case.output("loss")
+    rows = [seg["row0"] + i for seg in case.segments for i in range(seg["valid"])]
+    keyed = sum(1 for r in rows if (topk[r] >= 0).any())
+    denom = {"rows": topk.shape[0], "valid": len(rows), "keyed": keyed, "sum": 1}[loss_mean]
+    if mean_bug:  # loss-mean-buffer-rows: every buffer row counted, whatever the convention
+        denom = topk.shape[0]
+    denom = max(denom, 1)
+    grad_k = np.zeros((k.shape[0], k.shape[1]), dtype=ft)
+    total = ft(0.0)
+    lo, hi = ft(-100.0), ft(0.0)
+    with np.errstate(divide="ignore"):
+        for r in rows:
+            sel = np.nonzero(topk[r] >= 0)[0]
+            keys = topk[r, sel]
+            log_t, log_p = np.log(target[r, sel]), np.log(predict[r, sel])
+            lt, lp = np.clip(log_t, lo, hi), np.clip(log_p, lo, hi)
+            total += np.sum(np.exp(lt) * (lt - lp))
+            g = np.where(log_p >= lo, -np.exp(lt), ft(0.0))
+            dz = (g - predict[r, sel] * g.sum()) * grad_loss / ft(denom) * ft(case.scale)
+            dots = q[r] @ k[keys].T                       # [heads, slots]
+            dw[r] = (np.maximum(dots, ft(0.0)) * dz[None, :]).sum(axis=1)
+            coef = (dots > 0).astype(ft) * w[r][:, None] * dz[None, :]  # [heads, slots]
+            dq[r] = coef @ k[keys]
+            np.add.at(grad_k, keys, coef.T @ q[r])
+    valid_k = np.zeros(k.shape[0], dtype=bool)
+    for d in case.docs:
+        valid_k[d["kv_off"]:d["kv_off"] + d["kv_len"]] = True
+    dk[valid_k] = grad_k[valid_k]
+    loss[0] = total / ft(denom)
+    return {"dq": dq, "dw": dw, "dk": dk, "loss": loss}
+
+
 # LSE of a row with no allowed key, by meta.json's empty_rows (README: conventions).
 EMPTY_LSE = {"neginf": -np.inf, "posinf": np.inf}
 
@@ -98,7 +145,9 @@ def sdpa(case, topleft_bug):
 def run(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--fault", default="")
-    ap.add_argument("--bug", default="none", choices=["none", "topleft-cp"], help="defect to re-create (cpu-bug:<id> id)")
+    ap.add_argument("--bug", default="none", choices=["none", "topleft-cp", "loss-mean-buffer-rows"],
+                    help="defect to re-create (cpu-bug:<id> id)")
+    ap.add_argument("--fp32", action="store_true", help="indexer pass=bwd: compute in float32 like a kernel")
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
     case = CaseDir(a.case_dir)
@@ -115,13 +164,19 @@ def run(argv):
         os.kill(os.getpid(), signal.SIGSEGV)
     if f == "skip":
         skip("numpy_ref: this adapter declines the case (planted skip)")
-    main_out = "topk" if case.op == "indexer" else "o"
+    backward = case.meta.get("pass", "fwd") == "bwd"
+    if backward and case.op != "indexer":
+        skip(f"numpy_ref: pass=bwd of op={case.op} is not implemented")
+    main_out = "dq" if backward else "topk" if case.op == "indexer" else "o"
     if f == "nowrite":
         return 0
     if f == "missing":
         os.remove(os.path.join(a.case_dir, main_out + ".npy"))
         return 0
-    outs = indexer(case, a.bug == "topleft-cp") if case.op == "indexer" else sdpa(case, a.bug == "topleft-cp")
+    if backward:
+        outs = indexer_backward(case, a.bug == "loss-mean-buffer-rows", np.float32 if a.fp32 else np.float64)
+    else:
+        outs = indexer(case, a.bug == "topleft-cp") if case.op == "indexer" else sdpa(case, a.bug == "topleft-cp")
     if f == "nan":
         seg = case.segments[0]
         outs["o"][seg["o_row0"], 0, 0] = np.nan

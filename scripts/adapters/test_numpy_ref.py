@@ -61,5 +61,48 @@ class EmptyRows(CaseDirTest):
         self.assertIn("empty_rows=zero", r.stderr.strip().splitlines()[-1])
 
 
+class IndexerBackward(CaseDirTest):
+    """The indexer's KL loss and gradients (pass=bwd), written here from the definition in meta.json: passes
+    the oracle's gates on CP ranks and packs under every loss_mean, and a wrong denominator fails them."""
+    prefix = "ao-test-numpy-ref-bwd-"
+    LINES = ["op=indexer pass=bwd docs=256 cp=4 rank=3 heads=4 dim=16 topk=24 seed=3",
+             "op=indexer pass=bwd docs=256 cp=4 rank=0 cp_scheme=contiguous heads=4 dim=16 topk=24 seed=8",
+             "op=indexer pass=bwd docs=96,64 pad=5 heads=2 dim=8 topk=40 seed=11",
+             "op=indexer pass=bwd docs=120 heads=2 dim=4 topk=16 levels=2 scale=0.5 seed=2"]
+
+    def test_every_loss_mean_passes(self):
+        for line in self.LINES:
+            for mean in ("rows", "valid", "keyed", "sum"):
+                r = repro(f"{line} loss_mean={mean}")
+                self.assertEqual(r.returncode, 0, f"{line} loss_mean={mean}\n{r.stdout}{r.stderr}")
+                self.assertIn("PASS", r.stdout)
+
+    def test_an_honest_fp32_implementation_passes_the_gates(self):
+        fp32 = f"exec:{sys.executable} {ADAPTER} --fp32"
+        for line in self.LINES + ["op=indexer pass=bwd docs=700,300 heads=8 dim=64 topk=256 seed=5 dtype=fp16",
+                                  "op=indexer pass=bwd docs=512 heads=4 dim=32 topk=64 dtype=fp32 seed=6"]:
+            r = subprocess.run([AO, "repro", *line.split(), "--backend", fp32], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, f"{line}\n{r.stdout}{r.stderr}")
+
+    def test_a_wrong_denominator_fails(self):
+        line = self.LINES[2] + " loss_mean=valid"  # pad rows: the buffer's rows are not the valid rows
+        bug = f"exec:{sys.executable} {ADAPTER} --bug loss-mean-buffer-rows"
+        r = subprocess.run([AO, "repro", *line.split(), "--backend", bug], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("loss_err_over_gate", r.stdout)
+
+    def test_unknown_loss_mean_is_a_named_skip(self):
+        case = self.case(self.LINES[0])
+        meta = os.path.join(case.path, "meta.json")
+        with open(meta) as f:
+            m = json.load(f)
+        m["loss_mean"] = "tokens"
+        with open(meta, "w") as f:
+            json.dump(m, f)
+        r = subprocess.run([sys.executable, ADAPTER, case.path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("loss_mean=tokens", r.stderr.strip().splitlines()[-1])
+
+
 if __name__ == "__main__":
     run_tests("test_numpy_ref", IMPORT_ERROR)

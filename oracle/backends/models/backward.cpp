@@ -116,7 +116,7 @@ std::vector<BugModel> backward_models() {
        .triggers = {{"op=sdpa pass=bwd docs=16*2100 hq=2 dim=16 rows=256", {"dq_violations", "unwritten_rows"}}},
        .outside = {{"op=sdpa pass=bwd docs=16*300 hq=2 dim=16", "offsets below the wrap"}}},
       {.name = "bwd-grad-pad-zeroed", .what = "zeros written into the pad-slot rows of dQ, dK and dV", .indexer = false,
-       .sdpa = true, .transform = zero_grad_pads, .transform_pass = Pass::Bwd, .defect_class = K::PadLanes,
+       .sdpa = true, .pass = Pass::Bwd, .transform = zero_grad_pads, .defect_class = K::PadLanes,
        .catches = {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"},
        .triggers = {{"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16",
                      {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"}}},

@@ -20,7 +20,8 @@ const std::vector<BugModel>& bug_models() {
   static const std::vector<BugModel> m = [] {
     std::vector<BugModel> v;
     for (auto* family : {models::offset_mask_models, models::tile_store_models, models::window_models,
-                         models::split_kv_models, models::indexer_catalog_models, models::backward_models})
+                         models::split_kv_models, models::indexer_catalog_models, models::backward_models,
+                         models::indexer_backward_models})
       for (auto& x : family()) v.push_back(std::move(x));
     return v;
   }();

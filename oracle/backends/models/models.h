@@ -13,6 +13,7 @@ std::vector<BugModel> window_models();         // window.cpp: windows, alignment
 std::vector<BugModel> split_kv_models();       // split_kv.cpp: split-KV, empty rows, LSE (catalog D, E)
 std::vector<BugModel> backward_models();        // backward.cpp: the SDPA backward (pass=bwd)
 std::vector<BugModel> indexer_catalog_models();  // indexer_catalog.cpp: DSA top-k indexers (catalog A)
+std::vector<BugModel> indexer_backward_models();  // indexer_backward.cpp: the indexer's KL loss and gradients
 
 // A model's seams: one instance of a ReferenceSeams subclass, shared by every backend made from it.
 template <class S, class... A>

@@ -16,8 +16,10 @@ using namespace ao;
 TEST(BugModels, EveryGatedMetricHasATriggerCaseThatFailsIt) {
   // Some model's ordinary trigger case (test_bug_model_claims.cpp runs them) must fail every metric that carries
   // a gate rule, for both ops.
-  for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64"}) {
-    const std::string op = parse_case(line).op == Op::Indexer ? "op=indexer" : "op=sdpa";
+  for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64", "op=indexer pass=bwd docs=64 topk=8",
+                           "op=sdpa pass=bwd docs=64"}) {
+    const Case c = parse_case(line);
+    const std::string op = c.op == Op::Indexer ? "op=indexer" : "op=sdpa";
     const auto r = test::run_line(line, "cpu-ref");
     for (const auto& m : r.verdict.metrics) {
       if (m.rule.empty()) continue;
@@ -49,8 +51,10 @@ TEST(BugModels, SeedDefectsAtReducedDims) {
 TEST(BugModels, ModelsDeclineOpsTheyDoNotDefine) {
   for (const auto& m : bug_models()) {
     const std::string name = "cpu-bug:" + m.name;
-    for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64"}) {
-      const bool defined = parse_case(line).op == Op::Indexer ? m.indexer : m.sdpa;
+    for (const char* line : {"op=indexer docs=64 topk=8", "op=sdpa docs=64", "op=indexer pass=bwd docs=64 topk=8",
+                             "op=sdpa pass=bwd docs=64"}) {
+      const Case c = parse_case(line);
+      const bool defined = (c.op == Op::Indexer ? m.indexer : m.sdpa) && (!m.pass || c.pass == *m.pass);
       const auto r = test::run_line(line, name);
       EXPECT_EQ(r.verdict.kind == Verdict::Skipped, !defined) << name << " on " << line;
     }

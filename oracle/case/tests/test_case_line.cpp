@@ -2,6 +2,7 @@
 //  * random lines over every key parse to the Case built beside them, parse(print(c)) == c and
 //    print is canonical (print(parse(print(c))) == print(c));
 //  * every validation rule rejects with ao::CaseError whose `key` names the offending key.
+#include <array>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -152,6 +153,10 @@ std::pair<std::string, Case> random_case(uint64_t seed) {
   if (op == Op::Sdpa && g.coin(0.3)) { e.probe = g.coin() ? Probe::Edges : Probe::None; add("probe", to_string(e.probe)); }
   if (g.coin(0.3)) { e.pass = g.coin() ? Pass::Bwd : Pass::Fwd; add("pass", to_string(e.pass)); }
   if (g.coin(0.3)) { e.grad_pad = g.coin() ? GradPad::Zero : GradPad::Untouched; add("grad_pad", to_string(e.grad_pad)); }
+  if (op == Op::Indexer && g.coin(0.3)) {
+    e.loss_mean = std::array{LossMean::Rows, LossMean::Valid, LossMean::Keyed, LossMean::Sum}[size_t(g.uni(0, 3))];
+    add("loss_mean", to_string(e.loss_mean));
+  }
   if (e.hkv == 0) e.hkv = e.hq;
   if (e.dim_v == 0) e.dim_v = e.dim;
   // Keys in random order (op included: it may come anywhere).

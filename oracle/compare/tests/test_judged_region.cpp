@@ -33,13 +33,15 @@ struct Change {
 // buffer judged?
 bool judged_by_rule(const Layout& l, RowBuffer b, int64_t row, const Change& ch) {
   const bool forbid = l.c.pad_writes == PadWrites::Forbid;
-  if (b == RowBuffer::Q) {  // indexer top-k: every checked segment row; pad slots are rows outside segments
+  if (b == RowBuffer::Q && l.c.pass == Pass::Fwd) {  // indexer top-k: every checked segment row; pad slots are rows outside segments
     if (l.row_segment[size_t(row)] < 0) return forbid && !ch.fill;
     return std::binary_search(l.check_rows.begin(), l.check_rows.end(), row);
   }
-  // SDPA O / LSE: the checked rows of valid tokens; every other row of the buffer is a pad slot.
+  // SDPA O / LSE, the backward's Q-row gradients: the checked rows of valid tokens; K/V-row gradients: every
+  // valid K/V row; every other row of the buffer is a pad slot.
   const std::vector<char> valid = valid_rows(l, b);
   if (!valid[size_t(row)]) return forbid;
+  if (b == RowBuffer::KV) return true;
   bool checked = false;
   for_each_valid_row(l, b, [&](int64_t q, int64_t r) {
     if (r == row) checked = std::binary_search(l.check_rows.begin(), l.check_rows.end(), q);

@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include "attn_oracle/backends/backend.h"
@@ -44,9 +45,11 @@ inline constexpr uint64_t kModelCaseSeeds[] = {3, 101, 977};
 struct BugModel {
   std::string name, what;
   bool indexer, sdpa;  // ops the defect is defined for
+  // The pass it is defined for (declined on the other); empty: both, for a defect in a seam both passes
+  // share (which keys a row sees). Its transform rewrites this pass's outputs (empty: the forward's).
+  std::optional<Pass> pass = {};
   std::shared_ptr<const ReferenceSeams> seams = {};  // null: the exact reference's
   OutputTransform transform = {};                      // empty = none
-  Pass transform_pass = Pass::Fwd;                     // the pass whose outputs the transform rewrites
   // Where the defect was seen: the catalog id ("[20]", "" for a model invented here) and the public
   // report(s) ("FlashAttention #895"; "" for generic models), the class, and the gated metrics that
   // must catch it (each claim is tested against corpus/catalog/<name>.case).

@@ -26,6 +26,9 @@ enum class Values { Normal, Extreme, Plateau, Clustered };  // input distributio
 enum class Ties { Set, Strict };                 // top-k ties: any valid set, or ascending index order
 enum class Pass { Fwd, Bwd };                    // which pass is judged: the forward, or the backward's gradients
 enum class GradPad { Untouched, Zero };          // what gradient rows of pad slots may hold: as given, or zeros
+// The indexer loss's mean (pass=bwd): over the Q buffer's rows, the valid rows, the valid rows with a key,
+// or none (a sum). README "The indexer's training path" says which caller uses which.
+enum class LossMean { Rows, Valid, Keyed, Sum };
 
 
 struct Case {
@@ -51,6 +54,7 @@ struct Case {
   EmptyRows empty_rows = EmptyRows::NegInf;
   Values values = Values::Normal;
   Ties ties = Ties::Set;
+  LossMean loss_mean = LossMean::Rows;             // indexer pass=bwd: the loss's denominator
   int heads = 0, hq = 0, hkv = 0, dim = 0, dim_v = 0, topk = 0, ratio = 1;
   DType dtype = DType::BF16;
   uint64_t seed = 1;

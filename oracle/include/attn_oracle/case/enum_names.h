@@ -35,6 +35,7 @@ const char* to_string(Values e);
 const char* to_string(Ties e);
 const char* to_string(Pass e);
 const char* to_string(GradPad e);
+const char* to_string(LossMean e);
 
 // The value named s (canonical name or alias), or nullopt.
 template <class E>

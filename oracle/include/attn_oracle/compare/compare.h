@@ -14,6 +14,8 @@ namespace ao {
 // Exact fp64 score of (query row, KV buffer row); the oracle's ground truth.
 
 Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
+// op=indexer pass=bwd: the gradients and the loss against the exact backward (compare_indexer_bwd.cpp).
+Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 // pass=bwd: dQ, dK, dV against the fp64 backward within gates derived from a flash backward's emulation.
 Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);

@@ -12,8 +12,7 @@
 
 namespace ao {
 
-inline constexpr double kEmulationFactor = 2;  // c: FlashAttention's "within 2x of the emulation's error"
-inline constexpr double kLambda = 4;           // probabilistic rounding bound lambda*sqrt(n)*u (Higham-Mary)
+// kEmulationFactor (c) and kLambda: emulation.h (the indexer backward's gates use them too).
 
 double unit_roundoff(DType t);          // 2^-8 bf16, 2^-11 fp16, 2^-24 fp32
 double dtype_ulp(DType t, double x);    // spacing of the dtype's values at |x| (subnormal spacing at 0)

@@ -8,7 +8,8 @@
 namespace ao {
 
 enum TensorId : uint32_t { kTensorQ = 1, kTensorK = 2, kTensorV = 3, kTensorW = 4, kTensorDO = 5,
-                        kTensorSavedO = 6, kTensorSavedLse = 7, kTensorPadFill = 15 };
+                        kTensorSavedO = 6, kTensorSavedLse = 7, kTensorTarget = 8, kTensorGradLoss = 9,
+                        kTensorPadFill = 15 };
 
 AO_HD uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

@@ -7,6 +7,9 @@
 
 namespace ao {
 
+inline constexpr double kEmulationFactor = 2;  // c: FlashAttention's "within 2x of the emulation's error"
+inline constexpr double kLambda = 4;           // probabilistic rounding bound lambda*sqrt(n)*u (Higham-Mary)
+
 // One checked (row, head) of an SDPA case: the exact and the emulated answers and the magnitudes the
 // floors are derived from. p^ = exact softmax weights over the row's allowed keys.
 struct SdpaRowTruth {

@@ -1,0 +1,111 @@
+// Indexer backward comparator (op=indexer pass=bwd), against the exact answer and its per-element gates
+// (indexer_backward_gates: a running-error bound of an fp32 kernel's arithmetic, atomics in any order):
+//  * dq_err_over_gate, dw_err_over_gate, dk_err_over_gate: max over the valid rows' elements of
+//    |got - exact| / gate (gate 1; an element off by more than its bound fails, NaN/Inf counts as inf);
+//  * loss_err_over_gate: the same for the loss (gated when the backend reports one; cuDNN's backward
+//    returns gradients only, so an unreported loss, the sentinel, is loss_reported = 0, not a failure);
+//  * nonfinite: NaN/Inf (not the sentinel) in a judged element or the loss (gate 0);
+//  * dk_unselected_written: valid K rows that no slot of this rank's rows selected (their gradient is
+//    exactly 0) holding anything else: a gradient into a -1 slot's stand-in or another document's keys
+//    (gate 0);
+//  * unwritten_rows: valid Q rows of dq/dw and valid K rows of dk still holding the sentinel (gate 0);
+//  * clobbered_pad_slots: rows outside the judged ones written, per the judged region (gate 0 under
+//    pad_writes=forbid).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_oracle/compare/compare.h"
+#include "attn_oracle/compare/judged_region.h"
+#include "attn_oracle/reference/indexer_backward.h"
+
+namespace ao {
+
+namespace {
+
+// |x - exact| / gate, inf for a non-finite x or an error where the gate is 0.
+double err_ratio(float x, float exact, float gate) {
+  if (!std::isfinite(x)) return INFINITY;
+  const double d = std::fabs(double(x) - double(exact));
+  if (d == 0) return 0;
+  return gate > 0 ? d / double(gate) : INFINITY;
+}
+
+struct TensorJudge {
+  double worst = 0;
+  int64_t nonfinite = 0, unwritten = 0;
+};
+
+}  // namespace
+
+Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
+  const Case& c = l.c;
+  const IndexerBackwardGates g = indexer_backward_gates(l, in);
+  const size_t H = size_t(c.heads), D = size_t(c.dim);
+  std::vector<RowNote> notes;
+  // One row of a float tensor: its worst ratio, non-finite and sentinel elements.
+  auto judge_row = [](const float* x, const float* e, const float* gate, size_t w, TensorJudge& t) {
+    double worst = 0;
+    bool unwritten = false;
+    for (size_t i = 0; i < w; ++i) {
+      if (is_sentinel(x[i])) { unwritten = true; continue; }
+      if (!std::isfinite(x[i])) ++t.nonfinite;
+      worst = std::max(worst, err_ratio(x[i], e[i], gate[i]));
+    }
+    t.unwritten += unwritten;
+    t.worst = std::max(t.worst, worst);
+    return unwritten ? INFINITY : worst;
+  };
+  TensorJudge tq, tw, tk;
+  int64_t rows = 0;
+  for_each_valid_row(l, RowBuffer::Q, [&](int64_t r, int64_t) {
+    ++rows;
+    const double a = judge_row(got.dq.data() + size_t(r) * H * D, g.exact.dq.data() + size_t(r) * H * D,
+                               g.dq.data() + size_t(r) * H * D, H * D, tq);
+    const double b = judge_row(got.dw.data() + size_t(r) * H, g.exact.dw.data() + size_t(r) * H,
+                               g.dw.data() + size_t(r) * H, H, tw);
+    if (std::max(a, b) > 1) {
+      const auto& seg = l.seg_of(r);
+      notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), std::max(a, b)});
+    }
+  });
+  const std::vector<char> kv = valid_rows(l, RowBuffer::KV);
+  int64_t unselected_written = 0;
+  for (size_t j = 0; j < kv.size(); ++j) {
+    if (!kv[j]) continue;
+    const float* x = got.dk.data() + j * D;
+    judge_row(x, g.exact.dk.data() + j * D, g.dk.data() + j * D, D, tk);
+    if (!g.dk_selected[j] && std::any_of(x, x + D, [](float v) { return !is_sentinel(v) && v != 0.f; }))
+      ++unselected_written;
+  }
+  const bool loss_reported = !got.loss.empty() && !is_sentinel(got.loss[0]);
+  double loss_ratio = 0;
+  int64_t nonfinite = tq.nonfinite + tw.nonfinite + tk.nonfinite;
+  if (loss_reported) {
+    nonfinite += !std::isfinite(got.loss[0]);
+    loss_ratio = err_ratio(got.loss[0], g.exact.loss[0], float(g.loss));
+  }
+  const JudgedRegion region(l);
+  const int64_t pad_written = region.clobbered_pad_slots(got);
+  const bool forbid_pad = c.pad_writes == PadWrites::Forbid;
+  auto ratio_metric = [](const char* name, double v, Headline h = Headline::No) {
+    return gated_metric(name, v, "<= 1", !(v <= 1), h, -1, v);
+  };
+  std::vector<Metric> metrics = {
+      info_metric("rows_checked", double(rows)),
+      info_metric("loss_reported", loss_reported ? 1 : 0),
+      ratio_metric("loss_err_over_gate", loss_ratio, Headline::Yes),
+      ratio_metric("dq_err_over_gate", tq.worst, Headline::Yes),
+      ratio_metric("dw_err_over_gate", tw.worst),
+      ratio_metric("dk_err_over_gate", tk.worst, Headline::Yes),
+      gated_metric("nonfinite", double(nonfinite), "== 0", nonfinite > 0),
+      gated_metric("dk_unselected_written", double(unselected_written), "== 0", unselected_written > 0),
+      gated_metric("unwritten_rows", double(tq.unwritten + tw.unwritten + tk.unwritten), "== 0",
+                   tq.unwritten + tw.unwritten + tk.unwritten > 0),
+      gated_metric("clobbered_pad_slots", double(pad_written), forbid_pad ? "== 0" : "", pad_written > 0),
+  };
+  return build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
+}
+
+}  // namespace ao
