@@ -38,19 +38,6 @@ std::string write_input(const std::string& dir, const std::string& name, DType t
   return t == DType::BF16 ? "<u2" : "<f2";
 }
 
-struct OutSpec {
-  std::string name, descr;
-  std::vector<int64_t> shape;
-  bool required;
-};
-
-std::vector<OutSpec> output_specs(const Layout& l) {
-  const Case& c = l.c;
-  if (c.op == Op::Indexer)
-    return {{"topk", "<i4", {l.q_rows, c.topk}, true}, {"scores", "<f4", {l.q_rows, c.topk}, false}};
-  return {{"o", "<f4", {l.o_rows, c.hq, c.dim_v}, true}, {"lse", "<f4", {l.stats_rows, c.hq}, true}};
-}
-
 std::vector<int64_t> with_end(std::vector<int64_t> v, int64_t end) {
   v.push_back(end);
   return v;
@@ -58,7 +45,30 @@ std::vector<int64_t> with_end(std::vector<int64_t> v, int64_t end) {
 
 }  // namespace
 
-std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in) {
+std::vector<ExternalTensor> external_inputs(const Layout& l) {
+  const Case& c = l.c;
+  if (c.op == Op::Indexer)
+    return {{"q", "<f4", {l.q_rows, c.heads, c.dim}, true, &Inputs::q},
+            {"w", "<f4", {l.q_rows, c.heads}, true, &Inputs::w},
+            {"k", "<f4", {l.kv_rows, c.dim}, true, &Inputs::k}};
+  return {{"q", "<f4", {l.q_rows, c.hq, c.dim}, true, &Inputs::q},
+          {"k", "<f4", {l.kv_rows, c.hkv, c.dim}, true, &Inputs::k},
+          {"v", "<f4", {l.kv_rows, c.hkv, c.dim_v}, true, &Inputs::v}};
+}
+
+std::vector<ExternalTensor> external_outputs(const Layout& l) {
+  const Case& c = l.c;
+  if (c.op == Op::Indexer)
+    return {{"topk", "<i4", {l.q_rows, c.topk}, true, nullptr, nullptr, &Outputs::topk},
+            {"scores", "<f4", {l.q_rows, c.topk}, false, nullptr, &Outputs::scores}};
+  return {{"o", "<f4", {l.o_rows, c.hq, c.dim_v}, true, nullptr, &Outputs::o},
+          {"lse", "<f4", {l.stats_rows, c.hq}, true, nullptr, &Outputs::lse}};
+}
+
+namespace {
+
+// meta.json without its tensor files.
+nlohmann::json case_meta(const Layout& l) {
   const Case& c = l.c;
   using nlohmann::json;
   json m;
@@ -140,27 +150,27 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
       "h / (hq/hkv). Under CP the K/V buffer is the all-gathered global one and Q/O/stats rows are this rank's "
       "local buffer.";
 
+  return m;
+}
+
+}  // namespace
+
+std::string case_meta_text(const Layout& l) { return case_meta(l).dump(1); }
+
+std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in) {
+  using nlohmann::json;
+  json m = case_meta(l);
   json tensors;
-  if (c.op == Op::Indexer) {
-    const std::vector<int64_t> qs{l.q_rows, c.heads, c.dim}, ws{l.q_rows, c.heads}, ks{l.kv_rows, c.dim};
-    tensors["q"] = {{"file", "q.npy"}, {"shape", qs}, {"stored_as", write_input(dir, "q", c.dtype, in.q, qs)}};
-    tensors["w"] = {{"file", "w.npy"}, {"shape", ws}, {"stored_as", write_input(dir, "w", c.dtype, in.w, ws)}};
-    tensors["k"] = {{"file", "k.npy"}, {"shape", ks}, {"stored_as", write_input(dir, "k", c.dtype, in.k, ks)}};
-  } else {
-    const std::vector<int64_t> qs{l.q_rows, c.hq, c.dim}, ks{l.kv_rows, c.hkv, c.dim}, vs{l.kv_rows, c.hkv, c.dim_v};
-    tensors["q"] = {{"file", "q.npy"}, {"shape", qs}, {"stored_as", write_input(dir, "q", c.dtype, in.q, qs)}};
-    tensors["k"] = {{"file", "k.npy"}, {"shape", ks}, {"stored_as", write_input(dir, "k", c.dtype, in.k, ks)}};
-    tensors["v"] = {{"file", "v.npy"}, {"shape", vs}, {"stored_as", write_input(dir, "v", c.dtype, in.v, vs)}};
-  }
+  for (const auto& t : external_inputs(l))
+    tensors[t.name] = {{"file", t.name + ".npy"}, {"shape", t.shape},
+                       {"stored_as", write_input(dir, t.name, l.c.dtype, in.*t.in, t.shape)}};
   m["inputs"] = tensors;
   json outs;
   const Outputs sentinel = make_sentinel_outputs(l);
-  for (const auto& o : output_specs(l)) {
+  for (const auto& o : external_outputs(l)) {
     outs[o.name] = {{"file", o.name + ".npy"}, {"shape", o.shape}, {"dtype", o.descr}, {"required", o.required}};
-    const void* data = o.name == "topk"     ? static_cast<const void*>(sentinel.topk.data())
-                       : o.name == "scores" ? static_cast<const void*>(sentinel.scores.data())
-                       : o.name == "o"      ? static_cast<const void*>(sentinel.o.data())
-                                            : static_cast<const void*>(sentinel.lse.data());
+    const void* data = o.indices ? static_cast<const void*>((sentinel.*o.indices).data())
+                                 : static_cast<const void*>((sentinel.*o.floats).data());
     npy::write(dir + "/" + o.name + ".npy", o.descr, o.shape, data);
   }
   m["outputs"] = outs;
@@ -168,7 +178,7 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
 
   const std::string text = m.dump(1);
   std::ofstream(dir + "/meta.json") << text << "\n";
-  std::ofstream(dir + "/case.txt") << print_case(c) << "\n";
+  std::ofstream(dir + "/case.txt") << print_case(l.c) << "\n";
   return text;
 }
 
@@ -245,7 +255,7 @@ class ExecBackend : public Backend {
     } catch (const std::exception& e) {
       return error(fmt::format("writing the case directory failed: {}", e.what()));
     }
-    const auto specs = output_specs(l);
+    const auto specs = external_outputs(l);
     std::vector<FileStamp> before;
     for (const auto& o : specs) before.push_back(stamp(dir + "/" + o.name + ".npy"));
 
@@ -288,14 +298,10 @@ class ExecBackend : public Backend {
         continue;
       }
       try {
-        if (o.name == "topk")
-          out.topk = npy::read_as<int32_t>(path, o.descr, o.shape);
-        else if (o.name == "scores")
-          out.scores = npy::read_as<float>(path, o.descr, o.shape);
-        else if (o.name == "o")
-          out.o = npy::read_as<float>(path, o.descr, o.shape);
+        if (o.indices)
+          out.*o.indices = npy::read_as<int32_t>(path, o.descr, o.shape);
         else
-          out.lse = npy::read_as<float>(path, o.descr, o.shape);
+          out.*o.floats = npy::read_as<float>(path, o.descr, o.shape);
       } catch (const npy::NpyError& e) {
         return error(fmt::format("bad output {}.npy: {}", o.name, e.what()));
       }

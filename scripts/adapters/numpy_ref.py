@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""An `exec:` backend in numpy (float64): the DSA indexer and padded-THD SDPA, written from the
-semantics in README/meta.json, independently of the C++ reference. CI uses it to test the exec:
-protocol, and --fault re-creates every way an external backend can fail:
+"""A backend in numpy (float64): the DSA indexer and padded-THD SDPA, written from the semantics in
+README/meta.json, independently of the C++ reference. CI uses it to test the exec: protocol, and --fault
+re-creates every way an external backend can fail:
 
   usage: numpy_ref.py [--fault F] [--bug topleft-cp] CASE_DIR
   faults: exit3 sleep sleep-child signal skip missing nowrite shape dtype truncated garbage nan
+
+In process (attn_oracle, python/): `kernel(case, inputs)` is the same computation, and `planted_bug`
+the same with --bug topleft-cp (rows placed at position i instead of pos0 + i: a CP defect).
 """
 import argparse
 import os
@@ -16,11 +19,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, skip  # noqa: E402
+import functools  # noqa: E402
+
+from ao_exec import CaseDir, CaseMeta, skip  # noqa: E402
 
 
-def indexer(case, topleft_bug):
-    q, w, k = case.input("q"), case.input("w"), case.input("k")
+def indexer(case, inputs, topleft_bug):
+    q, w, k = inputs["q"], inputs["w"], inputs["k"]
     K = int(case.dims["topk"])
     topk = case.output("topk")
     scores = case.output("scores")
@@ -57,12 +62,12 @@ def indexer(case, topleft_bug):
 EMPTY_LSE = {"neginf": -np.inf, "posinf": np.inf}
 
 
-def sdpa(case, topleft_bug):
+def sdpa(case, inputs, topleft_bug):
     empty_rows = case.meta.get("empty_rows", "neginf")
     if empty_rows not in EMPTY_LSE:  # a convention this adapter does not know: never a silent wrong answer
         skip(f"numpy_ref: empty_rows={empty_rows} is not implemented (known: {', '.join(EMPTY_LSE)})")
     empty_lse = EMPTY_LSE[empty_rows]
-    q, k, v = case.input("q"), case.input("k"), case.input("v")
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv
     o = case.output("o")
@@ -95,6 +100,33 @@ def sdpa(case, topleft_bug):
     return {"o": o, "lse": lse}
 
 
+def kernel(case, inputs, bug="none"):
+    """The adapter's kernel call: outputs {"topk", "scores"} or {"o", "lse"} of `case` (an exec:
+    CaseDir or an attn_oracle.Case) on `inputs` (float32 arrays by name). bug: a defect to re-create."""
+    if bug not in ("none", "topleft-cp"):
+        raise ValueError(f"numpy_ref: unknown bug {bug!r} (known: none, topleft-cp)")
+    m = CaseMeta.of(case)
+    view = _Buffers(m, case)
+    return indexer(view, inputs, bug == "topleft-cp") if m.op == "indexer" else sdpa(view, inputs, bug == "topleft-cp")
+
+
+class _Buffers:
+    """The layout (CaseMeta) and the case's sentinel output buffers, under one name for the functions above."""
+
+    def __init__(self, meta, case):
+        self._meta, self._case = meta, case
+
+    def __getattr__(self, name):
+        return getattr(self._meta, name)
+
+    def output(self, name):
+        return self._case.output(name)
+
+
+# The defect of --bug topleft-cp as a kernel of its own (what a test of a planted bug runs).
+planted_bug = functools.partial(kernel, bug="topleft-cp")
+
+
 def run(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--fault", default="")
@@ -121,7 +153,7 @@ def run(argv):
     if f == "missing":
         os.remove(os.path.join(a.case_dir, main_out + ".npy"))
         return 0
-    outs = indexer(case, a.bug == "topleft-cp") if case.op == "indexer" else sdpa(case, a.bug == "topleft-cp")
+    outs = kernel(case, case.inputs(), a.bug)
     if f == "nan":
         seg = case.segments[0]
         outs["o"][seg["o_row0"], 0, 0] = np.nan

@@ -39,6 +39,25 @@ struct ExecOptions {
 ExecOptions exec_options_from_env();
 std::unique_ptr<Backend> make_exec_backend(const std::string& command, const ExecOptions& opt);
 
+// The tensors an external backend exchanges with the harness, by name: the exec: case directory's files
+// and the Python package's arrays (python/) both come from these tables, so a new tensor is one entry
+// here. Inputs are float32 in memory (exec: stores them in the case dtype); outputs as the backend writes
+// them. Each entry names its field: `in` for an input, `floats` or `indices` for an output.
+struct ExternalTensor {
+  std::string name, descr;  // "q", "<f4"; outputs: "<f4" or "<i4"
+  std::vector<int64_t> shape;
+  bool required = true;     // outputs: a backend must write it (scores is optional)
+  std::vector<float> Inputs::*in = nullptr;
+  std::vector<float> Outputs::*floats = nullptr;
+  std::vector<int32_t> Outputs::*indices = nullptr;
+};
+std::vector<ExternalTensor> external_inputs(const Layout& l);
+std::vector<ExternalTensor> external_outputs(const Layout& l);
+
+// meta.json without its tensor files: dims, conventions, documents, ragged offsets, cu_seqlens,
+// segments with pos0, max_seqlen (JSON text; what an adapter reads of the case, in any process).
+std::string case_meta_text(const Layout& l);
+
 // Writes the case directory (inputs, meta.json, sentinel outputs); returns meta.json's text.
 std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in);
 
