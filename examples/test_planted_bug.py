@@ -22,7 +22,7 @@ def test_the_planted_bug_fails_with_a_readable_message(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr  # one test, failed
-    assert f"AssertionError: FAIL: {LINE}" in r.stdout, r.stdout
+    assert f"AssertionError: FAIL: {attn_oracle.Case(LINE).line}" in r.stdout, r.stdout  # the canonical line
     assert "failing: " in r.stdout and "explain: best explanation" in r.stdout and "topleft-cp" in r.stdout, r.stdout
 
 

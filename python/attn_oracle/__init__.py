@@ -107,7 +107,9 @@ class Verdict:
         lines = [f"{self.label}: {self.case}", f"  backend: {self.backend}   vs: {self.vs}"]
         if self.failing:
             for m in self.failing:
-                ratio = f"  (worst row {m.ratio:.3g}x its gate {m.gate:g})" if m.ratio is not None and m.gate is not None else ""
+                ratio = ""  # the worst row's error / its gate, unless the rule already says it
+                if m.ratio is not None and m.gate is not None and "ratio" not in m.rule and "err/gate" not in m.rule:
+                    ratio = f"  (worst row {m.ratio:.3g}x its gate {m.gate:g})"
                 lines.append(f"  failing: {m.name} = {m.value:.6g}  (gate {m.rule}){ratio}")
         elif self.reason:
             lines.append(f"  reason: {self.reason}")
