@@ -283,12 +283,13 @@ class FuzzResult(dict):
 
 
 def fuzz(kernel, op=None, budget="20", seed=1, out=None, vs="cpu-ref", max_failures=0, dims="small",
-         max_mem_gib=8.0):
+         max_mem_gib=8.0, shrink_runs=300, confirm_runs=3):
     """A fuzz campaign through kernel: generated cases (op: "sdpa", "indexer" or None for both), each
-    failure confirmed, shrunk and (with out=DIR) saved as a found file, as `attn-oracle fuzz` does.
-    budget: "N" cases or a time ("30s", "5m")."""
+    failure confirmed (confirm_runs re-runs), shrunk (at most shrink_runs runs) and (with out=DIR) saved as
+    a found file, as `attn-oracle fuzz` does (the same defaults). budget: "N" cases or a time ("30s")."""
     return FuzzResult(_core.fuzz(_wrap(kernel), kernel_name(kernel), op or "", str(budget), int(seed),
-                                 os.fspath(out) if out else "", vs, int(max_failures), max_mem_gib, dims))
+                                 os.fspath(out) if out else "", vs, int(max_failures), max_mem_gib, dims,
+                                 int(shrink_runs), int(confirm_runs)))
 
 
 def cases(*corpus, **kw):

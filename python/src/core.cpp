@@ -341,7 +341,7 @@ nb::list gate(nb::object fn, const std::string& name, const std::vector<std::str
 // files exactly as `attn-oracle fuzz` does (the same run_campaign, the callable as its backend object).
 nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, const std::string& budget, uint64_t seed,
               const std::string& out_dir, const std::string& vs_spec, int max_failures, double max_mem_gib,
-              const std::string& dims) {
+              const std::string& dims, int shrink_runs, int confirm_runs) {
   CampaignOptions opt;
   opt.backend = name;
   opt.backend_object = std::make_shared<PyBackend>(std::move(fn), name);
@@ -350,6 +350,11 @@ nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, con
   opt.budget = parse_budget(budget);
   opt.out_dir = out_dir;
   opt.max_failures = max_failures;
+  if (shrink_runs < 0 || confirm_runs < 0 || confirm_runs > 100)
+    throw BadInput("shrink_runs/confirm_runs", fmt::format("{}/{}", shrink_runs, confirm_runs),
+                   "shrink_runs must be >= 0 and confirm_runs in [0, 100]");
+  opt.shrink_runs = shrink_runs;
+  opt.confirm_runs = confirm_runs;
   opt.lim = limits(max_mem_gib);
   opt.gen.op = parse_op_filter(op.empty() ? "any" : op);
   if (!dims.empty()) opt.gen.dims = parse_dims(dims);
@@ -412,6 +417,6 @@ NB_MODULE(_core, m) {
   m.def("corpus_cases", &corpus_cases, "paths"_a, "max_mem_gib"_a = 8.0);
   m.def("gate", &gate, "kernel"_a, "name"_a, "paths"_a, "explain"_a, "report_dir"_a, "vs"_a, "max_mem_gib"_a);
   m.def("fuzz", &fuzz, "kernel"_a, "name"_a, "op"_a, "budget"_a, "seed"_a, "out_dir"_a, "vs"_a, "max_failures"_a,
-        "max_mem_gib"_a, "dims"_a);
+        "max_mem_gib"_a, "dims"_a, "shrink_runs"_a, "confirm_runs"_a);
   m.def("normalize_case", [](const std::string& line) { return print_case(parse_case(line)); }, "line"_a);
 }

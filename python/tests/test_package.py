@@ -165,30 +165,34 @@ def test_bad_case_lines_name_the_key():
         attn_oracle.Case("op=sdpa nokey=1")
 
 
-def test_gate_over_the_edge_corpus():
-    g = attn_oracle.gate(numpy_ref.kernel, os.path.join(ROOT, "corpus", "edge"), explain=False)
+def test_gate_over_a_corpus_file():
+    corpus = os.path.join(ROOT, "corpus", "edge", "cp-padding.case")  # (examples/ gates the whole edge corpus)
+    g = attn_oracle.gate(numpy_ref.kernel, corpus, explain=False)
     assert g.passed, g.summary()
-    assert g.count("pass") == len(g.results)
-    bad = attn_oracle.gate(numpy_ref.planted_bug, os.path.join(ROOT, "corpus", "edge"), explain=False)
+    assert g.count("pass") == len(g.results) == len(attn_oracle.corpus_lines(corpus))
+    bad = attn_oracle.gate(numpy_ref.planted_bug, corpus, explain=False)
     assert not bad.passed and bad.count("fail") > 0
+    assert all(where.startswith(corpus + ":") for where, _ in bad.results)
 
 
 def test_fuzz_finds_saves_and_shrinks_the_planted_bug(tmp_path):
-    r = attn_oracle.fuzz(numpy_ref.planted_bug, op="sdpa", budget="40", seed=3, out=tmp_path, max_failures=1)
+    # dims=tiny: short documents, so numpy's loops stay fast; the campaign's defaults otherwise.
+    r = attn_oracle.fuzz(numpy_ref.planted_bug, op="sdpa", budget="40", seed=3, out=tmp_path, max_failures=1,
+                         dims="tiny")
     assert r["failed"] >= 1 and r["found"], r["summary"]
     f = r["found"][0]
     assert f["file"] and os.path.exists(f["file"])
     text = open(f["file"]).read()
     assert "python:numpy_ref.kernel:bug=topleft-cp" in text and f["shrunk"] in text
-    assert len(f["shrunk"]) <= len(f["original"])
-    ok = attn_oracle.fuzz(numpy_ref.kernel, op="sdpa", budget="10", seed=3)
+    assert f["shrunk"] != f["original"] and len(f["shrunk"]) <= len(f["original"])  # shrunk
+    ok = attn_oracle.fuzz(numpy_ref.kernel, op="sdpa", budget="10", seed=3, dims="tiny")
     assert ok.passed, ok["summary"]
 
 
 def test_fuzz_of_a_raising_kernel_reports_errors_not_passes():
     def boom(case, inputs):
         raise ValueError("nope")
-    r = attn_oracle.fuzz(boom, op="sdpa", budget="3", seed=1, max_failures=1)
+    r = attn_oracle.fuzz(boom, op="sdpa", budget="3", seed=1, max_failures=1, dims="tiny")
     assert r["failed"] >= 1 and not r.passed
 
 
