@@ -3,7 +3,7 @@
   * per-case host time and peak RSS at 8k and 131k tokens: one SDPA case, the zero kernel (zero_kernel.py:
     no kernel work, so the harness is what is timed), a fresh process per measurement (the import, the
     inputs, the hand-over, the reference on the checked rows and the comparators included);
-  * fuzz throughput on small generated cases: numpy_ref.kernel through attn_oracle.fuzz vs
+  * fuzz throughput on small generated cases (--dims tiny): numpy_ref.kernel through attn_oracle.fuzz vs
     `attn-oracle fuzz --backend exec:numpy_ref.py`, the same seed and case count.
 Prints a Markdown report (medians of REPS runs, ratios exec / in process).
 
@@ -76,7 +76,7 @@ def run_exec(cli, py, line):
 def fuzz_inproc(py, cases):
     code = (
         "import sys, time, json; sys.path.insert(0, sys.argv[1]); import attn_oracle, numpy_ref; t=time.perf_counter();"
-        f" r = attn_oracle.fuzz(numpy_ref.kernel, op='sdpa', budget='{cases}', seed=11);"
+        f" r = attn_oracle.fuzz(numpy_ref.kernel, op='sdpa', budget='{cases}', seed=11, dims='tiny');"
         " print(json.dumps({'seconds': time.perf_counter()-t, 'cases': r['cases'], 'failed': r['failed']}))")
     r = subprocess.run([py, "-c", code, ADAPTERS], capture_output=True, text=True)
     if r.returncode != 0:
@@ -88,7 +88,7 @@ def fuzz_inproc(py, cases):
 def fuzz_exec(cli, py, cases):
     t0 = time.perf_counter()
     r = subprocess.run([cli, "fuzz", "--backend", f"exec:{py} {os.path.join(ADAPTERS, 'numpy_ref.py')}", "--op", "sdpa",
-                        "--budget", str(cases), "--seed", "11", "--no-save"], capture_output=True, text=True)
+                        "--budget", str(cases), "--seed", "11", "--dims", "tiny", "--no-save"], capture_output=True, text=True)
     secs = time.perf_counter() - t0
     line = [l for l in r.stdout.splitlines() if l.startswith("fuzz-result")]
     kv = dict(x.split("=", 1) for x in line[0].split()[1:]) if line else {}
@@ -135,7 +135,7 @@ def main():
     print("\nBoth paths judge the same verdict (FAIL: zero outputs); in process: "
           f"{', '.join(r[7] for r in rows)}; exec: {', '.join(r[8] for r in rows)}. The exec: CLI and its "
           "adapter hold their copies of the tensors at the same time, so their sum is the footprint.\n")
-    print("## Fuzz throughput: numpy_ref's kernel on small generated SDPA cases\n")
+    print("## Fuzz throughput: numpy_ref's kernel on small generated SDPA cases (`--dims tiny`, seed 11)\n")
     print("| path | cases | failed | wall s (median) | cases/s |")
     print("| --- | --- | --- | --- | --- |")
     t1 = statistics.median(x[0] for x in fz_ip)
