@@ -1,9 +1,9 @@
 // attn_oracle._core: the C++ core bound for Python (nanobind). Nothing is re-implemented here: a Case
-// is a Trial (pipeline/trial.h) whose inputs are handed out as arrays over the trial's own memory, a
-// verdict comes from run_trial() on that same trial, a Python callable is a Backend (PyBackend) that
-// the campaign (fuzz/campaign.h) and the corpus reader (fuzz/case_file.h) drive like any other.
-// The tensors are the exec: protocol's tables (backends/external.h: external_inputs/external_outputs),
-// so an output tensor added there appears here without binding code.
+// is a Trial (attn_oracle/pipeline/trial.h) whose inputs are handed out as arrays over the trial's own
+// memory, a verdict comes from run_trial() on that same trial, a Python callable is a Backend (PyBackend)
+// that the campaign (attn_oracle/fuzz/campaign.h) and the corpus reader (attn_oracle/fuzz/case_file.h)
+// drive like any other. The tensors are the exec: protocol's tables (attn_oracle/backends/external.h:
+// external_inputs/external_outputs), so an output tensor added there appears here without binding code.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -144,11 +144,18 @@ std::string take_outputs(const Layout& l, nb::handle got, Outputs& out) {
   return {};
 }
 
-// The text of the Python exception being handled, with the last lines of its traceback.
+// The Python exception being handled: "Type: message", then the last lines of its traceback.
 std::string python_error_text(nb::python_error& e) {
-  std::string s = e.what();
-  if (s.size() > 4000) s = "..." + s.substr(s.size() - 4000);
-  return sanitize_utf8(s);
+  std::string head;
+  try {
+    head = nb::cast<std::string>(nb::handle(e.type()).attr("__name__")) + ": " +
+           nb::cast<std::string>(nb::str(e.value()));
+  } catch (...) {
+    head = "an exception";
+  }
+  std::string tb = e.what();  // the traceback and the message
+  if (tb.size() > 3000) tb = "..." + tb.substr(tb.size() - 3000);
+  return sanitize_utf8(head + "\n" + tb);
 }
 
 // A Python callable kernel(case, inputs) -> outputs as a backend. It runs with the GIL; the harness
@@ -179,7 +186,7 @@ class PyBackend : public Backend {
         nb::object exc = nb::borrow(e.value());
         if (nb::hasattr(exc, "skip_reason")) {
           const std::string why = nb::cast<std::string>(nb::str(exc.attr("skip_reason")));
-          return {RunStatus::Skipped, sanitize_utf8(name_ + ": " + why), 0};
+          return {RunStatus::Skipped, sanitize_utf8(why), 0};  // unjudged() names the backend
         }
       }
       return {RunStatus::Error, name_ + " raised " + python_error_text(e), 0};
