@@ -5,6 +5,9 @@ set -euo pipefail
 pkgs=(cmake g++ make libeigen3-dev libfmt-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev libopenblas-dev
       python3 python3-numpy git)
+# The Python package (pip install .: scikit-build-core and nanobind come from PyPI through pip): the
+# interpreter's headers and venv (scripts/tools/py-test.sh installs into a virtual environment).
+pkgs+=(python3-dev python3-venv)
 # clang with libFuzzer (libclang-rt-14-dev, also FuzzedDataProvider.h) and clang's OpenMP, for the
 # libFuzzer targets (fuzz/run-libfuzzer.sh) and the g++ replay of fuzz_differential.
 pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)

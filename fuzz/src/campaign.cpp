@@ -68,9 +68,10 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  auto backend = make_backend(opt.backend);
+  const std::shared_ptr<Backend> backend = opt.backend_object ? opt.backend_object : make_backend(opt.backend);
   auto vs = make_backend(opt.vs);
-  const std::string backend_id = normalize_backend_spec(opt.backend, SpecForm::Portable);
+  const std::string backend_id =
+      opt.backend_object ? opt.backend : normalize_backend_spec(opt.backend, SpecForm::Portable);
   CampaignSummary s;
   std::map<std::string, size_t> by_signature;  // -> index into s.unique
   std::map<std::string, std::string> known;    // signature -> file that existed before the campaign

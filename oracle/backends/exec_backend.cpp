@@ -39,27 +39,6 @@ std::string write_input(const std::string& dir, const std::string& name, DType t
   return t == DType::BF16 ? "<u2" : "<f2";
 }
 
-struct OutSpec {
-  std::string name, descr;
-  std::vector<int64_t> shape;
-  bool required;
-  // Where it lives in Outputs: an int32 ('<i4') or a float32 ('<f4') tensor.
-  std::vector<int32_t> Outputs::*indices = nullptr;
-  std::vector<float> Outputs::*floats = nullptr;
-};
-
-std::vector<OutSpec> output_specs(const Layout& l) {
-  const Case& c = l.c;
-  if (c.op == Op::Indexer && c.pass == Pass::Bwd)  // the loss is optional (cuDNN's backward returns gradients only)
-    return {{"dq", "<f4", {l.q_rows, c.heads, c.dim}, true, nullptr, &Outputs::dq},
-            {"dk", "<f4", {l.kv_rows, c.dim}, true, nullptr, &Outputs::dk},
-            {"dw", "<f4", {l.q_rows, c.heads}, true, nullptr, &Outputs::dw},
-            {"loss", "<f4", {1}, false, nullptr, &Outputs::loss}};
-  if (c.op == Op::Indexer)
-    return {{"topk", "<i4", {l.q_rows, c.topk}, true}, {"scores", "<f4", {l.q_rows, c.topk}, false}};
-  return {{"o", "<f4", {l.o_rows, c.hq, c.dim_v}, true}, {"lse", "<f4", {l.stats_rows, c.hq}, true}};
-}
-
 std::vector<int64_t> with_end(std::vector<int64_t> v, int64_t end) {
   v.push_back(end);
   return v;
@@ -67,7 +46,55 @@ std::vector<int64_t> with_end(std::vector<int64_t> v, int64_t end) {
 
 }  // namespace
 
-std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in) {
+std::vector<ExternalTensor> external_inputs(const Layout& l) {
+  const Case& c = l.c;
+  const bool bwd = c.pass == Pass::Bwd;
+  std::vector<ExternalTensor> v;
+  if (c.op == Op::Indexer) {
+    v = {{"q", "<f4", {l.q_rows, c.heads, c.dim}, true, &Inputs::q},
+         {"w", "<f4", {l.q_rows, c.heads}, true, &Inputs::w},
+         {"k", "<f4", {l.kv_rows, c.dim}, true, &Inputs::k}};
+    if (bwd) {  // the exact forward's top-k, the distributions over its slots and grad_loss, all exact fp32
+      v.push_back({"topk", "<i4", {l.q_rows, c.topk}, true, nullptr, nullptr, nullptr, &Inputs::topk});
+      v.push_back({"target", "<f4", {l.q_rows, c.topk}, true, &Inputs::target, nullptr, nullptr, nullptr, true});
+      v.push_back({"predict", "<f4", {l.q_rows, c.topk}, true, &Inputs::predict, nullptr, nullptr, nullptr, true});
+      v.push_back({"grad_loss", "<f4", {1}, true, &Inputs::grad_loss, nullptr, nullptr, nullptr, true});
+    }
+    return v;
+  }
+  v = {{"q", "<f4", {l.q_rows, c.hq, c.dim}, true, &Inputs::q},
+       {"k", "<f4", {l.kv_rows, c.hkv, c.dim}, true, &Inputs::k},
+       {"v", "<f4", {l.kv_rows, c.hkv, c.dim_v}, true, &Inputs::v}};
+  if (bwd) {  // dO and the forward's O in the dtype, its LSE in fp32 (as a kernel's own forward hands them over)
+    v.push_back({"dout", "<f4", {l.q_rows, c.hq, c.dim_v}, true, &Inputs::dout});
+    v.push_back({"o", "<f4", {l.o_rows, c.hq, c.dim_v}, true, &Inputs::o});
+    v.push_back({"lse", "<f4", {l.stats_rows, c.hq}, true, &Inputs::lse, nullptr, nullptr, nullptr, true});
+  }
+  return v;
+}
+
+std::vector<ExternalTensor> external_outputs(const Layout& l) {
+  const Case& c = l.c;
+  if (c.op == Op::Indexer && c.pass == Pass::Bwd)  // the loss is optional (cuDNN's backward returns gradients only)
+    return {{"dq", "<f4", {l.q_rows, c.heads, c.dim}, true, nullptr, &Outputs::dq},
+            {"dk", "<f4", {l.kv_rows, c.dim}, true, nullptr, &Outputs::dk},
+            {"dw", "<f4", {l.q_rows, c.heads}, true, nullptr, &Outputs::dw},
+            {"loss", "<f4", {1}, false, nullptr, &Outputs::loss}};
+  if (c.op == Op::Indexer)
+    return {{"topk", "<i4", {l.q_rows, c.topk}, true, nullptr, nullptr, &Outputs::topk},
+            {"scores", "<f4", {l.q_rows, c.topk}, false, nullptr, &Outputs::scores}};
+  if (c.pass == Pass::Bwd)
+    return {{"dq", "<f4", {l.q_rows, c.hq, c.dim}, true, nullptr, &Outputs::dq},
+            {"dk", "<f4", {l.kv_rows, c.hkv, c.dim}, true, nullptr, &Outputs::dk},
+            {"dv", "<f4", {l.kv_rows, c.hkv, c.dim_v}, true, nullptr, &Outputs::dv}};
+  return {{"o", "<f4", {l.o_rows, c.hq, c.dim_v}, true, nullptr, &Outputs::o},
+          {"lse", "<f4", {l.stats_rows, c.hq}, true, nullptr, &Outputs::lse}};
+}
+
+namespace {
+
+// meta.json without its tensor files.
+nlohmann::json case_meta(const Layout& l) {
   const Case& c = l.c;
   using nlohmann::json;
   json m;
@@ -162,39 +189,32 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
         "= the Q buffer's rows, valid = valid rows, keyed = valid rows with a valid slot, sum = 1. loss.npy is "
         "optional.";
 
+  return m;
+}
+
+}  // namespace
+
+std::string case_meta_text(const Layout& l) { return case_meta(l).dump(1); }
+
+std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in) {
+  using nlohmann::json;
+  json m = case_meta(l);
   json tensors;
-  if (c.op == Op::Indexer) {
-    const std::vector<int64_t> qs{l.q_rows, c.heads, c.dim}, ws{l.q_rows, c.heads}, ks{l.kv_rows, c.dim};
-    tensors["q"] = {{"file", "q.npy"}, {"shape", qs}, {"stored_as", write_input(dir, "q", c.dtype, in.q, qs)}};
-    tensors["w"] = {{"file", "w.npy"}, {"shape", ws}, {"stored_as", write_input(dir, "w", c.dtype, in.w, ws)}};
-    tensors["k"] = {{"file", "k.npy"}, {"shape", ks}, {"stored_as", write_input(dir, "k", c.dtype, in.k, ks)}};
-    if (c.pass == Pass::Bwd) {  // the forward's top-k, the distributions over its slots (fp32), grad_loss
-      const std::vector<int64_t> ts{l.q_rows, c.topk}, gs{1};
-      npy::write(dir + "/topk.npy", "<i4", ts, in.topk.data());
-      tensors["topk"] = {{"file", "topk.npy"}, {"shape", ts}, {"stored_as", "<i4"}};
-      for (const auto& [name, v, shape] : {std::tuple{"target", &in.target, ts}, std::tuple{"predict", &in.predict, ts},
-                                           std::tuple{"grad_loss", &in.grad_loss, gs}}) {
-        npy::write(dir + "/" + name + ".npy", "<f4", shape, v->data());
-        tensors[name] = {{"file", std::string(name) + ".npy"}, {"shape", shape}, {"stored_as", "<f4"}};
-      }
-    }
-  } else {
-    const std::vector<int64_t> qs{l.q_rows, c.hq, c.dim}, ks{l.kv_rows, c.hkv, c.dim}, vs{l.kv_rows, c.hkv, c.dim_v};
-    tensors["q"] = {{"file", "q.npy"}, {"shape", qs}, {"stored_as", write_input(dir, "q", c.dtype, in.q, qs)}};
-    tensors["k"] = {{"file", "k.npy"}, {"shape", ks}, {"stored_as", write_input(dir, "k", c.dtype, in.k, ks)}};
-    tensors["v"] = {{"file", "v.npy"}, {"shape", vs}, {"stored_as", write_input(dir, "v", c.dtype, in.v, vs)}};
+  for (const auto& t : external_inputs(l)) {
+    std::string stored = t.descr;
+    if (t.in_indices)
+      npy::write(dir + "/" + t.name + ".npy", "<i4", t.shape, (in.*t.in_indices).data());
+    else
+      stored = write_input(dir, t.name, t.exact_fp32 ? DType::F32 : l.c.dtype, in.*t.in, t.shape);
+    tensors[t.name] = {{"file", t.name + ".npy"}, {"shape", t.shape}, {"stored_as", stored}};
   }
   m["inputs"] = tensors;
   json outs;
   const Outputs sentinel = make_sentinel_outputs(l);
-  for (const auto& o : output_specs(l)) {
+  for (const auto& o : external_outputs(l)) {
     outs[o.name] = {{"file", o.name + ".npy"}, {"shape", o.shape}, {"dtype", o.descr}, {"required", o.required}};
     const void* data = o.indices ? static_cast<const void*>((sentinel.*o.indices).data())
-                       : o.floats  ? static_cast<const void*>((sentinel.*o.floats).data())
-                       : o.name == "topk"     ? static_cast<const void*>(sentinel.topk.data())
-                       : o.name == "scores" ? static_cast<const void*>(sentinel.scores.data())
-                       : o.name == "o"      ? static_cast<const void*>(sentinel.o.data())
-                                            : static_cast<const void*>(sentinel.lse.data());
+                                 : static_cast<const void*>((sentinel.*o.floats).data());
     npy::write(dir + "/" + o.name + ".npy", o.descr, o.shape, data);
   }
   m["outputs"] = outs;
@@ -202,7 +222,7 @@ std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs
 
   const std::string text = m.dump(1);
   std::ofstream(dir + "/meta.json") << text << "\n";
-  std::ofstream(dir + "/case.txt") << print_case(c) << "\n";
+  std::ofstream(dir + "/case.txt") << print_case(l.c) << "\n";
   return text;
 }
 
@@ -279,7 +299,7 @@ class ExecBackend : public Backend {
     } catch (const std::exception& e) {
       return error(fmt::format("writing the case directory failed: {}", e.what()));
     }
-    const auto specs = output_specs(l);
+    const auto specs = external_outputs(l);
     std::vector<FileStamp> before;
     for (const auto& o : specs) before.push_back(stamp(dir + "/" + o.name + ".npy"));
 
@@ -324,16 +344,8 @@ class ExecBackend : public Backend {
       try {
         if (o.indices)
           out.*o.indices = npy::read_as<int32_t>(path, o.descr, o.shape);
-        else if (o.floats)
-          out.*o.floats = npy::read_as<float>(path, o.descr, o.shape);
-        else if (o.name == "topk")
-          out.topk = npy::read_as<int32_t>(path, o.descr, o.shape);
-        else if (o.name == "scores")
-          out.scores = npy::read_as<float>(path, o.descr, o.shape);
-        else if (o.name == "o")
-          out.o = npy::read_as<float>(path, o.descr, o.shape);
         else
-          out.lse = npy::read_as<float>(path, o.descr, o.shape);
+          out.*o.floats = npy::read_as<float>(path, o.descr, o.shape);
       } catch (const npy::NpyError& e) {
         return error(fmt::format("bad output {}.npy: {}", o.name, e.what()));
       }

@@ -20,9 +20,13 @@ bool failed(const Verdict& v) { return v.kind == Verdict::Fail || v.kind == Verd
 CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts,
                     bool explain) {
   Trial t(c, lim);
+  return run_trial(t, backend, vs, keep_artifacts, explain);
+}
+
+CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifacts, bool explain) {
   CaseResult res;
   // Names, versions and reasons may come from foreign code: valid UTF-8 before any writer sees them.
-  res.case_line = print_case(c);
+  res.case_line = print_case(t.layout().c);
   res.backend = sanitize_utf8(backend.name());
   res.vs = sanitize_utf8(vs.name());
   res.backend_version = sanitize_utf8(backend.version());

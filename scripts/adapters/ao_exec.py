@@ -1,5 +1,14 @@
 """Helpers for attn-oracle `exec:` adapters (protocol 1; see oracle/include/attn_oracle/backends/external.h).
 
+An adapter's kernel call is a plain function `kernel(case, inputs) -> outputs` (inputs and outputs:
+dicts of arrays by name); one code path serves both ways of running it:
+  * in process: `attn_oracle.Case(...).run(kernel)`, `attn_oracle.gate(kernel, ...)`, the pytest plugin
+    (python/attn_oracle/), where `case` is an attn_oracle.Case;
+  * exec:, unchanged: `main(kernel, argv)` reads the case directory into a CaseDir, calls the kernel on its
+    inputs and saves what it returns.
+Both cases offer `.meta` (meta.json's fields) and `output(name)` (a fresh sentinel buffer); a kernel reads
+the layout through `CaseMeta.of(case)` and declines a case with `skip(reason)`.
+
     case = CaseDir(sys.argv[1])      # meta.json, inputs decoded to float32 (bf16 bits -> float32)
     o = case.output("o")             # the pre-poisoned buffer (write valid rows only)
     ...
@@ -15,11 +24,16 @@ import sys
 import numpy as np
 
 
-class CaseDir:
-    def __init__(self, path):
-        self.path = path
-        with open(os.path.join(path, "meta.json")) as f:
-            self.meta = json.load(f)
+class CaseMeta:
+    """The case as an adapter reads it: meta.json's fields (an exec: case directory's, or an
+    attn_oracle.Case's `.meta` in process)."""
+
+    @staticmethod
+    def of(case):
+        return case if isinstance(case, CaseMeta) else CaseMeta(case.meta)
+
+    def __init__(self, meta):
+        self.meta = meta
         if self.meta.get("protocol") != 1:
             raise SystemExit(f"ao_exec: unsupported protocol {self.meta.get('protocol')}")
         self.op = self.meta["op"]
@@ -32,10 +46,33 @@ class CaseDir:
         self.window_right = int(self.meta.get("window_right", 0))
         self.window_convention = self.meta.get("window_convention", "cudnn")
 
+    def allowed_hi_lo(self, doc, p):
+        """Allowed keys [lo, hi) in document coordinates for a row at position p (Layout::allowed_range in oracle/layout/layout.cpp)."""
+        kv = self.docs[doc]["kv_len"]
+        if self.mask == "none":
+            return 0, kv
+        if self.op == "indexer":
+            r = int(self.dims["ratio"])
+            return 0, int(min(max((p + 1) // r, 0), kv))
+        return window_band(self.window_convention, kv, p, self.window, self.window_right)
+
+
+class CaseDir(CaseMeta):
+    def __init__(self, path):
+        self.path = path
+        with open(os.path.join(path, "meta.json")) as f:
+            super().__init__(json.load(f))
+
+    def inputs(self):
+        """Every input tensor as float32, by name."""
+        return {name: self.input(name) for name in self.meta["inputs"]}
+
     def input(self, name):
-        """Input tensor as float32 (exactly the values the oracle's reference sees)."""
+        """Input tensor as float32 (exactly the values the oracle's reference sees); an index tensor as int32."""
         t = self.meta["inputs"][name]
         a = np.load(os.path.join(self.path, t["file"]))
+        if t["stored_as"] == "<i4":  # indices (the backward's top-k) stay int32
+            return a
         if t["stored_as"] == "<u2":  # bf16 bit patterns
             a = (a.astype(np.uint32) << 16).view(np.float32)
         return a.astype(np.float32, copy=False)
@@ -43,6 +80,10 @@ class CaseDir:
     def raw_input(self, name):
         """Input tensor as stored (uint16 bf16 bits, float16 or float32)."""
         return np.load(os.path.join(self.path, self.meta["inputs"][name]["file"]))
+
+    def outputs(self):
+        """Every pre-poisoned output buffer, by name."""
+        return {name: self.output(name) for name in self.meta["outputs"]}
 
     def output(self, name):
         """The pre-poisoned output buffer (sentinel everywhere)."""
@@ -55,15 +96,14 @@ class CaseDir:
             raise SystemExit(f"ao_exec: {name} must be {want} {o['shape']}, got {a.dtype} {list(a.shape)}")
         np.save(os.path.join(self.path, o["file"]), np.ascontiguousarray(a))
 
-    def allowed_hi_lo(self, doc, p):
-        """Allowed keys [lo, hi) in document coordinates for a row at position p (Layout::allowed_range in oracle/layout/layout.cpp)."""
-        kv = self.docs[doc]["kv_len"]
-        if self.mask == "none":
-            return 0, kv
-        if self.op == "indexer":
-            r = int(self.dims["ratio"])
-            return 0, int(min(max((p + 1) // r, 0), kv))
-        return window_band(self.window_convention, kv, p, self.window, self.window_right)
+
+def main(kernel, argv, **kw):
+    """The exec: wrapper of a kernel function: the case directory (argv[0]) in, its outputs saved.
+    A skip() exits 125 with the reason on stderr (the protocol's skip)."""
+    case = CaseDir(argv[0])
+    for name, a in kernel(case, case.inputs(), **kw).items():
+        case.save(name, np.asarray(a))
+    return 0
 
 
 def window_band(convention, kv, p, left, right):
@@ -97,10 +137,19 @@ def unmapped_window_reason(meta, name):
     return None
 
 
+class Skip(SystemExit):
+    """A declined case: under exec: the process exits 125 (the protocol's skip); in process the verdict is
+    SKIPPED with skip_reason (attn_oracle reads that attribute)."""
+
+    def __init__(self, reason):
+        super().__init__(125)
+        self.skip_reason = reason
+
+
 def skip(reason):
-    """Protocol: exit 125 = skipped, the last stderr line is the reason."""
+    """Protocol: exit 125 = skipped, the last stderr line is the reason (in process: SKIPPED, the reason)."""
     print(reason, file=sys.stderr)
-    sys.exit(125)
+    raise Skip(reason)
 
 
 def cuda_torch(adapter, decline=None, meta=None):

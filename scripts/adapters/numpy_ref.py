@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""An `exec:` backend in numpy (float64): the DSA indexer (its forward top-k and, under pass=bwd, its KL
-loss and gradients) and padded-THD SDPA, written from the
-semantics in README/meta.json, independently of the C++ reference. CI uses it to test the exec:
-protocol, and --fault re-creates every way an external backend can fail:
+"""A backend in numpy (float64): the DSA indexer (its forward top-k and, under pass=bwd, its KL loss and
+gradients) and padded-THD SDPA, written from the semantics in README/meta.json, independently of the C++
+reference. CI uses it to test the exec: protocol, and --fault re-creates every way an external backend can fail:
 
   usage: numpy_ref.py [--fault F] [--bug topleft-cp|loss-mean-buffer-rows] CASE_DIR
   faults: exit3 sleep sleep-child signal skip missing nowrite shape dtype truncated garbage nan
+
+In process (attn_oracle, python/): `kernel(case, inputs)` is the same computation, and `planted_bug`
+the same with --bug topleft-cp (rows placed at position i instead of pos0 + i: a CP defect).
 """
 import argparse
 import os
@@ -17,11 +19,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, skip  # noqa: E402
+import functools  # noqa: E402
+
+from ao_exec import CaseDir, CaseMeta, skip  # noqa: E402
 
 
-def indexer(case, topleft_bug):
-    q, w, k = case.input("q"), case.input("w"), case.input("k")
+def indexer(case, inputs, topleft_bug):
+    q, w, k = inputs["q"], inputs["w"], inputs["k"]
     K = int(case.dims["topk"])
     topk = case.output("topk")
     scores = case.output("scores")
@@ -57,17 +61,17 @@ def indexer(case, topleft_bug):
 LOSS_MEANS = ("rows", "valid", "keyed", "sum")
 
 
-def indexer_backward(case, mean_bug, ft=np.float64):
+def indexer_backward(case, inputs, mean_bug, ft=np.float64):
     """The indexer's KL loss and its gradients over the given top-k slots (README "The indexer's training
     path"), straight from the definition: per row, its valid slots; d_index_k accumulated over every row
     that selected a key. ft = np.float32 computes like an honest fp32 kernel (fp32 logs, exps and sums)."""
     loss_mean = case.meta.get("loss_mean", "rows")
     if loss_mean not in LOSS_MEANS:  # a convention this adapter does not know: never a silent wrong answer
         skip(f"numpy_ref: loss_mean={loss_mean} is not implemented (known: {', '.join(LOSS_MEANS)})")
-    q, w, k = (case.input(n).astype(ft) for n in ("q", "w", "k"))
-    topk = case.raw_input("topk").astype(np.int64)
-    target, predict = case.input("target").astype(ft), case.input("predict").astype(ft)
-    grad_loss = ft(case.input("grad_loss")[0])
+    q, w, k = (inputs[n].astype(ft) for n in ("q", "w", "k"))
+    topk = inputs["topk"].astype(np.int64)
+    target, predict = inputs["target"].astype(ft), inputs["predict"].astype(ft)
+    grad_loss = ft(inputs["grad_loss"][0])
     dq, dw, dk, loss = case.output("dq"), case.output("dw"), case.output("dk"), case.output("loss")
     rows = [seg["row0"] + i for seg in case.segments for i in range(seg["valid"])]
     keyed = sum(1 for r in rows if (topk[r] >= 0).any())
@@ -104,12 +108,12 @@ def indexer_backward(case, mean_bug, ft=np.float64):
 EMPTY_LSE = {"neginf": -np.inf, "posinf": np.inf}
 
 
-def sdpa(case, topleft_bug):
+def sdpa(case, inputs, topleft_bug):
     empty_rows = case.meta.get("empty_rows", "neginf")
     if empty_rows not in EMPTY_LSE:  # a convention this adapter does not know: never a silent wrong answer
         skip(f"numpy_ref: empty_rows={empty_rows} is not implemented (known: {', '.join(EMPTY_LSE)})")
     empty_lse = EMPTY_LSE[empty_rows]
-    q, k, v = case.input("q"), case.input("k"), case.input("v")
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv
     o = case.output("o")
@@ -140,6 +144,38 @@ def sdpa(case, topleft_bug):
             o[seg["o_row0"]:seg["o_row0"] + n, h, :] = out
             lse[seg["stats_row0"]:seg["stats_row0"] + n, h] = np.where(none, empty_lse, mx + np.log(np.where(none, 1.0, tot)))
     return {"o": o, "lse": lse}
+
+
+def kernel(case, inputs, bug="none", fp32=False):
+    """The adapter's kernel call: outputs {"topk", "scores"} or {"o", "lse"} of `case` (an exec:
+    CaseDir or an attn_oracle.Case) on `inputs` (arrays by name), or under pass=bwd the indexer's
+    {"dq", "dk", "dw", "loss"}. bug: a defect to re-create; fp32: the backward in float32 like a kernel."""
+    if bug not in ("none", "topleft-cp", "loss-mean-buffer-rows"):
+        raise ValueError(f"numpy_ref: unknown bug {bug!r} (known: none, topleft-cp, loss-mean-buffer-rows)")
+    m = CaseMeta.of(case)
+    view = _Buffers(m, case)
+    if m.meta.get("pass", "fwd") == "bwd":
+        if m.op != "indexer":
+            skip(f"numpy_ref: pass=bwd of op={m.op} is not implemented")
+        return indexer_backward(view, inputs, bug == "loss-mean-buffer-rows", np.float32 if fp32 else np.float64)
+    return indexer(view, inputs, bug == "topleft-cp") if m.op == "indexer" else sdpa(view, inputs, bug == "topleft-cp")
+
+
+class _Buffers:
+    """The layout (CaseMeta) and the case's sentinel output buffers, under one name for the functions above."""
+
+    def __init__(self, meta, case):
+        self._meta, self._case = meta, case
+
+    def __getattr__(self, name):
+        return getattr(self._meta, name)
+
+    def output(self, name):
+        return self._case.output(name)
+
+
+# The defect of --bug topleft-cp as a kernel of its own (what a test of a planted bug runs).
+planted_bug = functools.partial(kernel, bug="topleft-cp")
 
 
 def run(argv):
@@ -173,10 +209,7 @@ def run(argv):
     if f == "missing":
         os.remove(os.path.join(a.case_dir, main_out + ".npy"))
         return 0
-    if backward:
-        outs = indexer_backward(case, a.bug == "loss-mean-buffer-rows", np.float32 if a.fp32 else np.float64)
-    else:
-        outs = indexer(case, a.bug == "topleft-cp") if case.op == "indexer" else sdpa(case, a.bug == "topleft-cp")
+    outs = kernel(case, case.inputs(), a.bug, fp32=a.fp32)
     if f == "nan":
         seg = case.segments[0]
         outs["o"][seg["o_row0"], 0, 0] = np.nan

@@ -9,7 +9,8 @@ kernels whose rounding differs from the oracle's own fp32 emulation, to show tha
             running sum and accumulator, one division at the end
     --round: behave like a flash kernel in the case dtype: P rounded to the dtype before P V (against
             the running max, for online), O rounded to the dtype (a no-op for fp32)
-Indexer cases are declined (skipped).
+Indexer cases are declined (skipped). In process (attn_oracle, python/): `kernel(case, inputs, impl=...,
+tile=..., round_=...)` is the same call.
 """
 import argparse
 import os
@@ -18,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, skip  # noqa: E402
+from ao_exec import CaseMeta, main, skip  # noqa: E402
 
 F = np.float32
 
@@ -58,12 +59,12 @@ def row_online(s, v, tile, rnd):
     return rnd(acc / tot), F(m + np.log(tot))
 
 
-def sdpa(case, impl, tile, rnd):
-    q, k, v = case.input("q"), case.input("k"), case.input("v")
+def sdpa(case, buffers, inputs, impl, tile, rnd):
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv
     scale = F(case.scale)
-    o, lse = case.output("o"), case.output("lse")
+    o, lse = buffers.output("o"), buffers.output("lse")
     for seg in case.segments:
         d = case.docs[seg["doc"]]
         kd = k[d["kv_off"]:d["kv_off"] + d["kv_len"]]
@@ -85,6 +86,17 @@ def sdpa(case, impl, tile, rnd):
     return {"o": o, "lse": lse}
 
 
+def kernel(buffers, inputs, impl="dense", tile=64, round_=False):
+    """The adapter's kernel call on `buffers` (an exec: CaseDir or an attn_oracle.Case) and `inputs`."""
+    if impl not in ("dense", "online") or tile < 1:
+        raise ValueError(f"numpy_sdpa_fp32: impl must be dense|online and tile >= 1, got {impl!r}, {tile}")
+    case = CaseMeta.of(buffers)
+    if case.op != "sdpa":
+        skip("numpy_sdpa_fp32: SDPA only")
+    with np.errstate(over="raise", invalid="raise"):
+        return sdpa(case, buffers, inputs, impl, tile, rounder(case.meta["dtype"] if round_ else "fp32"))
+
+
 def run(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--impl", default="dense", choices=["dense", "online"])
@@ -94,13 +106,7 @@ def run(argv):
     a = ap.parse_args(argv)
     if a.tile < 1:
         ap.error(f"--tile must be >= 1, got {a.tile}")
-    case = CaseDir(a.case_dir)
-    if case.op != "sdpa":
-        skip("numpy_sdpa_fp32: SDPA only")
-    with np.errstate(over="raise", invalid="raise"):
-        for name, arr in sdpa(case, a.impl, a.tile, rounder(case.meta["dtype"] if a.round else "fp32")).items():
-            case.save(name, arr)
-    return 0
+    return main(kernel, [a.case_dir], impl=a.impl, tile=a.tile, round_=a.round)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ score(t,s) = scale * sum_h w[t,h] * relu(q[t,h] . k[s]) over the segment's allow
   --compute fp32 (default): inputs upcast to fp32, TF32 off (an exact-arithmetic peer);
             input: matmuls in the case dtype as a bf16 kernel would (scores rounded to bf16).
 Exits 125 (skip) for op=sdpa or when no CUDA device is present (unless --device cpu).
+In process (attn_oracle, python/): `kernel(case, inputs, compute=..., bug=..., device=...)` is the same call.
 """
 import argparse
 import os
@@ -15,34 +16,31 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, log_timing, skip  # noqa: E402
+from ao_exec import CaseMeta, log_timing, main, skip  # noqa: E402
 
 
-def run(argv):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compute", default="fp32", choices=["fp32", "input"])
-    ap.add_argument("--bug", default="none", choices=["none", "topleft-cp"], help="defect to re-create (cpu-bug:<id> id)")
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--rows-per-block", type=int, default=256)
-    ap.add_argument("case_dir")
-    a = ap.parse_args(argv)
-    case = CaseDir(a.case_dir)
+def kernel(buffers, inputs, compute="fp32", bug="none", device="cuda", rows_per_block=256):
+    """The adapter's kernel call on `buffers` (an exec: CaseDir or an attn_oracle.Case) and `inputs`
+    (float32 arrays by name): {"topk", "scores"} as host arrays."""
+    if compute not in ("fp32", "input") or bug not in ("none", "topleft-cp") or rows_per_block < 1:
+        raise ValueError(f"torch_indexer: compute={compute!r} bug={bug!r} rows_per_block={rows_per_block}")
+    case = CaseMeta.of(buffers)
     if case.op != "indexer":
         skip("torch_indexer: serves op=indexer only")
     import torch
-    if a.device == "cuda" and not torch.cuda.is_available():
+    if device == "cuda" and not torch.cuda.is_available():
         skip("torch_indexer: no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = False
-    dev = torch.device(a.device)
+    dev = torch.device(device)
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[case.meta["dtype"]]
-    cdt = torch.float32 if a.compute == "fp32" else dt
-    q = torch.from_numpy(case.input("q")).to(dev)
-    w = torch.from_numpy(case.input("w")).to(dev)
-    k = torch.from_numpy(case.input("k")).to(dev)
+    cdt = torch.float32 if compute == "fp32" else dt
+    q = torch.from_numpy(inputs["q"]).to(dev)
+    w = torch.from_numpy(inputs["w"]).to(dev)
+    k = torch.from_numpy(inputs["k"]).to(dev)
     K = int(case.dims["topk"])
     ratio = int(case.dims["ratio"])
-    topk = torch.from_numpy(case.output("topk")).to(dev)
-    scores = torch.from_numpy(case.output("scores")).to(dev)
+    topk = torch.from_numpy(buffers.output("topk")).to(dev)
+    scores = torch.from_numpy(buffers.output("scores")).to(dev)
     if dev.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -52,10 +50,10 @@ def run(argv):
         if seg["valid"] < seg["rows"]:  # pad rows of the segment: all -1
             topk[seg["row0"] + seg["valid"]:seg["row0"] + seg["rows"]] = -1
             scores[seg["row0"] + seg["valid"]:seg["row0"] + seg["rows"]] = float("-inf")
-        for i0 in range(0, seg["valid"], a.rows_per_block):
-            i1 = min(i0 + a.rows_per_block, seg["valid"])
+        for i0 in range(0, seg["valid"], rows_per_block):
+            i1 = min(i0 + rows_per_block, seg["valid"])
             r0, r1 = seg["row0"] + i0, seg["row0"] + i1
-            pos = torch.arange(i0, i1, device=dev) + (0 if a.bug == "topleft-cp" else seg["pos0"])
+            pos = torch.arange(i0, i1, device=dev) + (0 if bug == "topleft-cp" else seg["pos0"])
             if case.mask == "none":
                 hi = torch.full_like(pos, d["kv_len"])
             else:
@@ -81,11 +79,20 @@ def run(argv):
     if dev.type == "cuda":
         torch.cuda.synchronize()
     secs = time.perf_counter() - t0
-    case.save("topk", topk.cpu().numpy().astype(np.int32))
-    case.save("scores", scores.cpu().numpy().astype(np.float32))
-    log_timing("torch_indexer", secs, case=case.meta["case"], compute=a.compute,
+    log_timing("torch_indexer", secs, case=case.meta["case"], compute=compute,
                torch=torch.__version__, device=torch.cuda.get_device_name() if dev.type == "cuda" else "cpu")
-    return 0
+    return {"topk": topk.cpu().numpy().astype(np.int32), "scores": scores.cpu().numpy().astype(np.float32)}
+
+
+def run(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compute", default="fp32", choices=["fp32", "input"])
+    ap.add_argument("--bug", default="none", choices=["none", "topleft-cp"], help="defect to re-create (cpu-bug:<id> id)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--rows-per-block", type=int, default=256)
+    ap.add_argument("case_dir")
+    a = ap.parse_args(argv)
+    return main(kernel, [a.case_dir], compute=a.compute, bug=a.bug, device=a.device, rows_per_block=a.rows_per_block)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
                  the adapter in fp32 from the same inputs (that check then tests the adapter, not SDPA).
 Outputs are written only at valid rows (through o/stats offsets); pad slots keep the sentinel.
 Exits 125 (skip) for op=indexer, for cases an implementation cannot express, or without CUDA.
+In process (attn_oracle, python/): `kernel(case, inputs, impl=..., device=...)` is the same call; a
+decline is a SKIPPED verdict with the same reason.
 """
 import argparse
 import os
@@ -20,33 +22,32 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, log_timing, skip, unmapped_window_reason  # noqa: E402
+from ao_exec import CaseMeta, log_timing, main, skip, unmapped_window_reason  # noqa: E402
 
 
-def run(argv):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--impl", default="varlen", choices=["varlen", "sdpa"])
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("case_dir")
-    a = ap.parse_args(argv)
-    case = CaseDir(a.case_dir)
+def kernel(buffers, inputs, impl="varlen", device="cuda"):
+    """The adapter's kernel call on `buffers` (an exec: CaseDir or an attn_oracle.Case) and `inputs`
+    (float32 arrays by name): {"o", "lse"} as float32 host arrays."""
+    if impl not in ("varlen", "sdpa"):
+        raise ValueError(f"torch_varlen_sdpa: unknown impl {impl!r} (varlen | sdpa)")
+    case = CaseMeta.of(buffers)
     if case.op != "sdpa":
         skip("torch_varlen_sdpa: serves op=sdpa only")
     if unmapped_window_reason(case.meta, "torch_varlen_sdpa"):
         skip(unmapped_window_reason(case.meta, "torch_varlen_sdpa"))
     import torch
-    if a.device == "cuda" and not torch.cuda.is_available():
+    if device == "cuda" and not torch.cuda.is_available():
         skip("torch_varlen_sdpa: no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = False
-    dev = torch.device(a.device)
+    dev = torch.device(device)
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[case.meta["dtype"]]
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv
-    q = torch.from_numpy(case.input("q")).to(dev).to(dt)
-    k = torch.from_numpy(case.input("k")).to(dev).to(dt)
-    v = torch.from_numpy(case.input("v")).to(dev).to(dt)
-    o = torch.from_numpy(case.output("o")).to(dev)
-    lse = torch.from_numpy(case.output("lse")).to(dev)
+    q = torch.from_numpy(inputs["q"]).to(dev).to(dt)
+    k = torch.from_numpy(inputs["k"]).to(dev).to(dt)
+    v = torch.from_numpy(inputs["v"]).to(dev).to(dt)
+    o = torch.from_numpy(buffers.output("o")).to(dev)
+    lse = torch.from_numpy(buffers.output("lse")).to(dev)
     segs = [s for s in case.segments if s["valid"] > 0]
     # Keys of each segment: a row at position p sees document keys [lo(p), hi(p)); the segment's key
     # extent is [0, key_hi) with key_hi = max hi over its rows.
@@ -62,7 +63,7 @@ def run(argv):
     if dev.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
-    if a.impl == "varlen":
+    if impl == "varlen":
         try:
             from torch.nn.attention.varlen import AuxRequest, varlen_attn
         except ImportError as e:
@@ -135,10 +136,17 @@ def run(argv):
     if dev.type == "cuda":
         torch.cuda.synchronize()
     secs = time.perf_counter() - t0
-    case.save("o", o.cpu().numpy().astype(np.float32))
-    case.save("lse", lse.cpu().numpy().astype(np.float32))
-    log_timing("torch_varlen_sdpa", secs, case=case.meta["case"], impl=a.impl, torch=torch.__version__)
-    return 0
+    log_timing("torch_varlen_sdpa", secs, case=case.meta["case"], impl=impl, torch=torch.__version__)
+    return {"o": o.cpu().numpy().astype(np.float32), "lse": lse.cpu().numpy().astype(np.float32)}
+
+
+def run(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--impl", default="varlen", choices=["varlen", "sdpa"])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("case_dir")
+    a = ap.parse_args(argv)
+    return main(kernel, [a.case_dir], impl=a.impl, device=a.device)
 
 
 if __name__ == "__main__":

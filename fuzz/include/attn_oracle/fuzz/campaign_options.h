@@ -2,9 +2,11 @@
 // the budget, the output directory, the generator's options and the shrink and confirmation runs.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "attn_oracle/backends/backend.h"
 #include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/layout/layout.h"
 
@@ -21,6 +23,9 @@ std::pair<int, int> parse_shard(const std::string& s);
 
 struct CampaignOptions {
   std::string backend, vs = "cpu-ref";
+  // The backend to run when it is not a registry spec (the Python package's callables, python/): then
+  // `backend` only names it in the summary, the found files and the failure signatures.
+  std::shared_ptr<Backend> backend_object;
   uint64_t seed = 1;
   Budget budget{60, 0};
   int shard = 0, shards = 1;   // this shard runs case numbers shard, shard+shards, ...

@@ -20,6 +20,9 @@
 //                outputs, pre-filled with the sentinel (NaN payload 0x7fe5a5a5 / index -1515870810).
 //                The process must rewrite o.npy+lse.npy ('<f4') or topk.npy ('<i4'); scores.npy
 //                ('<f4') is optional. Shapes are exact (meta.json "outputs").
+//   pass=bwd:    sdpa: dout.npy o.npy (case dtype) lse.npy ('<f4') in; dq.npy dk.npy dv.npy out.
+//                indexer: topk.npy ('<i4', the exact forward's), target.npy predict.npy grad_loss.npy
+//                ('<f4') in; dq.npy dk.npy dw.npy out, loss.npy ('<f4' [1]) optional.
 //   exit 0: outputs are read and compared; exit 125: skipped (reason: last stderr line);
 //   any other exit, a signal or the timeout: error with the stderr tail.
 #pragma once
@@ -38,6 +41,27 @@ struct ExecOptions {
 // Reads AO_EXEC_TIMEOUT / AO_EXEC_KEEP / AO_EXEC_DIR; throws BadInput for a bad value.
 ExecOptions exec_options_from_env();
 std::unique_ptr<Backend> make_exec_backend(const std::string& command, const ExecOptions& opt);
+
+// The tensors an external backend exchanges with the harness, by name: the exec: case directory's files
+// and the Python package's arrays (python/) both come from these tables, so a new tensor is one entry
+// here. Inputs are float32 in memory (exec: stores them in the case dtype); outputs as the backend writes
+// them. Each entry names its field: `in` for an input, `floats` or `indices` for an output.
+struct ExternalTensor {
+  std::string name, descr;  // "q", "<f4"; outputs: "<f4" or "<i4"
+  std::vector<int64_t> shape;
+  bool required = true;     // outputs: a backend must write it (scores is optional)
+  std::vector<float> Inputs::*in = nullptr;
+  std::vector<float> Outputs::*floats = nullptr;
+  std::vector<int32_t> Outputs::*indices = nullptr;
+  std::vector<int32_t> Inputs::*in_indices = nullptr;  // an int32 input (the backward's top-k)
+  bool exact_fp32 = false;  // an input exec: stores as float32 whatever the dtype (LSE, distributions)
+};
+std::vector<ExternalTensor> external_inputs(const Layout& l);
+std::vector<ExternalTensor> external_outputs(const Layout& l);
+
+// meta.json without its tensor files: dims, conventions, documents, ragged offsets, cu_seqlens,
+// segments with pos0, max_seqlen (JSON text; what an adapter reads of the case, in any process).
+std::string case_meta_text(const Layout& l);
 
 // Writes the case directory (inputs, meta.json, sentinel outputs); returns meta.json's text.
 std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in);

@@ -30,6 +30,9 @@ struct CaseResult {
 // explain: on a Fail verdict, run every bug model on the case and keep the explanation (explain.h).
 CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim = {},
                     bool keep_artifacts = false, bool explain = false);
+// The same on a trial made earlier (the Python package's Case hands its inputs out before the run; the
+// trial's input check then covers what the caller did with them). Runs again on the trial's inputs.
+CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifacts = false, bool explain = false);
 
 // git-bisect-compatible: 0 all passed, 1 any failed/errored, 125 nothing ran (all skipped).
 int exit_code(const std::vector<CaseResult>& results);
