@@ -14,9 +14,6 @@ const std::vector<UnmodelledEntry>& unmodelled_catalog_entries() {
        "the mechanism: num_splits 16/32 disagree on GQA decode, cause not identified (an acceptance case, not a model)"},
       {"[35]", "pytorch #187227", "an attention-bias input and S > 65536 rows of bias (a uint32 row offset that wraps)"},
       {"[36]", "vllm #50427", "paged K/V block tables and buffers of more than 2^31 elements (int32 offsets)"},
-      {"[37]", "FlashAttention PRs #1500, #2260", "the backward pass (dq accumulator offsets); the oracle is forward-only"},
-      {"[39]", "FlashAttention PR #2324, pytorch #176793, tilelang PR #2461",
-       "the backward pass (gradient rows past cu_seqlens[-1]); the oracle is forward-only"},
   };
   return v;
 }

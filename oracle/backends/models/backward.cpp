@@ -74,7 +74,7 @@ std::vector<BugModel> backward_models() {
   const std::vector<std::string> nonfinite = {"dq_nonfinite_valid", "dk_nonfinite_valid", "dv_nonfinite_valid"};
   return {
       {.name = "bwd-lse-pad-read", .what = "backward reads the saved LSE at the Q row offsets (stats offsets ignored): LSE pad slots give NaN gradients",
-       .indexer = false, .sdpa = true, .seams = seams<LseAtQRow>(), .catalog = "",
+       .indexer = false, .sdpa = true, .seams = seams<LseAtQRow>(), .catalog = "[39]",
        .source = "FlashAttention PR #2324 (LSE padding rows read in the backward)", .defect_class = K::BoundaryMetadata,
        .catches = {"dq_nonfinite_valid", "dk_nonfinite_valid", "dv_nonfinite_valid", "dq_violations", "dk_violations",
                    "dv_violations"},
@@ -111,7 +111,7 @@ std::vector<BugModel> backward_models() {
                    {"op=sdpa pass=bwd docs=70 hq=2 dim=16", "no row without keys"}}},
       {.name = "bwd-dq-offset-wrap",
        .what = "dQ accumulator offset row*hq*dim wraps (int32 in the kernel; 2^20 elements here): later rows land on early ones",
-       .indexer = false, .sdpa = true, .seams = seams<DqOffsetWrap>(), .source = "FlashAttention PRs #1500, #2260",
+       .indexer = false, .sdpa = true, .seams = seams<DqOffsetWrap>(), .catalog = "[37]", .source = "FlashAttention PRs #1500, #2260",
        .defect_class = K::BoundaryMetadata, .catches = {"dq_violations", "unwritten_rows"},
        .triggers = {{"op=sdpa pass=bwd docs=16*2100 hq=2 dim=16 rows=256", {"dq_violations", "unwritten_rows"}}},
        .outside = {{"op=sdpa pass=bwd docs=16*300 hq=2 dim=16", "offsets below the wrap"}}},
