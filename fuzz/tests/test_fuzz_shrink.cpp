@@ -66,6 +66,8 @@ TEST(FuzzShrink, TriesTheDefaultOfEveryToDefaultKey) {
       "op=sdpa docs=64,32 mask=bottomright window=-1 window_right=4 window_convention=fa max_seqlen_q=80 "
       "max_seqlen_kv=90 num_splits=3 empty_rows=posinf values=extreme",
       "op=indexer docs=64 start_pos=9 ties=strict values=plateau max_seqlen_kv=100",
+      "op=sdpa pass=bwd docs=16,16 pad=2 grad_pad=zero",
+      "op=indexer pass=bwd docs=64 topk=8 loss_mean=valid",
   };
   std::set<std::string> tried;
   for (const auto& line : lines) {

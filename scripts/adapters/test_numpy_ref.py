@@ -73,7 +73,7 @@ class IndexerBackward(CaseDirTest):
     def test_every_loss_mean_passes(self):
         for line in self.LINES:
             for mean in ("rows", "valid", "keyed", "sum"):
-                r = repro(f"{line} loss_mean={mean}")
+                r = repro(f"{line} loss_mean={mean}", adapter_backend(ADAPTER))
                 self.assertEqual(r.returncode, 0, f"{line} loss_mean={mean}\n{r.stdout}{r.stderr}")
                 self.assertIn("PASS", r.stdout)
 
@@ -81,13 +81,13 @@ class IndexerBackward(CaseDirTest):
         fp32 = f"exec:{sys.executable} {ADAPTER} --fp32"
         for line in self.LINES + ["op=indexer pass=bwd docs=700,300 heads=8 dim=64 topk=256 seed=5 dtype=fp16",
                                   "op=indexer pass=bwd docs=512 heads=4 dim=32 topk=64 dtype=fp32 seed=6"]:
-            r = subprocess.run([AO, "repro", *line.split(), "--backend", fp32], capture_output=True, text=True)
+            r = repro(line, fp32)
             self.assertEqual(r.returncode, 0, f"{line}\n{r.stdout}{r.stderr}")
 
     def test_a_wrong_denominator_fails(self):
         line = self.LINES[2] + " loss_mean=valid"  # pad rows: the buffer's rows are not the valid rows
         bug = f"exec:{sys.executable} {ADAPTER} --bug loss-mean-buffer-rows"
-        r = subprocess.run([AO, "repro", *line.split(), "--backend", bug], capture_output=True, text=True)
+        r = repro(line, bug)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("loss_err_over_gate", r.stdout)
 

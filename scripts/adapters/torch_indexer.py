@@ -92,7 +92,8 @@ def run(argv):
     ap.add_argument("--rows-per-block", type=int, default=256)
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
-    return main(kernel, [a.case_dir], compute=a.compute, bug=a.bug, device=a.device, rows_per_block=a.rows_per_block)
+    kw = {"compute": a.compute, "bug": a.bug, "device": a.device, "rows_per_block": a.rows_per_block}
+    return main(kernel, [a.case_dir], **kw)
 
 
 if __name__ == "__main__":

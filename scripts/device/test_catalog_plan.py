@@ -43,19 +43,19 @@ def kernel(name, bug, inputs=True):
 FIXTURE = {
     "schema": "attn-oracle.catalog", "seeds": [3, 101],
     "models": [
-        model("lanes", ["indexer"], [("op=indexer docs=100,37 topk=64", ["unwritten_rows", "out_of_causal"]),
+        model("toy-model-a", ["indexer"], [("op=indexer docs=100,37 topk=64", ["unwritten_rows", "out_of_causal"]),
                                      ("op=indexer docs=300 topk=32 values=extreme", ["out_of_range"])],
               ["op=indexer docs=100 mask=none topk=16"]),
-        model("both-ops", ["indexer", "sdpa"], [("op=indexer docs=300 topk=32", ["out_of_causal"]),
+        model("toy-model-b", ["indexer", "sdpa"], [("op=indexer docs=300 topk=32", ["out_of_causal"]),
                                                 ("op=sdpa docs=300", ["tol_violations"])],
               ["op=indexer docs=30 mask=none topk=8", "op=sdpa docs=30 mask=none"]),
-        model("tile", ["sdpa"], [("op=sdpa q_lens=1 kv_lens=40 mask=none", ["nonfinite_valid"]),
+        model("toy-model-c", ["sdpa"], [("op=sdpa q_lens=1 kv_lens=40 mask=none", ["nonfinite_valid"]),
                                  ("op=sdpa q_lens=1*32 kv_lens=4000*32 mask=none", ["nonfinite_valid"])],
               ["op=sdpa docs=40", "op=sdpa q_lens=1*32 kv_lens=4096*32 mask=none"],
               production=("op=sdpa q_lens=1*32 kv_lens=4000*32 mask=none", "op=sdpa q_lens=1*32 kv_lens=4096*32 mask=none")),
     ],
-    "bug_knobs": [kernel("no-inputs-knob", ["lanes"], inputs=False), kernel("cuda-indexer", ["lanes", "both-ops"]),
-                  kernel("cuda-sdpa", ["tile"])],
+    "bug_knobs": [kernel("no-inputs-knob", ["toy-model-a"], inputs=False), kernel("cuda-indexer", ["toy-model-a", "toy-model-b"]),
+                  kernel("cuda-sdpa", ["toy-model-c"])],
 }
 
 
@@ -80,25 +80,25 @@ class Fixture(unittest.TestCase):
         lines, summary = cp.plan(FIXTURE, "cuda-.*")
         plan = [x for x in lines if x.startswith("expect=")]
         short = "op=indexer docs=100,37 topk=64"
-        self.assertIn(f"expect=fail:unwritten_rows backend=cuda-indexer:bug=lanes {short} seed=3", plan)
-        self.assertIn(f"expect=fail:out_of_causal backend=cuda-indexer:bug=lanes {short} seed=101", plan)
+        self.assertIn(f"expect=fail:unwritten_rows backend=cuda-indexer:bug=toy-model-a {short} seed=3", plan)
+        self.assertIn(f"expect=fail:out_of_causal backend=cuda-indexer:bug=toy-model-a {short} seed=101", plan)
         self.assertIn("expect=pass backend=cuda-indexer op=indexer docs=100,37 topk=64 seed=3", plan)
-        self.assertIn("expect=fail:out_of_causal backend=cpu-bug:lanes op=indexer docs=100,37 topk=64 seed=101", plan)
-        self.assertIn("expect=pass backend=cuda-indexer:bug=lanes op=indexer docs=100 mask=none topk=16 seed=3", plan)
+        self.assertIn("expect=fail:out_of_causal backend=cpu-bug:toy-model-a op=indexer docs=100,37 topk=64 seed=101", plan)
+        self.assertIn("expect=pass backend=cuda-indexer:bug=toy-model-a op=indexer docs=100 mask=none topk=16 seed=3", plan)
         # values= inputs are shaped on the host: the kernel's inputs=host knob, on the knob and the plain kernel
-        self.assertIn("expect=fail:out_of_range backend=cuda-indexer:bug=lanes,inputs=host "
+        self.assertIn("expect=fail:out_of_range backend=cuda-indexer:bug=toy-model-a,inputs=host "
                       "op=indexer docs=300 topk=32 values=extreme seed=3", plan)
         self.assertIn("expect=pass backend=cuda-indexer:inputs=host op=indexer docs=300 topk=32 values=extreme seed=3",
                       plan)
-        # cuda-indexer serves the indexer (its single-op model says so): both-ops' sdpa cases are left out
+        # cuda-indexer serves the indexer (its single-op model says so): toy-model-b' sdpa cases are left out
         self.assertFalse([x for x in plan if "cuda-indexer" in x and "op=sdpa" in x])
-        self.assertIn("expect=fail:out_of_causal backend=cuda-indexer:bug=both-ops op=indexer docs=300 topk=32 seed=3",
+        self.assertIn("expect=fail:out_of_causal backend=cuda-indexer:bug=toy-model-b op=indexer docs=300 topk=32 seed=3",
                       plan)
-        self.assertFalse([x for x in plan if "cpu-bug:lanes" in x.split()[1] and "expect=pass" in x])
-        # lanes, per seed: 3 knob fail lines (3 metrics), 2 knob-less pass lines, 3 cpu-bug lines, 1 outside case
-        self.assertEqual(dict((k, n) for k, _, _, n in summary)["cuda-indexer:bug=lanes"], 2 * (3 + 2 + 3 + 1))
-        self.assertEqual([k for k, *_ in summary], ["cuda-indexer:bug=lanes", "cuda-indexer:bug=both-ops",
-                                                    "cuda-sdpa:bug=tile"])
+        self.assertFalse([x for x in plan if "cpu-bug:toy-model-a" in x.split()[1] and "expect=pass" in x])
+        # toy-model-a, per seed: 3 knob fail lines (3 metrics), 2 knob-less pass lines, 3 cpu-bug lines, 1 outside case
+        self.assertEqual(dict((k, n) for k, _, _, n in summary)["cuda-indexer:bug=toy-model-a"], 2 * (3 + 2 + 3 + 1))
+        self.assertEqual([k for k, *_ in summary], ["cuda-indexer:bug=toy-model-a", "cuda-indexer:bug=toy-model-b",
+                                                    "cuda-sdpa:bug=toy-model-c"])
 
     def test_production_scale_cases_run_on_the_first_seed(self):
         lines, _ = cp.plan(FIXTURE, "cuda-sdpa")
@@ -119,11 +119,11 @@ class Fixture(unittest.TestCase):
 
     def test_backend_filter(self):
         lines, summary = cp.plan(FIXTURE, "cuda-sdpa")
-        self.assertEqual([k for k, *_ in summary], ["cuda-sdpa:bug=tile"])
+        self.assertEqual([k for k, *_ in summary], ["cuda-sdpa:bug=toy-model-c"])
         lines, summary = cp.plan(FIXTURE)
-        self.assertEqual(summary[0][0], "no-inputs-knob:bug=lanes")
+        self.assertEqual(summary[0][0], "no-inputs-knob:bug=toy-model-a")
         # a backend without an `inputs` knob gets none added
-        self.assertIn("expect=fail:out_of_range backend=no-inputs-knob:bug=lanes op=indexer docs=300 topk=32 "
+        self.assertIn("expect=fail:out_of_range backend=no-inputs-knob:bug=toy-model-a op=indexer docs=300 topk=32 "
                       "values=extreme seed=3", lines)
 
     def test_knob_with_no_model_fails(self):
@@ -139,17 +139,17 @@ class Fixture(unittest.TestCase):
     def test_knob_whose_model_has_no_trigger_fails(self):
         bad = copy.deepcopy(FIXTURE)
         bad["models"][2]["triggers"] = []
-        with self.assertRaisesRegex(cp.PlanError, r"cuda-sdpa:bug=tile: model tile has no trigger case"):
+        with self.assertRaisesRegex(cp.PlanError, r"cuda-sdpa:bug=toy-model-c: model toy-model-c has no trigger case"):
             cp.plan(bad, "cuda-.*")
         # a trigger only for an op the kernel does not serve counts as none
         bad = copy.deepcopy(FIXTURE)
-        bad["bug_knobs"][2]["values"].append("lanes")
-        bad["bug_knobs"][2]["values"].remove("tile")
-        with self.assertRaisesRegex(cp.PlanError, r"cuda-sdpa:bug=lanes: model lanes has no trigger case for sdpa"):
+        bad["bug_knobs"][2]["values"].append("toy-model-a")
+        bad["bug_knobs"][2]["values"].remove("toy-model-c")
+        with self.assertRaisesRegex(cp.PlanError, r"cuda-sdpa:bug=toy-model-a: model toy-model-a has no trigger case for sdpa"):
             cp.plan(bad, "cuda-.*", ops_of={"cuda-sdpa": {"sdpa"}})
         rc, _, err = run_main(["--catalog", "-", "--ops", "cuda-sdpa=sdpa"], json.dumps(bad))
         self.assertEqual(rc, 1)
-        self.assertIn("cuda-sdpa:bug=lanes: model lanes has no trigger case for sdpa", err)
+        self.assertIn("cuda-sdpa:bug=toy-model-a: model toy-model-a has no trigger case for sdpa", err)
         rc, _, err = run_main(["--catalog", "-", "--ops", "cuda-sdpa=backward"], json.dumps(FIXTURE))
         self.assertEqual(rc, 2)
 

@@ -113,7 +113,7 @@ rm -f $(printf '%q' "$plugin")
 [[ -f $(printf '%q' "$plugin") ]] || { echo "skip: the build made no $(printf '%q' "$plugin")"; exit 125; }
 spec="plugin:\$PWD/$(printf '%q' "$plugin")${plugin_knobs:+:$plugin_knobs}"
 out=\$("$ao" bisect-run $(printf '%q' "$case_") --backend "\$spec" --crash-is-skip 2>&1); rc=\$?
-if ((rc == 128)) && [[ "\$out" == *"key 'backend'"* ]]; then
+if ((rc == 128)) && [[ "\$out" == *"'backend' = "* ]]; then
   echo "skip: the library does not load at this commit: \$out"; exit 125
 fi
 echo "\$out"
