@@ -440,10 +440,17 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.95 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
     c.ties = Ties::Strict;
   // The indexer's training path: the loss's denominator as callers differ, a scale the gradient chain carries.
-  if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.08, 0.5))) {
+  if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.5 : E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.4 : 0.15)) {
     c.pass = Pass::Bwd;
     c.loss_mean = R.pick<LossMean>({LossMean::Rows, LossMean::Valid, LossMean::Keyed, LossMean::Sum});
     if (R.chance(0.3)) c.scale = R.pick<double>({0.25, 0.5});
+  }
+  // SDPA's training path on the same layouts (split-KV is a forward key), most often where its defects
+  // live (CP ranks' partial dK/dV, pad slots and rows without a key); gradient pad rows kept or zeroed.
+  // Drawn after every structural decision, so the forward's cases stay as they were.
+  if (op == Op::Sdpa && c.num_splits == 1 && R.chance(E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.5 : 0.2)) {
+    c.pass = Pass::Bwd;
+    if (R.chance(0.2)) c.grad_pad = GradPad::Zero;
   }
   if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
   c.seed = R.integer(1, 1000000);
@@ -460,6 +467,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (c.pass == Pass::Bwd && c.rows != 0) {  // the backward judges every row: too many, the forward instead
     c.pass = Pass::Fwd;
     c.loss_mean = LossMean::Rows;
+    c.grad_pad = GradPad::Untouched;
   }
   return c;
 }

@@ -8,13 +8,16 @@
 //  * indexer: every returned index is allowed (same document, causal), no duplicates, exactly
 //    min(k, allowed) indices then -1, pad rows all -1, and every returned key scores >= the naive
 //    k-th score - tolerance (tie-aware);
-//  * sdpa: LSE finite on rows with allowed keys (-inf and O = 0 without), O and LSE within 2e-4 of fp64.
+//  * sdpa: LSE finite on rows with allowed keys (-inf and O = 0 without), O and LSE within 2e-4 of fp64;
+//  * pass=bwd (both ops): the gradients (and the indexer's loss) against the naive fp64 backward, within
+//    the rounding relative to the terms' magnitudes.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <set>
+#include <vector>
 #include <string>
 
 #if defined(AO_FDP_HEADER)
@@ -27,6 +30,7 @@
 #include "attn_oracle/compare/tolerance.h"
 #include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/pipeline/trial.h"
+#include "attn_oracle/reference/reference.h"
 #include "naive_reference.h"
 
 namespace {
@@ -45,6 +49,54 @@ ao::Case case_from(FuzzedDataProvider& f) {
   ao::GenOptions opt;
   opt.dims = ao::DimsProfile::Tiny;
   return ao::generate_case(src, opt);
+}
+
+// |got - want| within the fp64 reference's rounding to its fp32 outputs, relative to the terms' magnitudes.
+void check_close(const ao::Case& c, const std::vector<float>& got, const std::vector<double>& want,
+                 const std::vector<double>& mag, const std::vector<char>& judged, size_t width, const char* what) {
+  if (got.size() != want.size()) violated(c, std::string(what) + ": output has the wrong size");
+  for (size_t r = 0; r < judged.size(); ++r) {
+    if (!judged[r]) continue;
+    for (size_t e = 0; e < width; ++e) {
+      const size_t i = r * width + e;
+      const double tol = 1e-10 * mag[i] + 0x1p-22 * std::fabs(want[i]) + 1e-30;
+      if (!(std::fabs(double(got[i]) - want[i]) <= tol))
+        violated(c, std::string(what) + " row " + std::to_string(r) + " elem " + std::to_string(e) + ": " +
+                        std::to_string(got[i]) + " vs fp64 " + std::to_string(want[i]));
+    }
+  }
+}
+
+// pass=bwd: every gradient of a valid Q row and of every K/V row of a document (the rank's partial under
+// CP) against the naive fp64 backward; the indexer's loss too. SDPA's exact backward is its fp64 mode
+// (precision=f32 emulates an fp32 kernel, whose error the comparator's gates judge, not this target).
+void check_gradients(const ao::Case& c, const ao::Layout& l, const naive::NaiveLayout& nl, const ao::Inputs& in,
+                     const ao::Outputs& ran) {
+  ao::Outputs exact;
+  if (c.op == ao::Op::Sdpa && c.precision != ao::Precision::F64) {
+    ao::Layout lx = l;
+    lx.c.precision = ao::Precision::F64;
+    exact = ao::make_sentinel_outputs(lx);
+    ao::reference_sdpa_bwd(lx, in, exact);
+  }
+  const ao::Outputs& out = exact.dq.empty() ? ran : exact;
+  std::vector<char> q_rows(size_t(nl.q_rows), 0), kv_rows(nl.kv_owner.size(), 0);
+  for (const naive::QRow& r : nl.rows) q_rows[size_t(r.row)] = r.valid;
+  for (size_t k = 0; k < kv_rows.size(); ++k) kv_rows[k] = nl.kv_owner[k] >= 0;
+  if (c.op == ao::Op::Sdpa) {
+    const naive::SdpaGrads g = naive::sdpa_bwd(c, nl, in);
+    check_close(c, out.dq, g.dq, g.dq_mag, q_rows, size_t(c.hq * c.dim), "dq");
+    check_close(c, out.dk, g.dk, g.dk_mag, kv_rows, size_t(c.hkv * c.dim), "dk");
+    check_close(c, out.dv, g.dv, g.dv_mag, kv_rows, size_t(c.hkv * c.dim_v), "dv");
+    return;
+  }
+  const naive::IndexerGrads g = naive::indexer_bwd(c, nl, in);
+  check_close(c, out.dq, g.dq, g.dq_mag, q_rows, size_t(c.heads * c.dim), "dq");
+  check_close(c, out.dw, g.dw, g.dw_mag, q_rows, size_t(c.heads), "dw");
+  check_close(c, out.dk, g.dk, g.dk_mag, kv_rows, size_t(c.dim), "dk");
+  if (!out.loss.empty() &&
+      !(std::fabs(double(out.loss[0]) - g.loss) <= 1e-10 * g.loss_mag + 0x1p-22 * std::fabs(g.loss) + 1e-30))
+    violated(c, "loss " + std::to_string(out.loss[0]) + " vs fp64 " + std::to_string(g.loss));
 }
 
 }  // namespace
@@ -79,6 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       std::to_string(l.check_rows[i]) + " valid " + std::to_string(l.valid_row(l.check_rows[i])) +
                       " pos " + std::to_string(l.pos_of(l.check_rows[i])) + "; naive: valid " +
                       std::to_string(qr.valid) + " pos " + std::to_string(qr.pos) + ")");
+    if (c.pass == ao::Pass::Bwd) continue;  // the gradients: after the loop, over the whole rank
     if (c.op == ao::Op::Indexer) {
       const size_t K = size_t(c.topk);
       const int32_t* got = out.topk.data() + size_t(r) * K;
@@ -130,5 +183,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
+  if (c.pass == ao::Pass::Bwd) check_gradients(c, l, nl, in, out);
   return 0;
 }

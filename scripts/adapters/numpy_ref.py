@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A backend in numpy (float64): the DSA indexer (its forward top-k and, under pass=bwd, its KL loss and
-gradients) and padded-THD SDPA, written from the semantics in README/meta.json, independently of the C++
+gradients) and padded-THD SDPA (forward, and under pass=bwd dQ/dK/dV), written from the semantics in README/meta.json, independently of the C++
 reference. CI uses it to test the exec: protocol, and --fault re-creates every way an external backend can fail:
 
   usage: numpy_ref.py [--fault F] [--bug topleft-cp|loss-mean-buffer-rows] CASE_DIR
@@ -146,22 +146,75 @@ def sdpa(case, inputs, topleft_bug):
     return {"o": o, "lse": lse}
 
 
+def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None):
+    """SDPA's backward from its definition (README "The backward pass"), per segment and query head:
+    P = exp(scale QK^T - lse) from the given LSE over the allowed keys, D = rowsum(dO o O) from the given O,
+    dV += P^T dO, dS = P o (dO V^T - D), dQ = scale dS K, dK += scale dS^T Q; GQA heads summed into their
+    K/V head; rows without a key (infinite LSE) contribute nothing. Only valid rows are written (pad
+    slots as given); dK/dV cover every K/V row of a document (under CP: this rank's partial).
+    ft = np.float32 computes like an fp32 kernel; tile: keys in tiles of that many (a flash kernel's
+    accumulation order), else one dense product; rnd: P and dS rounded (to the dtype) before their products."""
+    rnd = rnd or (lambda a: a)
+    q, k, v, dout, o_in, lse_in = (inputs[n].astype(ft) for n in ("q", "k", "v", "dout", "o", "lse"))
+    hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
+    g = hq // hkv
+    scale = ft(case.scale)
+    dq, dk, dv = case.output("dq"), case.output("dk"), case.output("dv")
+    gk, gv = np.zeros(k.shape, dtype=ft), np.zeros(v.shape, dtype=ft)
+    for seg in case.segments:
+        n = seg["valid"]
+        if n == 0:
+            continue
+        d = case.docs[seg["doc"]]
+        ko, kl = d["kv_off"], d["kv_len"]
+        allowed = np.zeros((n, kl), dtype=bool)
+        for i in range(n):
+            lo, hi = case.allowed_hi_lo(seg["doc"], seg["pos0"] + i)
+            allowed[i, lo:hi] = True
+        r0, or0, sr0 = seg["row0"], seg["o_row0"], seg["stats_row0"]
+        for h in range(hq):
+            kh = h // g
+            qs, do = q[r0:r0 + n, h, :], dout[r0:r0 + n, h, :]
+            lse = lse_in[sr0:sr0 + n, h]
+            live = np.isfinite(lse) & allowed.any(axis=1)
+            lse = np.where(live, lse, ft(0))
+            dsum = (do * o_in[or0:or0 + n, h, :]).sum(axis=1, dtype=ft)
+            dqh = np.zeros(qs.shape, dtype=ft)
+            step = tile or max(kl, 1)
+            for a in range(0, kl, step):
+                b = min(a + step, kl)
+                kt, vt = k[ko + a:ko + b, kh, :], v[ko + a:ko + b, kh, :]
+                mask = allowed[:, a:b] & live[:, None]
+                s_ = (qs @ kt.T) * scale
+                p_ = np.where(mask, np.exp(np.where(mask, s_ - lse[:, None], ft(0))), ft(0)).astype(ft)
+                gv[ko + a:ko + b, kh, :] += rnd(p_).T @ do
+                ds = (p_ * ((do @ vt.T) - dsum[:, None])).astype(ft)
+                dqh += (rnd(ds) @ kt) * scale
+                gk[ko + a:ko + b, kh, :] += (rnd(ds).T @ qs) * scale
+            dq[r0:r0 + n, h, :] = dqh
+    for d in case.docs:
+        sl = slice(d["kv_off"], d["kv_off"] + d["kv_len"])
+        dk[sl], dv[sl] = gk[sl], gv[sl]
+    return {"dq": dq, "dk": dk, "dv": dv}
+
+
 def kernel(case, inputs, bug="none", fp32=False):
     """The adapter's kernel call: outputs {"topk", "scores"} or {"o", "lse"} of `case` (an exec:
     CaseDir or an attn_oracle.Case) on `inputs` (arrays by name), or under pass=bwd the indexer's
-    {"dq", "dk", "dw", "loss"}. bug: a defect to re-create; fp32: the backward in float32 like a kernel."""
+    {"dq", "dk", "dw", "loss"} and SDPA's {"dq", "dk", "dv"}. bug: a defect to re-create; fp32: the
+    backward in float32 like a kernel."""
     if bug not in ("none", "topleft-cp", "loss-mean-buffer-rows"):
         raise ValueError(f"numpy_ref: unknown bug {bug!r} (known: none, topleft-cp, loss-mean-buffer-rows)")
     m = CaseMeta.of(case)
-    view = _Buffers(m, case)
+    view = CaseBuffers(m, case)
     if m.meta.get("pass", "fwd") == "bwd":
-        if m.op != "indexer":
-            skip(f"numpy_ref: pass=bwd of op={m.op} is not implemented")
+        if m.op == "sdpa":
+            return sdpa_backward(view, inputs, np.float32 if fp32 else np.float64)
         return indexer_backward(view, inputs, bug == "loss-mean-buffer-rows", np.float32 if fp32 else np.float64)
     return indexer(view, inputs, bug == "topleft-cp") if m.op == "indexer" else sdpa(view, inputs, bug == "topleft-cp")
 
 
-class _Buffers:
+class CaseBuffers:
     """The layout (CaseMeta) and the case's sentinel output buffers, under one name for the functions above."""
 
     def __init__(self, meta, case):
@@ -183,7 +236,7 @@ def run(argv):
     ap.add_argument("--fault", default="")
     ap.add_argument("--bug", default="none", choices=["none", "topleft-cp", "loss-mean-buffer-rows"],
                     help="defect to re-create (cpu-bug:<id> id)")
-    ap.add_argument("--fp32", action="store_true", help="indexer pass=bwd: compute in float32 like a kernel")
+    ap.add_argument("--fp32", action="store_true", help="pass=bwd: compute in float32 like a kernel")
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
     case = CaseDir(a.case_dir)
@@ -201,8 +254,6 @@ def run(argv):
     if f == "skip":
         skip("numpy_ref: this adapter declines the case (planted skip)")
     backward = case.meta.get("pass", "fwd") == "bwd"
-    if backward and case.op != "indexer":
-        skip(f"numpy_ref: pass=bwd of op={case.op} is not implemented")
     main_out = "dq" if backward else "topk" if case.op == "indexer" else "o"
     if f == "nowrite":
         return 0
@@ -212,7 +263,7 @@ def run(argv):
     outs = kernel(case, case.inputs(), a.bug, fp32=a.fp32)
     if f == "nan":
         seg = case.segments[0]
-        outs["o"][seg["o_row0"], 0, 0] = np.nan
+        outs[main_out][seg["o_row0"] if main_out == "o" else seg["row0"], 0, 0] = np.nan
     for name, arr in outs.items():
         case.save(name, arr)
     path = os.path.join(a.case_dir, main_out + ".npy")

@@ -9,6 +9,9 @@ kernels whose rounding differs from the oracle's own fp32 emulation, to show tha
             running sum and accumulator, one division at the end
     --round: behave like a flash kernel in the case dtype: P rounded to the dtype before P V (against
             the running max, for online), O rounded to the dtype (a no-op for fp32)
+Under pass=bwd: dQ/dK/dV in float32 from the given O and LSE (numpy_ref.sdpa_backward's formulas), dense
+(one product per segment and head) or online (key tiles of N, the accumulation order of a flash
+backward); --round rounds P and dS to the dtype before their products, like such kernels.
 Indexer cases are declined (skipped). In process (attn_oracle, python/): `kernel(case, inputs, impl=...,
 tile=..., round_=...)` is the same call.
 """
@@ -20,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ao_exec import CaseMeta, main, skip  # noqa: E402
+from numpy_ref import CaseBuffers, sdpa_backward  # noqa: E402
 
 F = np.float32
 
@@ -93,8 +97,12 @@ def kernel(buffers, inputs, impl="dense", tile=64, round_=False):
     case = CaseMeta.of(buffers)
     if case.op != "sdpa":
         skip("numpy_sdpa_fp32: SDPA only")
+    rnd = rounder(case.meta["dtype"] if round_ else "fp32")
+    if case.meta.get("pass", "fwd") == "bwd":
+        return sdpa_backward(CaseBuffers(case, buffers), inputs, F, tile if impl == "online" else None, rnd)
     with np.errstate(over="raise", invalid="raise"):
-        return sdpa(case, buffers, inputs, impl, tile, rounder(case.meta["dtype"] if round_ else "fp32"))
+        return sdpa(case, buffers, inputs, impl, tile, rnd)
+
 
 
 def run(argv):

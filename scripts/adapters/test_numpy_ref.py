@@ -104,5 +104,65 @@ class IndexerBackward(CaseDirTest):
         self.assertIn("loss_mean=tokens", r.stderr.strip().splitlines()[-1])
 
 
+class SdpaBackward(CaseDirTest):
+    """SDPA's dQ/dK/dV (pass=bwd), written here from the formulas: the fp64 answer and honest fp32 kernels
+    (dense, key tiles, P and dS rounded to the dtype) pass the derived gates on CP ranks, GQA, pad slots,
+    windows and rows without a key; a gradient pad row zeroed fails untouched and passes grad_pad=zero."""
+    prefix = "ao-test-numpy-sdpa-bwd-"
+    NUMPY_SDPA = os.path.join(HERE, "numpy_sdpa_fp32.py")
+    LINES = ["op=sdpa pass=bwd docs=300,77 pad=3 hq=4 hkv=2 dim=32 seed=3",
+             "op=sdpa pass=bwd docs=256 cp=2 rank=1 hq=2 dim=64 seed=5",
+             "op=sdpa pass=bwd docs=256 cp=4 rank=0 cp_scheme=contiguous hq=2 hkv=1 dim=16 seed=6",
+             "op=sdpa pass=bwd q_lens=70,9 kv_lens=40,30 mask=bottomright window=8 hq=2 dim=16 seed=7",
+             "op=sdpa pass=bwd docs=500 hq=2 dim=128 dtype=fp16 seed=9",
+             "op=sdpa pass=bwd docs=200,1 q_pad=4,0 kv_pad=0,2 hq=8 hkv=1 dim=64 dtype=fp32 seed=12"]
+
+    def test_fp64_and_honest_fp32_pass(self):
+        backends = [adapter_backend(ADAPTER), f"exec:{sys.executable} {ADAPTER} --fp32",
+                    f"exec:{sys.executable} {self.NUMPY_SDPA} --impl dense",
+                    f"exec:{sys.executable} {self.NUMPY_SDPA} --impl online --tile 32 --round"]
+        for line in self.LINES:
+            for b in backends:
+                r = repro(line, b)
+                self.assertEqual(r.returncode, 0, f"{line} {b}\n{r.stdout}{r.stderr}")
+                self.assertIn("PASS", r.stdout)
+
+    def test_zeroed_pad_rows_fail_untouched_and_pass_zero(self):
+        line = self.LINES[0]
+        case = self.case(line)
+        subprocess.run([sys.executable, ADAPTER, case.path], check=True)
+        dq = np.load(os.path.join(case.path, "dq.npy"))
+        valid = {seg["row0"] + i for seg in case.segments for i in range(seg["valid"])}
+        pad = [r for r in range(dq.shape[0]) if r not in valid]
+        self.assertTrue(pad, "the case must have Q pad slots")
+        self.assertFalse(np.any(dq[pad] == 0), "pad rows must keep the sentinel")
+        # The same answer with its pad rows zeroed, as a kernel that clears the whole gradient buffer.
+        script = os.path.join(case.path, "..", "zero_pads.py")
+        with open(script, "w") as f:
+            f.write(ZERO_PADS.format(adapter=ADAPTER))
+        backend = f"exec:{sys.executable} {script}"
+        r = repro(line, backend)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("dq_clobbered_pad_slots", r.stdout)
+        r = repro(line + " grad_pad=zero", backend)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+# An exec: adapter: numpy_ref's backward, then every dQ row outside the segments' valid rows set to 0.
+ZERO_PADS = """import subprocess, sys, os, json
+import numpy as np
+d = sys.argv[1]
+subprocess.run([sys.executable, {adapter!r}, d], check=True)
+m = json.load(open(os.path.join(d, "meta.json")))
+path = os.path.join(d, m["outputs"]["dq"]["file"])
+dq = np.load(path)
+valid = {{s["row0"] + i for s in m["segments"] for i in range(s["valid"])}}
+for r in range(dq.shape[0]):
+    if r not in valid:
+        dq[r] = 0
+np.save(path, dq)
+"""
+
+
 if __name__ == "__main__":
     run_tests("test_numpy_ref", IMPORT_ERROR)

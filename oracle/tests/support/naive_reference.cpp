@@ -235,4 +235,115 @@ SdpaRow sdpa_row(const Case& c, const NaiveLayout& nl, const ao::Inputs& in, con
   return out;
 }
 
+SdpaGrads sdpa_bwd(const Case& c, const NaiveLayout& nl, const ao::Inputs& in) {
+  const int64_t Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v, G = Hq / Hkv;
+  const double scale = scale_of(c);
+  const int64_t kv_rows = nl.kv_cap;  // the all-gathered K/V buffer
+  SdpaGrads g;
+  g.dq.assign(size_t(nl.q_rows * Hq * D), 0), g.dq_mag = g.dq;
+  g.dk.assign(size_t(kv_rows * Hkv * D), 0), g.dk_mag = g.dk;
+  g.dv.assign(size_t(kv_rows * Hkv * Dv), 0), g.dv_mag = g.dv;
+  for (const QRow& r : nl.rows) {
+    if (!r.valid) continue;
+    const int64_t kv = nl.kv_len[size_t(r.doc)], base = nl.kv_off[size_t(r.doc)];
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kh = h / G;
+      const double lse = in.lse[size_t(r.stats_row * Hq + h)];
+      const float* dout = in.dout.data() + size_t((r.row * Hq + h) * Dv);
+      const float* q = in.q.data() + size_t((r.row * Hq + h) * D);
+      double dsum = 0;
+      for (int64_t e = 0; e < Dv; ++e) dsum += double(dout[e]) * double(in.o[size_t((r.o_row * Hq + h) * Dv + e)]);
+      for (int64_t s = 0; s < kv; ++s) {
+        if (!key_allowed(c, kv, r.pos, s)) continue;
+        const int64_t kr = base + s;
+        const float* k = in.k.data() + size_t((kr * Hkv + kh) * D);
+        const float* v = in.v.data() + size_t((kr * Hkv + kh) * Dv);
+        double dot = 0, dp = 0;
+        for (int64_t e = 0; e < D; ++e) dot += double(q[e]) * double(k[e]);
+        for (int64_t e = 0; e < Dv; ++e) dp += double(dout[e]) * double(v[e]);
+        const double p = std::exp(scale * dot - lse), ds = p * (dp - dsum);
+        for (int64_t e = 0; e < Dv; ++e) {
+          const double t = p * double(dout[e]);
+          g.dv[size_t((kr * Hkv + kh) * Dv + e)] += t;
+          g.dv_mag[size_t((kr * Hkv + kh) * Dv + e)] += std::fabs(t);
+        }
+        // dS's own magnitude: p (|dP| + |D|), the terms its rounding is relative to.
+        const double ds_mag = p * (std::fabs(dp) + std::fabs(dsum));
+        for (int64_t e = 0; e < D; ++e) {
+          g.dq[size_t((r.row * Hq + h) * D + e)] += scale * ds * double(k[e]);
+          g.dq_mag[size_t((r.row * Hq + h) * D + e)] += std::fabs(scale * ds_mag * double(k[e]));
+          g.dk[size_t((kr * Hkv + kh) * D + e)] += scale * ds * double(q[e]);
+          g.dk_mag[size_t((kr * Hkv + kh) * D + e)] += std::fabs(scale * ds_mag * double(q[e]));
+        }
+      }
+    }
+  }
+  return g;
+}
+
+IndexerGrads indexer_bwd(const Case& c, const NaiveLayout& nl, const ao::Inputs& in) {
+  const int64_t H = c.heads, D = c.dim, K = c.topk;
+  const double scale = scale_of(c);
+  IndexerGrads n;
+  n.dq.assign(size_t(nl.q_rows * H * D), 0), n.dq_mag = n.dq;
+  n.dw.assign(size_t(nl.q_rows * H), 0), n.dw_mag = n.dw;
+  n.dk.assign(size_t(nl.kv_cap * D), 0), n.dk_mag = n.dk;
+  int64_t valid = 0, keyed = 0;
+  for (const QRow& r : nl.rows) valid += r.valid;
+  for (int64_t r = 0; r < nl.q_rows; ++r)
+    for (int64_t e = 0; e < K; ++e)
+      if (in.topk[size_t(r * K + e)] >= 0) {
+        ++keyed;
+        break;
+      }
+  double denom = 1;
+  switch (c.loss_mean) {
+    // A count of 0 (a CP rank without a valid row) counts as 1: the rank's loss is 0, not NaN.
+    case ao::LossMean::Rows: denom = double(std::max<int64_t>(nl.q_rows, 1)); break;
+    case ao::LossMean::Valid: denom = double(std::max<int64_t>(valid, 1)); break;
+    case ao::LossMean::Keyed: denom = double(std::max<int64_t>(keyed, 1)); break;
+    case ao::LossMean::Sum: denom = 1; break;
+  }
+  const double gs = double(in.grad_loss[0]) / denom * scale;
+  for (const QRow& qr : nl.rows) {
+    if (!qr.valid) continue;
+    const int64_t r = qr.row;
+    std::vector<double> g(size_t(K), 0);
+    double sg = 0;
+    for (int64_t e = 0; e < K; ++e) {
+      if (in.topk[size_t(r * K + e)] < 0) continue;
+      const double t = std::log(double(in.target[size_t(r * K + e)])),
+                   p = std::log(double(in.predict[size_t(r * K + e)]));
+      const double tc = std::min(0.0, std::max(-100.0, t)), pc = std::min(0.0, std::max(-100.0, p));
+      n.loss += std::exp(tc) * (tc - pc);
+      n.loss_mag += std::exp(tc) * (std::fabs(tc) + std::fabs(pc));
+      g[size_t(e)] = p >= -100 ? -std::exp(tc) : 0;
+      sg += g[size_t(e)];
+    }
+    for (int64_t e = 0; e < K; ++e) {
+      const int32_t v = in.topk[size_t(r * K + e)];
+      if (v < 0) continue;
+      const double dz = (g[size_t(e)] - double(in.predict[size_t(r * K + e)]) * sg) * gs;
+      for (int64_t h = 0; h < H; ++h) {
+        double a = 0;
+        for (int64_t d = 0; d < D; ++d) a += double(in.q[size_t((r * H + h) * D + d)]) * double(in.k[size_t(v * D + d)]);
+        const double w = in.w[size_t(r * H + h)];
+        n.dw[size_t(r * H + h)] += dz * std::max(a, 0.0);
+        n.dw_mag[size_t(r * H + h)] += std::fabs(dz * a);
+        for (int64_t d = 0; d < D; ++d) {
+          const double tq = a > 0 ? dz * w * double(in.k[size_t(v * D + d)]) : 0.0;
+          const double tk = a > 0 ? dz * w * double(in.q[size_t((r * H + h) * D + d)]) : 0.0;
+          n.dq[size_t((r * H + h) * D + d)] += tq;
+          n.dq_mag[size_t((r * H + h) * D + d)] += std::fabs(tq);
+          n.dk[size_t(v * D + d)] += tk;
+          n.dk_mag[size_t(v * D + d)] += std::fabs(tk);
+        }
+      }
+    }
+  }
+  n.loss /= denom;
+  n.loss_mag /= denom;
+  return n;
+}
+
 }  // namespace naive

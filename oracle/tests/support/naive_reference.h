@@ -67,4 +67,23 @@ struct SdpaRow {
 };
 SdpaRow sdpa_row(const ao::Case& c, const NaiveLayout& nl, const ao::Inputs& in, const QRow& r);
 
+// Backward passes from their definitions, over the whole rank (dense loops, fp64). Each gradient comes
+// with the sum of its terms' magnitudes (what an fp32 evaluation's rounding is relative to).
+// SDPA (pass=bwd): P = exp(scale q.k - lse) from the given LSE, D = rowsum(dO o O) from the given O,
+// dS = P o (dP - D); dq = scale dS K, dk = scale dS^T Q, dv = P^T dO, summed over each GQA group.
+// Rows without an allowed key contribute nothing. Under CP: the rank's partial dK/dV.
+struct SdpaGrads {
+  std::vector<double> dq, dk, dv, dq_mag, dk_mag, dv_mag;
+};
+SdpaGrads sdpa_bwd(const ao::Case& c, const NaiveLayout& nl, const ao::Inputs& in);
+
+// Indexer (pass=bwd): KL(target || predict) over each valid row's selected slots (-1 slots skipped),
+// both clipped to [-100, 0] in log space, divided by the loss_mean denominator; dL/dlogit =
+// (g - predict sum g) with g = -target where log predict >= -100; logits = scale sum_h w_h relu(q_h.k).
+struct IndexerGrads {
+  std::vector<double> dq, dw, dk, dq_mag, dw_mag, dk_mag;
+  double loss = 0, loss_mag = 0;
+};
+IndexerGrads indexer_bwd(const ao::Case& c, const NaiveLayout& nl, const ao::Inputs& in);
+
 }  // namespace naive
