@@ -8,7 +8,10 @@
 //    on that row, head) + floor (gate 0); the floor: ulp_d of the row's largest exact element (the final
 //    rounding can land on the other neighbour), lambda * u_d * the row's rms (P and dS rounded at another
 //    point), lambda * sqrt(n) * u_32 * the gradient's rms over the judged rows (fp32 accumulation of n
-//    terms in another order; n the longest document's keys);
+//    terms in another order; n the longest document's keys); for dQ also the fp32 rounding of dP - D
+//    itself, which can cancel to almost nothing (a row with one key: O is that key's V in the dtype):
+//    per key u_32 lambda sqrt(d_v) (|dP| + |D|) <= u_32 lambda sqrt(d_v) |dO| (max_j |v_j| + |O|), times
+//    scale max |k| summed with weights P that sum to 1 (maxima over the row's document, its K/V head);
 //  * <g>_rel_l2: ||g - exact|| / ||exact|| (informational);
 //  * <g>_nonfinite_valid: NaN/Inf (not the sentinel) in a judged row (gate 0);
 //  * <g>_clobbered_pad_slots: rows of the gradient's buffer outside its value rows that were written
@@ -61,6 +64,26 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   const Grad grads[] = {{"dq", &Outputs::dq, c.hq, c.dim, false},
                         {"dk", &Outputs::dk, c.hkv, c.dim, true},
                         {"dv", &Outputs::dv, c.hkv, c.dim_v, true}};
+  // Per document and K/V head: the largest |v_j| (2-norm) and |k_j,e| of its keys (dQ's cancellation floor).
+  std::vector<double> max_v(l.docs.size() * size_t(c.hkv), 0), max_k(max_v.size(), 0);
+  for (size_t d = 0; d < l.docs.size(); ++d)
+    for (int64_t j = l.docs[d].kv_off; j < l.docs[d].kv_off + l.docs[d].kv_len; ++j)
+      for (int kh = 0; kh < c.hkv; ++kh) {
+        const float* v = in.v.data() + (size_t(j) * size_t(c.hkv) + size_t(kh)) * size_t(c.dim_v);
+        const float* k = in.k.data() + (size_t(j) * size_t(c.hkv) + size_t(kh)) * size_t(c.dim);
+        double v2 = 0, km = 0;
+        for (int e = 0; e < c.dim_v; ++e) v2 += double(v[e]) * double(v[e]);
+        for (int e = 0; e < c.dim; ++e) km = std::max(km, std::fabs(double(k[e])));
+        const size_t at = d * size_t(c.hkv) + size_t(kh);
+        max_v[at] = std::max(max_v[at], std::sqrt(v2));
+        max_k[at] = std::max(max_k[at], km);
+      }
+  auto norm = [](const float* x, int n) {
+    double s2 = 0;
+    for (int e = 0; e < n; ++e) s2 += double(x[e]) * double(x[e]);
+    return std::sqrt(s2);
+  };
+  const int group = c.hq / c.hkv;
   std::vector<Metric> metrics;
   std::vector<RowNote> notes;
   int64_t unwritten = 0;
@@ -101,7 +124,14 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
           diff2 += d * d;
         }
         unwritten += unw;
-        const double floor = dtype_ulp(c.dtype, xmax) + kLambda * u_d * std::sqrt(x2 / double(W)) + acc_floor;
+        double floor = dtype_ulp(c.dtype, xmax) + kLambda * u_d * std::sqrt(x2 / double(W)) + acc_floor;
+        if (!g.kv) {  // dQ: the rounding of dP - D (see the top of the file)
+          const auto& seg = l.seg_of(r);
+          const size_t dv = size_t(c.dim_v), at_kv = size_t(seg.doc) * size_t(c.hkv) + size_t(h / group);
+          const double n_do = norm(in.dout.data() + (size_t(r) * size_t(c.hq) + size_t(h)) * dv, c.dim_v);
+          const double n_o = norm(in.o.data() + (size_t(seg.o_row0 + (r - seg.row0)) * size_t(c.hq) + size_t(h)) * dv, c.dim_v);
+          floor += kLambda * std::sqrt(double(dv)) * kU32 * l.scale * n_do * (max_v[at_kv] + n_o) * max_k[at_kv];
+        }
         const double gate = kEmulationFactor * emul_err + floor;
         const double ratio = gate > 0 ? err / gate : (err > 0 ? INFINITY : 0);
         violations += !(err <= gate);

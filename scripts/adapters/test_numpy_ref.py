@@ -114,7 +114,7 @@ class SdpaBackward(CaseDirTest):
              "op=sdpa pass=bwd docs=256 cp=2 rank=1 hq=2 dim=64 seed=5",
              "op=sdpa pass=bwd docs=256 cp=4 rank=0 cp_scheme=contiguous hq=2 hkv=1 dim=16 seed=6",
              "op=sdpa pass=bwd q_lens=70,9 kv_lens=40,30 mask=bottomright window=8 hq=2 dim=16 seed=7",
-             "op=sdpa pass=bwd docs=500 hq=2 dim=128 dtype=fp16 seed=9",
+             "op=sdpa pass=bwd docs=500 hq=2 dim=128 dtype=fp16 values=extreme seed=9",
              "op=sdpa pass=bwd docs=200,1 q_pad=4,0 kv_pad=0,2 hq=8 hkv=1 dim=64 dtype=fp32 seed=12"]
 
     def test_fp64_and_honest_fp32_pass(self):
