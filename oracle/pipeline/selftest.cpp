@@ -62,6 +62,7 @@ const std::vector<LayoutFamily>& selftest_families() {
       {"bwd-empty", "op=sdpa pass=bwd q_lens=70 kv_lens=40 mask=bottomright hq=2 dim=16 seed=53"},
       {"bwd-wrap", "op=sdpa pass=bwd docs=16*2100 hq=2 dim=16 rows=256 seed=54"},
       {"bwd-unreached", "op=sdpa pass=bwd q_lens=0,40 kv_lens=40,40 hq=2 dim=16 seed=55"},  // keys no row reaches
+      {"bwd-kvpad", "op=sdpa pass=bwd docs=30,20 q_pad=0 kv_pad=3 mask=bottomright hq=2 dim=16 seed=56"},  // K/V pads only
       // Catalog section A triggers: a long row of a document not at buffer row 0, decode
       // documents of a compressed indexer, scores below -65504, a ReLU zero plateau at the k-th score.
       {"idx-long-row", "op=indexer q_lens=8,8 kv_lens=2000,4600 topk=16 seed=41"},

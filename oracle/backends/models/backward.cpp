@@ -53,6 +53,40 @@ struct DqOffsetWrap : ReferenceSeams {
   }
 };
 
+// FlashAttention #1990 (TransformerEngine's padded THD through FA3 varlen): the backward takes each
+// document's lengths from the differences of its padded offsets (cu_seqlens) instead of the valid lengths
+// (seqused), so the pad slots after a document count as its tokens: under mask=none a row attends the pad
+// keys, under bottom-right alignment the band shifts by the pad counts. The K/V side of the defect (the
+// forward, given seqused, is right). Not modelled: the pad Q rows taken as tokens (their dQ written, their
+// poisoned dO added into dK/dV); with equal Q and K/V pads under bottom-right they are the only effect.
+int64_t padded_len(const std::vector<int64_t>& offs, int64_t off, int64_t len, int64_t rows) {
+  int64_t next = rows;  // the next document's offset in buffer order, or the buffer's end
+  for (int64_t o : offs)
+    if (o > off && o < next) next = o;
+  return std::max(len, next - off);
+}
+struct PaddedLengths : ReferenceSeams {
+  std::vector<KeyRange> key_ranges(const Layout& l, int64_t r) const override {
+    const Case& c = l.c;
+    const auto& seg = l.seg_of(r);
+    const DocLayout& d = l.docs[size_t(seg.doc)];
+    std::vector<int64_t> kv_offs, q_offs;
+    for (const auto& x : l.docs) kv_offs.push_back(x.kv_off), q_offs.push_back(x.q_off);
+    const int64_t kv = padded_len(kv_offs, d.kv_off, d.kv_len, l.kv_rows);
+    if (kv == d.kv_len && c.mask != MaskKind::BottomRight) return ReferenceSeams::key_ranges(l, r);
+    int64_t lo = 0, hi = kv;
+    if (c.mask != MaskKind::None) {
+      int64_t p = l.pos_of(r);
+      if (c.mask == MaskKind::BottomRight && !l.is_cp()) {  // the shift from the padded lengths
+        const int64_t q = padded_len(q_offs, d.q_off, d.q_len, l.q_rows);
+        p += bottom_right_shift(q, kv, 1) - bottom_right_shift(d.q_len, d.kv_len, 1);
+      }
+      sdpa_window_band(c.window_convention, kv, p, c.window, c.window_right, lo, hi);
+    }
+    return {{d.kv_off, lo, hi}};
+  }
+};
+
 // Zeros written into every pad-slot row of dQ, dK and dV (kernels that clear whole gradient buffers).
 void zero_grad_pads(const Layout& l, const Inputs&, Outputs& out) {
   const Case& c = l.c;
@@ -116,6 +150,19 @@ std::vector<BugModel> backward_models() {
        .defect_class = K::BoundaryMetadata, .catches = {"dq_violations", "unwritten_rows"},
        .triggers = {{"op=sdpa pass=bwd docs=16*2100 hq=2 dim=16 rows=256", {"dq_violations", "unwritten_rows"}}},
        .outside = {{"op=sdpa pass=bwd docs=16*300 hq=2 dim=16", "offsets below the wrap"}}},
+      {.name = "bwd-padded-lengths",
+       .what = "backward takes document lengths from the padded offsets (cu_seqlens differences), not the valid "
+               "lengths (seqused): pad keys attended, the bottom-right band shifted",
+       .indexer = false, .sdpa = true, .pass = Pass::Bwd, .seams = seams<PaddedLengths>(),
+       .source = "FlashAttention #1990 (TransformerEngine padded THD through FA3 varlen)",
+       .defect_class = K::PadLanes,
+       .catches = {"dq_nonfinite_valid", "dk_nonfinite_valid", "dv_nonfinite_valid", "dq_violations", "dk_violations",
+                   "dv_violations", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"},
+       .triggers = {{"op=sdpa pass=bwd docs=30,20 pad=3 mask=none hq=2 dim=16", {"dq_nonfinite_valid"}},
+                    {"op=sdpa pass=bwd docs=30,20 q_pad=0 kv_pad=3 mask=bottomright hq=2 dim=16 poison=none",
+                     {"dq_violations", "dk_violations", "dv_violations", "dk_clobbered_pad_slots"}}},
+       .outside = {{"op=sdpa pass=bwd docs=30,20 mask=bottomright hq=2 dim=16", "no padding: the lengths agree"},
+                   {"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16", "top-left causal: a valid row reaches no pad key"}}},
       {.name = "bwd-grad-pad-zeroed", .what = "zeros written into the pad-slot rows of dQ, dK and dV", .indexer = false,
        .sdpa = true, .pass = Pass::Bwd, .transform = zero_grad_pads, .defect_class = K::PadLanes,
        .catches = {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"},

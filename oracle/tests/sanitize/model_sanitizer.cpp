@@ -5,7 +5,6 @@
 // A model re-creates a kernel's wrong answer, never its memory error.
 //
 //   ao_model_sanitizer [--no-selftest] FILE...   FILE: case lines, '#' comments (corpus .case files)
-//   ao_model_sanitizer --selftest-only            the matrices alone (CTest runs the two halves side by side)
 // Exit 0: every run was clean; 1: a model errored, threw or wrote its inputs; 2: bad usage or a bad case.
 #include <cstdio>
 #include <fstream>
@@ -63,19 +62,17 @@ int run_case(const std::string& line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool selftest = true, selftest_only = false;
+  bool selftest = true;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-selftest")
       selftest = false;
-    else if (a == "--selftest-only")
-      selftest_only = true;
     else
       files.push_back(a);
   }
-  if (files.empty() == !selftest_only || (selftest_only && !selftest)) {
-    std::fprintf(stderr, "usage: ao_model_sanitizer [--no-selftest] FILE... | --selftest-only\n");
+  if (files.empty()) {
+    std::fprintf(stderr, "usage: ao_model_sanitizer [--no-selftest] FILE...\n");
     return 2;
   }
   int broken = 0, cases = 0;
