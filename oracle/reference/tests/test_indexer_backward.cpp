@@ -18,6 +18,7 @@
 #include "attn_oracle/reference/indexer_backward.h"
 #include "attn_oracle/reference/reference.h"
 #include "../reference_runtime.h"
+#include "naive_reference.h"
 
 using namespace ao;
 
@@ -37,72 +38,10 @@ BwdRun run_case(const std::string& line) {
   return x;
 }
 
-// The naive transcription: per valid row, per valid slot, straight from the definition.
-struct Naive {
-  std::vector<double> dq, dw, dk, dq_mag, dw_mag, dk_mag;
-  double loss = 0;
-};
-Naive naive(const Layout& l, const Inputs& in) {
-  const int H = l.c.heads, D = l.c.dim, K = l.c.topk;
-  Naive n;
-  n.dq.assign(size_t(l.q_rows * H * D), 0), n.dq_mag = n.dq;
-  n.dw.assign(size_t(l.q_rows * H), 0), n.dw_mag = n.dw;
-  n.dk.assign(size_t(l.kv_rows * D), 0), n.dk_mag = n.dk;
-  int64_t valid = 0;
-  for (int64_t r = 0; r < l.q_rows; ++r) valid += l.row_segment[size_t(r)] >= 0 && l.valid_row(r);
-  double denom = 1;
-  switch (l.c.loss_mean) {
-    case LossMean::Rows: denom = double(l.q_rows); break;
-    case LossMean::Valid: denom = double(valid); break;
-    case LossMean::Keyed: {
-      int64_t keyed = 0;
-      for (int64_t r = 0; r < l.q_rows; ++r)
-        for (int e = 0; e < K; ++e)
-          if (in.topk[size_t(r * K + e)] >= 0) { ++keyed; break; }
-      denom = double(std::max<int64_t>(keyed, 1));
-      break;
-    }
-    case LossMean::Sum: denom = 1; break;
-  }
-  const double gs = double(in.grad_loss[0]) / denom * l.scale;
-  for (int64_t r = 0; r < l.q_rows; ++r) {
-    if (l.row_segment[size_t(r)] < 0 || !l.valid_row(r)) continue;
-    std::vector<double> g(size_t(K), 0);
-    double sg = 0;
-    for (int e = 0; e < K; ++e) {
-      const int32_t v = in.topk[size_t(r * K + e)];
-      if (v < 0) continue;
-      const double t = std::log(double(in.target[size_t(r * K + e)])),
-                   p = std::log(double(in.predict[size_t(r * K + e)]));
-      const double tc = std::min(0.0, std::max(-100.0, t)), pc = std::min(0.0, std::max(-100.0, p));
-      n.loss += std::exp(tc) * (tc - pc);
-      g[size_t(e)] = p >= -100 ? -std::exp(tc) : 0;
-      sg += g[size_t(e)];
-    }
-    for (int e = 0; e < K; ++e) {
-      const int32_t v = in.topk[size_t(r * K + e)];
-      if (v < 0) continue;
-      const double dz = (g[size_t(e)] - double(in.predict[size_t(r * K + e)]) * sg) * gs;
-      for (int h = 0; h < H; ++h) {
-        double a = 0;
-        for (int d = 0; d < D; ++d) a += double(in.q[size_t((r * H + h) * D + d)]) * double(in.k[size_t(v * D + d)]);
-        const double w = in.w[size_t(r * H + h)];
-        n.dw[size_t(r * H + h)] += dz * std::max(a, 0.0);
-        n.dw_mag[size_t(r * H + h)] += std::fabs(dz * a);
-        for (int d = 0; d < D; ++d) {
-          const double tq = a > 0 ? dz * w * double(in.k[size_t(v * D + d)]) : 0.0;
-          const double tk = a > 0 ? dz * w * double(in.q[size_t((r * H + h) * D + d)]) : 0.0;
-          n.dq[size_t((r * H + h) * D + d)] += tq;
-          n.dq_mag[size_t((r * H + h) * D + d)] += std::fabs(tq);
-          n.dk[size_t(v * D + d)] += tk;
-          n.dk_mag[size_t(v * D + d)] += std::fabs(tk);
-        }
-      }
-    }
-  }
-  n.loss /= denom;
-  return n;
-}
+// The naive transcription (oracle/tests/support/naive_reference.h): per valid row, per valid slot,
+// straight from the definition, over the naive layout derived from the case alone.
+using Naive = naive::IndexerGrads;
+Naive naive_answer(const Layout& l, const Inputs& in) { return naive::indexer_bwd(l.c, naive::derive(l.c), in); }
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& mag,
                   const std::vector<char>& rows, size_t width, const std::string& what) {
@@ -142,7 +81,7 @@ TEST(IndexerBackward, MatchesNaiveDefinitionOnRandomLayouts) {
     const std::string line = random_line(rng, i);
     SCOPED_TRACE(line);
     const BwdRun x = run_case(line);
-    const Naive n = naive(x.l, x.in);
+    const Naive n = naive_answer(x.l, x.in);
     std::vector<char> qrows(size_t(x.l.q_rows), 0);
     for (int64_t r = 0; r < x.l.q_rows; ++r) qrows[size_t(r)] = x.l.row_segment[size_t(r)] >= 0 && x.l.valid_row(r);
     const size_t H = size_t(x.l.c.heads), D = size_t(x.l.c.dim);
