@@ -447,7 +447,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   }
   // SDPA's training path on the same layouts (split-KV is a forward key), most often where its defects
   // live (CP ranks' partial dK/dV, pad slots and rows without a key); gradient pad rows kept or zeroed.
-  // Drawn after every structural decision, so the forward's cases stay as they were.
+  // Drawn after every structural decision: the forward cases keep their layouts (only their seed moves).
   if (op == Op::Sdpa && c.num_splits == 1 && R.chance(E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.5 : 0.2)) {
     c.pass = Pass::Bwd;
     if (R.chance(0.2)) c.grad_pad = GradPad::Zero;
