@@ -373,7 +373,7 @@ TEST(FuzzGenerator, EveryKeyFamilyEarlyInEverySeed) {
 // kernels' long-row paths, but no catalog model needs them (off-by-one-causal, their one user, is found
 // in the first cases anyway): within 30 on the median seed and 300 on every seed.
 // The training path's triggers (pass=bwd with its layout) are drawn in a fifth of the cases, after every
-// structural decision so that the forward's cases stay as they were: within 40 on the median seed and
+// structural decision so that the forward cases keep their layouts: within 40 on the median seed and
 // 300 on every seed.
 TEST(FuzzGenerator, EveryCatalogTriggerEarlyInEverySeed) {
   const std::set<std::string> coverage_only = {"sdpa row > 4096 keys"};
