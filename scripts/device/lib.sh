@@ -64,5 +64,5 @@ ao_versions() {
   echo "python: $("$py" --version 2>&1)"
   echo "os: $(grep PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2 | tr -d '"')"
   echo "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-  echo "binaries: $ao_bin"
+  echo "binaries: ${ao_bin/#$ao_root/<checkout>}"  # no machine-specific path in a committed report
 }
