@@ -64,6 +64,11 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   const Grad grads[] = {{"dq", &Outputs::dq, c.hq, c.dim, false},
                         {"dk", &Outputs::dk, c.hkv, c.dim, true},
                         {"dv", &Outputs::dv, c.hkv, c.dim_v, true}};
+  auto norm = [](const float* x, int n) {
+    double s2 = 0;
+    for (int e = 0; e < n; ++e) s2 += double(x[e]) * double(x[e]);
+    return std::sqrt(s2);
+  };
   // Per document and K/V head: the largest |v_j| (2-norm) and |k_j,e| of its keys (dQ's cancellation floor).
   std::vector<double> max_v(l.docs.size() * size_t(c.hkv), 0), max_k(max_v.size(), 0);
   for (size_t d = 0; d < l.docs.size(); ++d)
@@ -71,18 +76,12 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
       for (int kh = 0; kh < c.hkv; ++kh) {
         const float* v = in.v.data() + (size_t(j) * size_t(c.hkv) + size_t(kh)) * size_t(c.dim_v);
         const float* k = in.k.data() + (size_t(j) * size_t(c.hkv) + size_t(kh)) * size_t(c.dim);
-        double v2 = 0, km = 0;
-        for (int e = 0; e < c.dim_v; ++e) v2 += double(v[e]) * double(v[e]);
+        double km = 0;
         for (int e = 0; e < c.dim; ++e) km = std::max(km, std::fabs(double(k[e])));
         const size_t at = d * size_t(c.hkv) + size_t(kh);
-        max_v[at] = std::max(max_v[at], std::sqrt(v2));
+        max_v[at] = std::max(max_v[at], norm(v, c.dim_v));
         max_k[at] = std::max(max_k[at], km);
       }
-  auto norm = [](const float* x, int n) {
-    double s2 = 0;
-    for (int e = 0; e < n; ++e) s2 += double(x[e]) * double(x[e]);
-    return std::sqrt(s2);
-  };
   const int group = c.hq / c.hkv;
   std::vector<Metric> metrics;
   std::vector<RowNote> notes;

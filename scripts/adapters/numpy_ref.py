@@ -108,6 +108,15 @@ def indexer_backward(case, inputs, mean_bug, ft=np.float64):
 EMPTY_LSE = {"neginf": -np.inf, "posinf": np.inf}
 
 
+def allowed_mask(case, doc, positions):
+    """[rows, kv_len] bool: the keys each row at these document positions may attend."""
+    allowed = np.zeros((len(positions), case.docs[doc]["kv_len"]), dtype=bool)
+    for i, p in enumerate(positions):
+        lo, hi = case.allowed_hi_lo(doc, int(p))
+        allowed[i, lo:hi] = True
+    return allowed
+
+
 def sdpa(case, inputs, topleft_bug):
     empty_rows = case.meta.get("empty_rows", "neginf")
     if empty_rows not in EMPTY_LSE:  # a convention this adapter does not know: never a silent wrong answer
@@ -125,11 +134,7 @@ def sdpa(case, inputs, topleft_bug):
         n = seg["valid"]
         if n == 0:
             continue
-        pos = (0 if topleft_bug else seg["pos0"]) + np.arange(n)
-        allowed = np.zeros((n, d["kv_len"]), dtype=bool)
-        for i, p in enumerate(pos):
-            lo, hi = case.allowed_hi_lo(seg["doc"], int(p))
-            allowed[i, lo:hi] = True
+        allowed = allowed_mask(case, seg["doc"], (0 if topleft_bug else seg["pos0"]) + np.arange(n))
         qs = q[seg["row0"]:seg["row0"] + n].astype(np.float64)
         for h in range(hq):
             s = case.scale * (qs[:, h, :] @ kd[:, h // g, :].T)
@@ -167,10 +172,7 @@ def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None):
             continue
         d = case.docs[seg["doc"]]
         ko, kl = d["kv_off"], d["kv_len"]
-        allowed = np.zeros((n, kl), dtype=bool)
-        for i in range(n):
-            lo, hi = case.allowed_hi_lo(seg["doc"], seg["pos0"] + i)
-            allowed[i, lo:hi] = True
+        allowed = allowed_mask(case, seg["doc"], seg["pos0"] + np.arange(n))
         r0, or0, sr0 = seg["row0"], seg["o_row0"], seg["stats_row0"]
         for h in range(hq):
             kh = h // g
