@@ -24,6 +24,12 @@ The call (one FA4 sequence per query segment; with cp=1 that is one per document
   * GQA: K/V are passed with their hkv heads (FA4 maps query head h to h // (hq/hkv)).
   * LSE: return_lse=True; FA4's LSE is the natural log ((row_max*scale*log2e + log2(sum)) * ln2 in
     softmax.py), shape (hq, total_q), -inf for rows with no key: what the oracle's `lse` holds.
+Backward (pass=bwd): `_flash_attn_bwd`, the function FlashAttnVarlenFunc.backward calls, with the same
+sequences, masks and windows, on the case's own O and LSE (the exact forward's, handed over as a kernel's
+forward would: the backward is judged apart from FA4's forward) and dO; out/lse read in the Q buffer's
+rows (see q_rows). dQ/dK/dV are handed to FA4 pre-filled with a NaN marker, so an element FA4 did not
+write keeps the case's sentinel (pad slots are judged as left). CP chunks of one document go into
+separate calls whose dK/dV the adapter sums in fp32 (BackwardPlan), as a CP framework does.
 Outputs: only the rows the kernel wrote (seqused_q rows at cu_seqlens_q of each sequence) are copied
 to the case's O/stats rows (o_row0/stats_row0); pad slots keep the sentinel. Nothing is cleaned.
 
@@ -55,6 +61,8 @@ def decline_reason(meta, arch_major=9):
         return unmapped_window_reason(meta, NAME)
     if arch_major not in (8, 9, 10, 11, 12):
         return "Unsupported compute capability. Supported: 8.x, 9.x, 10.x, 11.x, 12.x"
+    if meta.get("pass", "fwd") == "bwd" and arch_major not in (9, 10, 11, 12):  # _flash_attn_bwd
+        return "Unsupported compute capability. Supported: 9.x, 10.x, 11.x, 12.x"
     if meta["dtype"] not in ("bf16", "fp16"):  # _flash_attn_fwd: assert v.dtype in [...]
         return "inputs must be float16, bfloat16, fp8 e4m3fn, or fp8 e5m2"
     dims = meta["dims"]
@@ -84,14 +92,14 @@ class VarlenPlan:
     reason: why the case's mask is not expressible this way (None when it is).
     """
 
-    def __init__(self, meta):
+    def __init__(self, meta, segments=None):
         docs, rows = meta["docs"], meta["rows"]
         mask = meta["mask"]
         self.causal = mask != "none"
         w = int(meta["window"])
         self.window_size = (w - 1, 0) if (self.causal and w > 0) else (None, None)
         self.reason = None
-        self.seqs = list(meta["segments"])
+        self.seqs = list(meta["segments"] if segments is None else segments)
         cq, ck, uq, uk = [], [], [], []
         for s in self.seqs:
             d = docs[int(s["doc"])]
@@ -128,12 +136,158 @@ def assemble(o_buf, lse_buf, plan, out, lse):
     return o_buf, lse_buf
 
 
+# --- the backward (pass=bwd) ---------------------------------------------------------------------------
+# A NaN payload of the dtype that no arithmetic produces (quiet NaNs come out as 0x7FC0 / 0x7E00): the
+# gradient buffers handed to FA4 hold it, and an element that still holds it was not written by the kernel.
+MARKER = {"bf16": 0x7FA5, "fp16": 0x7E5A}
+POISON_BITS = {"bf16": {"nan": 0x7FC0, "inf": 0x7F80, "large": 0x7F7F, "none": 0},
+               "fp16": {"nan": 0x7E00, "inf": 0x7C00, "large": 0x7BFF, "none": 0}}
+POISON_F32 = {"nan": np.nan, "inf": np.inf, "large": np.finfo(np.float32).max, "none": 0.0}
+
+
+class BackwardPlan:
+    """The backward's FA4 calls. A call writes dK/dV per sequence (it does not add to what the buffer
+    holds), and CP's zigzag chunks of one document are two sequences over the same K/V rows; so the
+    segments go into waves of at most one segment per document, one call each, and the adapter sums the
+    waves' dK/dV in fp32: what a CP framework does with its chunks' partial gradients.
+
+    cropped: (lo, hi) K/V buffer rows of a document past every launched sequence's key extent (the keys
+    the mask mapping cut off: top-left as bottom-right, a CP chunk's causal end). No call covers them; their
+    gradient is 0, as in a framework's dK/dV buffer, which starts zeroed."""
+
+    def __init__(self, meta):
+        waves = []
+        for s in meta["segments"]:
+            j = 0
+            while j < len(waves) and any(int(t["doc"]) == int(s["doc"]) for t in waves[j]):
+                j += 1
+            if j == len(waves):
+                waves.append([])
+            waves[j].append(s)
+        self.waves = [VarlenPlan(meta, w) for w in waves]
+        self.reason = next((w.reason for w in self.waves if w.reason), None)
+        self.cropped = []
+        for i, d in enumerate(meta["docs"]):
+            ext = [int(w.seqused_k[b]) for w in self.waves for b, s in enumerate(w.seqs)
+                   if int(s["doc"]) == i and int(s["valid"]) > 0]
+            lo, hi = int(d["kv_off"]) + max(ext, default=0), int(d["kv_off"]) + int(d["kv_len"])
+            if lo < hi:
+                self.cropped.append((lo, hi))
+
+
+def q_rows(a, meta, key, fill):
+    """`a` (a segment's rows at its `key` row: o_row0 or stats_row0) in the Q buffer's rows, where FA4's
+    backward reads out and lse: `a` itself when the two layouts coincide (its pad slots handed over as
+    they are), else a copy whose rows outside the segments hold `fill` (the case's poison)."""
+    rows_q = int(meta["rows"]["q"])
+    segs = meta["segments"]
+    if a.shape[0] == rows_q and all(int(s[key]) == int(s["row0"]) for s in segs):
+        return a
+    out = np.full((rows_q,) + a.shape[1:], fill, dtype=a.dtype)
+    for s in segs:
+        n, src, dst = int(s["valid"]), int(s[key]), int(s["row0"])
+        out[dst:dst + n] = a[src:src + n]
+    return out
+
+
+def merge_waves(outputs, parts, cropped):
+    """outputs: name -> the case's sentinel buffer (float32); parts: per call, name -> (values as float32,
+    written: bool). Every written element is summed over the calls (dQ's rows belong to one call each);
+    the cropped K/V rows' unwritten elements are 0; every other element keeps the sentinel."""
+    for name, buf in outputs.items():
+        seen = np.zeros(buf.shape, dtype=bool)
+        acc = np.zeros(buf.shape, dtype=np.float32)
+        for part in parts:
+            val, wr = part[name]
+            acc[wr] += val[wr]
+            seen |= wr
+        if name in ("dk", "dv"):
+            for lo, hi in cropped:
+                seen[lo:hi] = True  # acc is 0 where no call wrote
+        buf[seen] = acc[seen]
+    return outputs
+
+
+def run_backward(case, torch):
+    """pass=bwd: FA4's varlen backward (`_flash_attn_bwd`, what FlashAttnVarlenFunc.backward calls) on the
+    case's own O and LSE (the exact forward's, handed over as a kernel's forward would), so the backward is
+    judged apart from FA4's forward; dQ/dK/dV in the dtype into marker-filled buffers (see MARKER)."""
+    from flash_attn.cute.interface import _flash_attn_bwd
+    plan = BackwardPlan(case.meta)
+    if plan.reason:
+        skip(plan.reason)
+    meta, dtype = case.meta, case.meta["dtype"]
+    outputs = {n: case.output(n) for n in ("dq", "dk", "dv")}
+    waves = [w for w in plan.waves if w.copies()]  # run_bwd launches nothing when no wave has a row
+    dev = torch.device("cuda")
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    q, k, v, dout = (_tensor(torch, case, n).to(dev) for n in ("q", "k", "v", "dout"))
+    poison = meta.get("poison", "nan")
+    o_raw = np.ascontiguousarray(q_rows(case.raw_input("o"), meta, "o_row0", POISON_BITS[dtype][poison]))
+    out = torch.from_numpy(o_raw.view(np.int16)).view(tdt).to(dev)
+    lse_q = q_rows(case.input("lse"), meta, "stats_row0", POISON_F32[poison])
+    lse = torch.from_numpy(np.ascontiguousarray(lse_q.T)).to(dev)  # (hq, total_q), as FA4 keeps it
+    i32 = lambda x: torch.from_numpy(x).to(dev)  # noqa: E731
+    parts, secs = [], 0.0
+    for w in waves:
+        bufs = {n: torch.full(t.shape, MARKER[dtype], dtype=torch.int16, device=dev).view(tdt)
+                for n, t in (("dq", q), ("dk", k), ("dv", v))}
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        try:
+            _flash_attn_bwd(q, k, v, out, dout, lse, softmax_scale=case.scale, causal=w.causal,
+                            window_size_left=w.window_size[0], window_size_right=w.window_size[1],
+                            cu_seqlens_q=i32(w.cu_seqlens_q), cu_seqlens_k=i32(w.cu_seqlens_k),
+                            seqused_q=i32(w.seqused_q), seqused_k=i32(w.seqused_k),
+                            max_seqlen_q=w.max_seqlen_q, max_seqlen_k=w.max_seqlen_k,
+                            dq=bufs["dq"], dk=bufs["dk"], dv=bufs["dv"])
+        except (AssertionError, NotImplementedError, ValueError) as e:  # FA4's own refusals
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            skip(f"{NAME}: _flash_attn_bwd declined the case: {msg}")
+        torch.cuda.synchronize()
+        secs += time.perf_counter() - t0
+        parts.append({n: (b.float().cpu().numpy(), (b.view(torch.int16) != MARKER[dtype]).cpu().numpy())
+                      for n, b in bufs.items()})
+    return merge_waves(outputs, parts, plan.cropped), secs
+
+
 def _tensor(torch, case, name):
     """The case's input with its exact values, in its dtype (bf16 from its bit patterns)."""
     raw = np.ascontiguousarray(case.raw_input(name))
     if case.meta["dtype"] == "bf16":
         return torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(raw)
+
+
+def import_fa4(case):
+    """torch with its CUDA device (else a skip) and FA4 importable; returns (torch, FA4's version)."""
+    torch = cuda_torch(NAME, decline_reason, case.meta)
+    add_site_dir(NAME)
+    import flash_attn.cute.interface  # noqa: F401 - the import error, if any, is the adapter's error
+    try:
+        import importlib.metadata as md
+        got = md.version("flash-attn-4")
+    except Exception:  # noqa: BLE001 - a version note only
+        got = "?"
+    if got != FA4_VERSION:  # the limits in decline_reason were read from FA4_VERSION's source
+        print(f"{NAME}: note: flash-attn-4 {got} imported, the adapter was written for {FA4_VERSION}", file=sys.stderr)
+    return torch, got
+
+
+def run_bwd(case):
+    plan = BackwardPlan(case.meta)  # the mapping's declines before any import
+    if plan.reason:
+        skip(plan.reason)
+    if not any(w.copies() for w in plan.waves):
+        outputs, secs = merge_waves({n: case.output(n) for n in ("dq", "dk", "dv")}, [], plan.cropped), 0.0
+    else:
+        torch, got = import_fa4(case)
+        outputs, secs = run_backward(case, torch)
+        log_timing(NAME, secs, case=case.meta["case"], fa4=got, calls=len(plan.waves), torch=torch.__version__,
+                   device=torch.cuda.get_device_name(), pass_="bwd")
+    for n, a in outputs.items():
+        case.save(n, a)
+    return 0
 
 
 def run(argv):
@@ -144,6 +298,8 @@ def run(argv):
     reason = decline_reason(case.meta)  # before importing torch: the common declines cost nothing
     if reason:
         skip(reason)
+    if case.meta.get("pass", "fwd") == "bwd":
+        return run_bwd(case)
     plan = VarlenPlan(case.meta)
     if plan.reason:
         skip(plan.reason)
@@ -152,16 +308,8 @@ def run(argv):
         case.save("o", o_buf)
         case.save("lse", lse_buf)
         return 0
-    torch = cuda_torch(NAME, decline_reason, case.meta)
-    add_site_dir(NAME)
+    torch, got = import_fa4(case)
     from flash_attn.cute.interface import flash_attn_varlen_func
-    try:
-        import importlib.metadata as md
-        got = md.version("flash-attn-4")
-    except Exception:  # noqa: BLE001 - a version note only
-        got = "?"
-    if got != FA4_VERSION:  # the limits in decline_reason were read from FA4_VERSION's source
-        print(f"{NAME}: note: flash-attn-4 {got} imported, the adapter was written for {FA4_VERSION}", file=sys.stderr)
 
     dev = torch.device("cuda")
     q, k, v = (_tensor(torch, case, n).to(dev) for n in ("q", "k", "v"))

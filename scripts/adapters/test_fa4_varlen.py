@@ -27,6 +27,7 @@ IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missi
 try:
     import numpy as np
     import fa4_varlen as fa
+    import numpy_ref as nr
 except ImportError as e:  # reported by run_tests
     np = None
     IMPORT_ERROR = str(e)
@@ -66,6 +67,47 @@ def fake_fa4(plan, case):
                 out[oq + i, h] = (p @ v[ok_:ok_ + sk, h // g]) / p.sum()
                 lse[oq + i, h] = m + np.log(p.sum())
     return out, lse
+
+
+def fake_fa4_bwd(plan, case, out, lse):
+    """numpy model of _flash_attn_bwd(q, k, v, out, dout, lse, ..., cu_seqlens/seqused, dq=, dk=, dv=), fp64,
+    for one call (a BackwardPlan wave): out/lse in the Q buffer's rows (lse (total_q, hq) here); per
+    sequence P = exp(scale q.k - lse) under the same masks as fake_fa4, D = rowsum(dO o O), dV = P^T dO,
+    dQ = scale dS K, dK = scale dS^T Q with dS = P o (dO V^T - D), GQA summed. It writes dQ's used rows and
+    dK/dV's rows [cu_seqlens_k[b], + seqused_k[b]) of every sequence (with seqused_q = 0 too: zeros), and
+    nothing else: name -> (values, written)."""
+    q, k, v, do = (case.input(n).astype(np.float64) for n in ("q", "k", "v", "dout"))
+    out, lse = out.astype(np.float64), lse.astype(np.float64)
+    hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
+    g = hq // hkv
+    res = {n: np.zeros(t.shape) for n, t in (("dq", q), ("dk", k), ("dv", v))}
+    wr = {n: np.zeros(t.shape, dtype=bool) for n, t in (("dq", q), ("dk", k), ("dv", v))}
+    left = plan.window_size[0]
+    for b in range(len(plan.seqused_q)):
+        oq, ok_ = int(plan.cu_seqlens_q[b]), int(plan.cu_seqlens_k[b])
+        sq, sk = int(plan.seqused_q[b]), int(plan.seqused_k[b])
+        i = np.arange(sq)[:, None]
+        col = np.arange(sk)[None, :]
+        allowed = np.ones((sq, sk), dtype=bool)
+        if plan.causal or left is not None:
+            allowed &= col <= i + sk - sq
+        if left is not None:
+            allowed &= col >= i + sk - sq - left
+        for h in range(hq):
+            kh = h // g
+            qs, dos = q[oq:oq + sq, h], do[oq:oq + sq, h]
+            ks, vs = k[ok_:ok_ + sk, kh], v[ok_:ok_ + sk, kh]
+            l_ = lse[oq:oq + sq, h][:, None]
+            p = np.where(allowed & np.isfinite(l_), np.exp(np.where(allowed, case.scale * (qs @ ks.T) - np.where(np.isfinite(l_), l_, 0), 0)), 0)
+            dsum = (dos * out[oq:oq + sq, h]).sum(axis=1)[:, None]
+            ds = p * (dos @ vs.T - dsum)
+            res["dq"][oq:oq + sq, h] = case.scale * ds @ ks
+            res["dk"][ok_:ok_ + sk, kh] += case.scale * ds.T @ qs
+            res["dv"][ok_:ok_ + sk, kh] += p.T @ dos
+        wr["dq"][oq:oq + sq] = True
+        wr["dk"][ok_:ok_ + sk] = True
+        wr["dv"][ok_:ok_ + sk] = True
+    return {n: (res[n].astype(np.float32), wr[n]) for n in res}
 
 
 def reference(case):
@@ -204,6 +246,81 @@ class Fa4Varlen(CaseDirTest):
             for b in empty:
                 self.assertEqual(plan.seqused_q[b], 0)
             self.assert_matches_oracle(case, o, lse)
+
+    # --- the backward ---------------------------------------------------------------------------
+    def run_fake_bwd(self, case):
+        plan = fa.BackwardPlan(case.meta)
+        self.assertIsNone(plan.reason)
+        meta, poison = case.meta, case.meta["poison"]
+        out = fa.q_rows(case.input("o"), meta, "o_row0", fa.POISON_F32[poison])
+        lse = fa.q_rows(case.input("lse"), meta, "stats_row0", fa.POISON_F32[poison])
+        parts = [fake_fa4_bwd(w, case, out, lse) for w in plan.waves if w.copies()]
+        got = fa.merge_waves({n: case.output(n) for n in ("dq", "dk", "dv")}, parts, plan.cropped)
+        return plan, got
+
+    def assert_gradients_match_oracle(self, case, got):
+        view = nr.CaseBuffers(case, case)
+        want = nr.sdpa_backward(view, case.inputs())
+        for n in ("dq", "dk", "dv"):
+            w, g = want[n], got[n]
+            pad = np.isnan(w)  # the reference leaves pad slots as given: the sentinel, bit for bit
+            self.assertEqual(g[pad].tobytes(), w[pad].tobytes(), f"{n}: a pad slot is not the sentinel")
+            np.testing.assert_allclose(g[~pad], w[~pad], rtol=2e-5, atol=2e-5, err_msg=n)
+
+    def test_backward_padded_thd_gqa_windows(self):
+        for line in ("op=sdpa pass=bwd lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2 dim=16 seed=31",
+                     "op=sdpa pass=bwd docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 dim=16 mask=bottomright seed=32",
+                     "op=sdpa pass=bwd q_lens=16,8 kv_lens=80,8 mask=topleft hq=2 dim=16 seed=33",  # cropped keys: dK 0
+                     "op=sdpa pass=bwd q_lens=80 kv_lens=16 mask=bottomright hq=2 dim=16 seed=34",  # rows with no key
+                     "op=sdpa pass=bwd docs=200 window=64 hq=2 dim=16 seed=35",
+                     "op=sdpa pass=bwd docs=30,17 pad=5 mask=none hq=4 hkv=2 dim=16 dim_v=24 seed=36",
+                     "op=sdpa pass=bwd docs=16,16 pad=8 o_offsets=0,16 stats_offsets=0,100,140 hq=2 dim=16 seed=37"):
+            case = self.case(line)
+            plan, got = self.run_fake_bwd(case)
+            self.assertEqual(len(plan.waves), 1, line)  # cp=1: one call
+            self.assert_gradients_match_oracle(case, got)
+
+    def test_backward_cp_chunks_are_separate_calls_summed(self):
+        for rank in (0, 1, 3):
+            case = self.case(f"op=sdpa pass=bwd docs=128,64 padded_offsets=0,136,208 cp=4 rank={rank} hq=4 hkv=2 dim=16 "
+                             f"seed={40 + rank}")
+            plan, got = self.run_fake_bwd(case)
+            self.assertEqual(len(plan.waves), 2)  # zigzag: two chunks of every document
+            for w in plan.waves:
+                docs = [int(s["doc"]) for s in w.seqs]
+                self.assertEqual(len(docs), len(set(docs)), "one call holds one chunk per document")
+            self.assert_gradients_match_oracle(case, got)
+
+    def test_backward_merge_sums_and_keeps_unwritten_elements(self):
+        buf = {"dq": np.full((4, 1, 2), np.nan, dtype=np.float32), "dk": np.full((4, 1, 2), np.nan, dtype=np.float32)}
+        sentinel = buf["dk"].copy()
+        one = np.ones((4, 1, 2), dtype=np.float32)
+        rows = lambda *r: np.isin(np.arange(4), r)[:, None, None] & np.ones((4, 1, 2), dtype=bool)  # noqa: E731
+        parts = [{"dq": (one, rows(0)), "dk": (one, rows(0, 1))}, {"dq": (2 * one, rows(1)), "dk": (2 * one, rows(1))}]
+        got = fa.merge_waves(buf, parts, cropped=[(2, 3)])
+        self.assertEqual(got["dq"][:2, 0, 0].tolist(), [1.0, 2.0])
+        self.assertEqual(got["dk"][:3, 0, 0].tolist(), [1.0, 3.0, 0.0])  # summed; the cropped row is 0
+        self.assertEqual(got["dq"][2:].tobytes(), sentinel[2:].tobytes())  # not written: the sentinel
+        self.assertEqual(got["dk"][3:].tobytes(), sentinel[3:].tobytes())
+
+    def test_backward_wrong_merge_fails_the_oracle(self):
+        # A merge that keeps the last call's dK/dV (overwrite) gives a CP rank's partial that the
+        # comparison above rejects: the check can fail.
+        case = self.case("op=sdpa pass=bwd docs=128 cp=2 rank=0 hq=2 dim=16 seed=45")
+        plan, got = self.run_fake_bwd(case)
+        meta, poison = case.meta, case.meta["poison"]
+        out = fa.q_rows(case.input("o"), meta, "o_row0", fa.POISON_F32[poison])
+        lse = fa.q_rows(case.input("lse"), meta, "stats_row0", fa.POISON_F32[poison])
+        parts = [fake_fa4_bwd(w, case, out, lse) for w in plan.waves]
+        last = fa.merge_waves({n: case.output(n) for n in ("dq", "dk", "dv")}, parts[-1:], plan.cropped)
+        with self.assertRaises(AssertionError):
+            self.assert_gradients_match_oracle(case, {"dq": got["dq"], "dk": last["dk"], "dv": last["dv"]})
+
+    def test_backward_without_a_valid_row_launches_nothing(self):
+        line = "op=sdpa pass=bwd docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3"
+        r = repro(line, adapter_backend(ADAPTER))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("PASS", r.stdout)
 
     # --- declines -------------------------------------------------------------------------------
     def test_decline_reasons(self):
