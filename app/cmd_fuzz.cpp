@@ -15,7 +15,7 @@ namespace {
 
 struct FuzzArgs {
   std::string backend, vs = "cpu-ref", budget = "60s", shard = "0/1", out = "corpus/found", dims = "small",
-              op = "any";
+              op = "any", pass = "any";
   uint64_t seed = 1;
   int shrink_runs = 300, max_failures = 0, confirm_runs = 3;
   bool no_save = false;
@@ -35,6 +35,8 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_flag("--no-save", a->no_save, "do not write found cases");
   sub->add_option("--dims", a->dims, "small (CPU-fast) | glm (32 heads x 128, topk 2048) | tiny (libFuzzer-sized) | wide (head dims 264..576, large-tile kernels)")->capture_default_str();
   sub->add_option("--op", a->op, "indexer | sdpa | any")->capture_default_str();
+  sub->add_option("--pass", a->pass, "fwd | bwd | any (bwd: every case a backward case, for a backward kernel)")
+      ->capture_default_str();
   sub->add_option("--shrink-runs", a->shrink_runs, "backend runs the shrinker may spend per failure")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
@@ -56,6 +58,7 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
                       o.out_dir = a->no_save ? "" : a->out;
                       o.gen.dims = parse_dims(a->dims);
                       o.gen.op = parse_op_filter(a->op);
+                      o.gen.pass = parse_pass_filter(a->pass);
                       o.shrink_runs = a->shrink_runs;
                       o.max_failures = a->max_failures;
                       o.confirm_runs = a->confirm_runs;

@@ -139,7 +139,9 @@ CaseFileWriter& CaseFileWriter::case_line(const Case& c) {
 
 std::string choices_comment(const RecordedChoices& r) {
   const char* op = !r.gen.op ? "any" : *r.gen.op == Op::Indexer ? "indexer" : "sdpa";
-  return fmt::format("# choices: dims={} op={} {}", dims_name(r.gen.dims), op, choices_text(r.seq));
+  // pass= only when filtered: the lines of campaigns without the filter stay as they were.
+  const std::string pass = r.gen.pass ? fmt::format(" pass={}", pass_filter_name(r.gen.pass)) : "";
+  return fmt::format("# choices: dims={} op={}{} {}", dims_name(r.gen.dims), op, pass, choices_text(r.seq));
 }
 
 std::optional<RecordedChoices> parse_choices_comment(const std::string& line) {
@@ -152,6 +154,7 @@ std::optional<RecordedChoices> parse_choices_comment(const std::string& line) {
   while (is >> tok) {
     if (tok.rfind("dims=", 0) == 0) r.gen.dims = parse_dims(tok.substr(5)), dims = true;
     else if (tok.rfind("op=", 0) == 0) r.gen.op = parse_op_filter(tok.substr(3)), op = true;
+    else if (tok.rfind("pass=", 0) == 0) r.gen.pass = parse_pass_filter(tok.substr(5));
     else rest += " " + tok;
   }
   if (!dims || !op) throw BadInput("choices", line, "needs dims=<small|glm|tiny|wide> op=<indexer|sdpa|any>");

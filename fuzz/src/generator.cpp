@@ -56,6 +56,15 @@ std::optional<Op> parse_op_filter(const std::string& s) {
   throw BadInput("op", s, "must be indexer, sdpa or any");
 }
 
+std::optional<Pass> parse_pass_filter(const std::string& s) {
+  if (s == "any") return std::nullopt;
+  if (s == "fwd") return Pass::Fwd;
+  if (s == "bwd") return Pass::Bwd;
+  throw BadInput("pass", s, "must be fwd, bwd or any");
+}
+
+const char* pass_filter_name(const std::optional<Pass>& p) { return !p ? "any" : *p == Pass::Bwd ? "bwd" : "fwd"; }
+
 namespace {
 
 struct Profile {
@@ -289,7 +298,13 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
                            : E.on(Focus::Decode)                       ? 0.15
                                                                        : 0.55;
   const Op op = opt.op ? *opt.op : (R.chance(p_indexer) ? Op::Indexer : Op::Sdpa);
-  const Profile P = profile(opt.dims);
+  Profile P = profile(opt.dims);
+  const bool all_bwd = opt.pass == Pass::Bwd;
+  if (all_bwd) {  // every row judged: packs a backward reference checks in seconds at glm dims
+    P.max_doc = std::min<int64_t>(P.max_doc, 2048);
+    P.max_total = std::min<int64_t>(P.max_total, 2048);
+    P.long_doc = 0;
+  }
   Case c = defaults_for(op);
   const bool no_cp = E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::Decode) || E.on(Focus::Compressed) ||
                      E.on(Focus::Metadata) || E.on(Focus::Split) || E.on(Focus::LongRows) || E.on(Focus::Ties);
@@ -440,7 +455,8 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.95 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
     c.ties = Ties::Strict;
   // The indexer's training path: the loss's denominator as callers differ, a scale the gradient chain carries.
-  if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.5 : E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.4 : 0.15)) {
+  const auto training = [&](double p) { return opt.pass ? all_bwd : R.chance(p); };
+  if (op == Op::Indexer && training(E.on(Focus::Ties) ? 0.5 : E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.4 : 0.15)) {
     c.pass = Pass::Bwd;
     c.loss_mean = R.pick<LossMean>({LossMean::Rows, LossMean::Valid, LossMean::Keyed, LossMean::Sum});
     if (R.chance(0.3)) c.scale = R.pick<double>({0.25, 0.5});
@@ -448,7 +464,8 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   // SDPA's training path on the same layouts (split-KV is a forward key), most often where its defects
   // live (CP ranks' partial dK/dV, pad slots and rows without a key); gradient pad rows kept or zeroed.
   // Drawn after every structural decision: the forward cases keep their layouts (only their seed moves).
-  if (op == Op::Sdpa && c.num_splits == 1 && R.chance(E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.5 : 0.2)) {
+  if (op == Op::Sdpa && all_bwd) c.num_splits = 1;
+  if (op == Op::Sdpa && c.num_splits == 1 && training(E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.5 : 0.2)) {
     c.pass = Pass::Bwd;
     if (R.chance(0.2)) c.grad_pad = GradPad::Zero;
   }
@@ -464,6 +481,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   const int64_t widen = std::max<int64_t>(1, c.dim / 64);
   if (long_rows || wide)
     if (rows > 64 && rows * max_keys * widen > P.max_check_keys) c.rows = 64;
+  if (all_bwd) c.rows = 0;  // the backward's dK/dV sum over every row; the packs above are sized for it
   if (c.pass == Pass::Bwd && c.rows != 0) {  // the backward judges every row: too many, the forward instead
     c.pass = Pass::Fwd;
     c.loss_mean = LossMean::Rows;

@@ -251,6 +251,10 @@ TEST(FuzzChoices, ChoicesCommentRoundTripsAndRejectsGarbage) {
   EXPECT_EQ(back->seq, rc.seq);
   EXPECT_EQ(back->gen.dims, DimsProfile::Tiny);
   EXPECT_EQ(back->gen.op, Op::Sdpa);
+  EXPECT_FALSE(back->gen.pass);
+  rc.gen.pass = Pass::Bwd;  // written only when set: lines without it read as the mix
+  EXPECT_EQ(choices_comment(rc), "# choices: dims=tiny op=sdpa pass=bwd 3 0 17");
+  EXPECT_EQ(parse_choices_comment(choices_comment(rc))->gen.pass, Pass::Bwd);
   EXPECT_FALSE(parse_choices_comment("# catches: cpu-ref"));
   for (const char* bad : {"# choices: dims=small op=any 1 -2", "# choices: 1 2", "# choices: dims=big op=any 1"}) {
     try {

@@ -90,6 +90,46 @@ TEST(FuzzGenerator, OpFilterAndBadOptionsNameTheirKey) {
     EXPECT_EQ(e.key, "dims");
   }
   EXPECT_THROW(parse_op_filter("attention"), BadInput);
+  try {
+    parse_pass_filter("backward");
+    FAIL();
+  } catch (const BadInput& e) {
+    EXPECT_EQ(e.key, "pass");
+  }
+}
+
+// --pass bwd: a backward kernel's campaign gets a backward case every time, of both ops, with every row
+// judged and packs small enough for that; --pass fwd: none; the mix keeps both.
+TEST(FuzzGenerator, PassFilterGivesOnlyThatPass) {
+  for (DimsProfile d : {DimsProfile::Small, DimsProfile::Glm}) {
+    GenOptions o;
+    o.dims = d;
+    o.pass = Pass::Bwd;
+    std::map<Op, int> ops;
+    for (uint64_t seed : {1ull, 5ull})
+      for (uint64_t i = 0; i < 400; ++i) {
+        const Case c = generate_case(seed, i, o);
+        const std::string line = print_case(c);
+        ASSERT_EQ(c.pass, Pass::Bwd) << line;
+        ASSERT_EQ(c.rows, 0) << line;
+        const Layout l = make_layout(c);
+        int64_t rows = 0;
+        for (const auto& s : l.segments) rows += s.rows;
+        EXPECT_LE(rows, 2048 + 4096) << line;  // the pack cap, plus the padding a layout adds
+        ASSERT_EQ(replay_choices(generate_recorded(seed, i, o).choices, o), c) << line;
+        ++ops[c.op];
+      }
+    EXPECT_GT(ops[Op::Sdpa], 100);
+    EXPECT_GT(ops[Op::Indexer], 100);
+  }
+  GenOptions fwd;
+  fwd.pass = Pass::Fwd;
+  int mixed_bwd = 0;
+  for (uint64_t i = 0; i < 400; ++i) {
+    EXPECT_EQ(generate_case(3, i, fwd).pass, Pass::Fwd) << i;
+    mixed_bwd += generate_case(3, i).pass == Pass::Bwd;
+  }
+  EXPECT_GT(mixed_bwd, 20);  // the default mix still draws the training path
 }
 
 // Every family the generator's header promises, counted over 4000 cases (seed 11).

@@ -10,6 +10,9 @@
                  mask (any dtype; PyTorch picks the kernel); it returns no LSE, so the LSE is computed by
                  the adapter in fp32 from the same inputs (that check then tests the adapter, not SDPA).
 Outputs are written only at valid rows (through o/stats offsets); pad slots keep the sentinel.
+pass=bwd: the same forward calls under autograd, then backward with the case's dO (the adapter's own
+forward, not the case's O/LSE: PyTorch's kernels take no external O); dQ at valid rows, dK/dV summed over
+the segments in fp32 at every document's K/V rows: the no-surprise baseline for the backward kernels.
 Exits 125 (skip) for op=indexer, for cases an implementation cannot express, or without CUDA.
 In process (attn_oracle, python/): `kernel(case, inputs, impl=..., device=...)` is the same call; a
 decline is a SKIPPED verdict with the same reason.
@@ -43,11 +46,20 @@ def kernel(buffers, inputs, impl="varlen", device="cuda"):
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[case.meta["dtype"]]
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv
-    q = torch.from_numpy(inputs["q"]).to(dev).to(dt)
-    k = torch.from_numpy(inputs["k"]).to(dev).to(dt)
-    v = torch.from_numpy(inputs["v"]).to(dev).to(dt)
-    o = torch.from_numpy(buffers.output("o")).to(dev)
-    lse = torch.from_numpy(buffers.output("lse")).to(dev)
+    bwd = case.meta.get("pass", "fwd") == "bwd"
+    if bwd:  # fp32 leaves cast to the dtype: autograd sums the segments' dK/dV in fp32, as a CP framework does
+        leaves = {n: torch.from_numpy(inputs[n]).to(dev).requires_grad_() for n in ("q", "k", "v")}
+        q, k, v = (leaves[n].to(dt) for n in ("q", "k", "v"))
+        o = torch.full((int(case.meta["rows"]["q"]), hq, int(case.dims["dim_v"])), float("nan"), device=dev)
+        lse = torch.full((int(case.meta["rows"]["q"]), hq), float("nan"), device=dev)
+        outs, grads = [], []  # each segment's output (in the graph) and its dO
+        dout = torch.from_numpy(inputs["dout"]).to(dev).to(dt)
+    else:
+        q = torch.from_numpy(inputs["q"]).to(dev).to(dt)
+        k = torch.from_numpy(inputs["k"]).to(dev).to(dt)
+        v = torch.from_numpy(inputs["v"]).to(dev).to(dt)
+        o = torch.from_numpy(buffers.output("o")).to(dev)
+        lse = torch.from_numpy(buffers.output("lse")).to(dev)
     segs = [s for s in case.segments if s["valid"] > 0]
     # Keys of each segment: a row at position p sees document keys [lo(p), hi(p)); the segment's key
     # extent is [0, key_hi) with key_hi = max hi over its rows.
@@ -102,6 +114,9 @@ def kernel(buffers, inputs, impl="varlen", device="cuda"):
                                  return_aux=AuxRequest(lse=True), scale=case.scale, window_size=win)
         except (RuntimeError, ValueError, NotImplementedError) as e:
             skip(f"torch_varlen_sdpa: varlen_attn declined the case: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+        if bwd:
+            outs.append(out)
+            grads.append(torch.cat([dout[s["row0"]:s["row0"] + s["valid"]] for s in segs]))
         if l.shape == (hq, Q.shape[0]):
             l = l.transpose(0, 1)
         for j, s in enumerate(segs):
@@ -127,17 +142,42 @@ def kernel(buffers, inputs, impl="varlen", device="cuda"):
             vb = v[d["kv_off"]:d["kv_off"] + kh].transpose(0, 1)[None]
             ob = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=allowed[None, None], scale=case.scale,
                                                 enable_gqa=(g > 1))
+            if bwd:
+                outs.append(ob)
+                grads.append(dout[s["row0"]:s["row0"] + n].transpose(0, 1)[None])
+                continue
             o[s["o_row0"]:s["o_row0"] + n] = ob[0].transpose(0, 1).float()
             # LSE by the adapter (fp32, same inputs): SDPA's public API does not return it.
             kr = kb.float().repeat_interleave(g, dim=1)
             sc = (qb.float() @ kr.transpose(-1, -2)) * case.scale
             sc = sc.masked_fill(~allowed[None, None], float("-inf"))
             lse[s["stats_row0"]:s["stats_row0"] + n] = torch.logsumexp(sc, dim=-1)[0].transpose(0, 1)
+    if bwd and outs:
+        try:
+            torch.autograd.backward(outs, grads)
+        except (RuntimeError, NotImplementedError) as e:  # e.g. a kernel with no backward for this shape
+            skip(f"torch_varlen_sdpa: autograd declined the backward: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
     if dev.type == "cuda":
         torch.cuda.synchronize()
     secs = time.perf_counter() - t0
     log_timing("torch_varlen_sdpa", secs, case=case.meta["case"], impl=impl, torch=torch.__version__)
+    if bwd:
+        return gradients(case, buffers, segs, {n: t.grad for n, t in leaves.items()})
     return {"o": o.cpu().numpy().astype(np.float32), "lse": lse.cpu().numpy().astype(np.float32)}
+
+
+def gradients(case, buffers, segs, grad):
+    """dQ at every segment's valid rows, dK/dV (summed over the segments, fp32) at every document's K/V rows
+    (0 where no query reached them, as in a framework's zeroed buffer); pad slots keep the sentinel."""
+    out = {n: buffers.output(n) for n in ("dq", "dk", "dv")}
+    g = {n: (t.float().cpu().numpy() if t is not None else np.zeros(out["d" + n].shape, np.float32))
+         for n, t in grad.items()}
+    for s in segs:
+        out["dq"][s["row0"]:s["row0"] + s["valid"]] = g["q"][s["row0"]:s["row0"] + s["valid"]]
+    for d in case.docs:
+        rows = slice(d["kv_off"], d["kv_off"] + d["kv_len"])
+        out["dk"][rows], out["dv"][rows] = g["k"][rows], g["v"][rows]
+    return out
 
 
 def run(argv):

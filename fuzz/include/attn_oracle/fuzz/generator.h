@@ -22,6 +22,9 @@ struct GenOptions {
                                           // tiny: short documents, cp <= 4, <= 4 heads x 16, no rows= (libFuzzer target);
                                           // wide: small's layouts, every head dim above 256 (264/384/512, 576 with d_v 512)
   std::optional<Op> op;                   // empty: both ops
+  // empty: the mix (the training path in a share of cases); Bwd: every case pass=bwd (a backward
+  // kernel's campaign), on smaller packs (the backward judges every row); Fwd: no backward case.
+  std::optional<Pass> pass;
 };
 
 // Throws BadInput("dims", ...) for anything but small|glm|tiny|wide.
@@ -29,6 +32,9 @@ DimsProfile parse_dims(const std::string& s);
 const char* dims_name(DimsProfile d);
 // Throws BadInput("op", ...) for anything but indexer|sdpa|any (any = empty optional).
 std::optional<Op> parse_op_filter(const std::string& s);
+// Throws BadInput("pass", ...) for anything but fwd|bwd|any (any = empty optional).
+std::optional<Pass> parse_pass_filter(const std::string& s);
+const char* pass_filter_name(const std::optional<Pass>& p);
 
 // Every decision drawn from `src`; never throws for any choice sequence (an invalid case is a bug).
 Case generate_case(ChoiceSource& src, const GenOptions& opt = {});
