@@ -34,9 +34,13 @@
 #   fes-fp32   the fp32 d=256 lines the backend failed (scripts/device/fes-fp32.case): `explain`, what the
 #              adapter wrote element by element (scripts/device/fes-out-pattern.py) and a dims/dtype sweep
 #              of the same layouts (fes-fp32.tsv)
+#   bwd-table  the backward table (scripts/device/bwd-table.case, op=sdpa pass=bwd) through fa4_varlen (FA4's
+#              varlen backward on the case's O/LSE) and torch_varlen_sdpa --impl sdpa|varlen (autograd);
+#              summary in bwd-table.tsv (scripts/device/bwd-table.py)
 #   setup      nothing: CALL=2's unpacking and versions only (other instances then run CALL=3 beside)
 #   fuzz       one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS (fe: cudnn_fe_indexer --bug none, op
-#              indexer; fa4: fa4_varlen, op sdpa; fes: cudnn_fe_sdpa $FES_KNOBS, op sdpa, --dims $FES_DIMS
+#              indexer; fa4: fa4_varlen, op sdpa; fa4-bwd: fa4_varlen, op sdpa --pass bwd; torch-bwd:
+#              torch_varlen_sdpa --impl sdpa, op sdpa --pass bwd; fes: cudnn_fe_sdpa $FES_KNOBS, op sdpa, --dims $FES_DIMS
 #              (small)), all at once (one warm host each), --dims glm, for what is left of the budget (or
 #              $FUZZ_S seconds). FES_KNOBS="--engine frost" FES_DIMS=wide: FROST pinned at head dims > 256.
 # Each backend's fuzz runs with --shrink-runs $FUZZ_SHRINK_RUNS (12) and --max-failures $FUZZ_MAX_FAILURES
@@ -311,8 +315,20 @@ step_fa4_table() {
   grep -v '^#' scripts/device/fa4-table.case | grep . > "$work/fa4-table.case"
   gate fa4-table "$work/fa4-table.case" warm
 }
+step_bwd_table() {  # the backward kernels on the seed-like backward cases
+  grep -v '^#' scripts/device/bwd-table.case | grep . > "$work/bwd-table.case"
+  local gates=()
+  if [[ -n "$have_fa4" ]]; then
+    adapter=fa4_varlen; gate bwd-fa4 "$work/bwd-table.case" warm; gates+=("fa4=$work/reports/bwd-fa4")
+  else log "SKIP bwd-table fa4: FA4 does not import"; notrun+=("bwd-fa4:-"); fi
+  adapter=torch_varlen_sdpa
+  gate bwd-torch-sdpa "$work/bwd-table.case" warm --impl sdpa; gates+=("torch-sdpa=$work/reports/bwd-torch-sdpa")
+  gate bwd-torch-varlen "$work/bwd-table.case" warm --impl varlen; gates+=("torch-varlen=$work/reports/bwd-torch-varlen")
+  $PY scripts/device/bwd-table.py "$OUT/bwd-table.tsv" "${gates[@]}"
+  log "bwd table: $OUT/bwd-table.tsv ($(($(wc -l < "$OUT/bwd-table.tsv") - 1)) rows)"
+}
 step_fuzz() {  # one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS, side by side
-  local fz=${FUZZ_S:-$(( $(left) - 45 ))} pids=() b a knobs op seed h tag
+  local fz=${FUZZ_S:-$(( $(left) - 45 ))} pids=() b a knobs op seed h tag pass
   (( fz <= $(left) - 45 )) || fz=$(( $(left) - 45 ))
   if (( fz < 30 )); then log "SKIP fuzz: $(left)s of the budget left"; notrun+=("fuzz:-"); return; fi
   local tags=()
@@ -320,16 +336,19 @@ step_fuzz() {  # one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS, side by 
     case $b in
       fe)  a=cudnn_fe_indexer knobs=" --bug none" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe: no frontend"; continue; } ;;
       fa4) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4: no FA4"; continue; } ;;
+      fa4-bwd) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4-bwd: no FA4"; continue; } ;;
+      torch-bwd) a=torch_varlen_sdpa knobs=" --impl sdpa" op=sdpa ;;
       fes) a=cudnn_fe_sdpa knobs=${FES_KNOBS:+ $FES_KNOBS} op=sdpa; [[ -n "$have_fe" ]] || { log "SKIP fuzz fes: no frontend"; continue; } ;;
-      *) log "fuzz: unknown backend $b (fe|fa4|fes)"; continue ;;
+      *) log "fuzz: unknown backend $b (fe|fa4|fa4-bwd|torch-bwd|fes)"; continue ;;
     esac
+    pass=any; [[ $b == *-bwd ]] && pass=bwd
     local dims=glm; [[ $b == fes ]] && dims=${FES_DIMS:-small}  # glm is dim 128 only; small reaches 256
     for seed in $FUZZ_SEEDS; do
       tag=$b; [[ "$FUZZ_SEEDS" == "$FUZZ_SEED" ]] || tag=$b-s$seed
       h=$a; [[ $tag == "$b" ]] || h=$a-s$seed  # one warm host per campaign
       [[ -n "${srv[$h]:-}" ]] || start_server "$h" || continue
       log "fuzz $tag: ${fz}s, seed $seed, dims $dims, knobs:${knobs:- (none)}"
-      ( timeout -k 10 "$(( fz + 30 ))" "$AO" fuzz --backend "exec:$(client "$h" $a)$knobs" --dims $dims --op $op --seed "$seed" \
+      ( timeout -k 10 "$(( fz + 30 ))" "$AO" fuzz --backend "exec:$(client "$h" $a)$knobs" --dims $dims --op $op --pass $pass --seed "$seed" \
           --budget "${fz}s" --shrink-runs "$FUZZ_SHRINK_RUNS" --max-failures "$FUZZ_MAX_FAILURES" --out "$work/reports/found-$tag" > "$OUT/fuzz-$tag.txt" 2>&1
         echo "exit $?" >> "$OUT/fuzz-$tag.txt" ) &
       pids+=($!); tags+=("$tag")
@@ -470,8 +489,9 @@ for st in $STEPS; do
     fes-fuzz) step_fes_fuzz ;;
     fes-control) step_fes_control ;;
     fes-fp32) step_fes_fp32 ;;
+    bwd-table) step_bwd_table ;;
     setup) ;;
-    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32)" ;;
+    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32 bwd-table)" ;;
   esac
 done
 for a in "${!srv[@]}"; do stop_server "$a"; done
