@@ -36,7 +36,8 @@
 #              of the same layouts (fes-fp32.tsv)
 #   bwd-table  the backward table (scripts/device/bwd-table.case, op=sdpa pass=bwd) through fa4_varlen (FA4's
 #              varlen backward on the case's O/LSE) and torch_varlen_sdpa --impl sdpa|varlen (autograd);
-#              summary in bwd-table.tsv (scripts/device/bwd-table.py)
+#              summary in bwd-table.tsv (scripts/device/bwd-table.py); BWD_KERNELS="fa4 torch-sdpa torch-varlen"
+#              (the default) picks the kernels
 #   setup      nothing: CALL=2's unpacking and versions only (other instances then run CALL=3 beside)
 #   fuzz       one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS (fe: cudnn_fe_indexer --bug none, op
 #              indexer; fa4: fa4_varlen, op sdpa; fa4-bwd: fa4_varlen, op sdpa --pass bwd; torch-bwd:
@@ -317,13 +318,22 @@ step_fa4_table() {
 }
 step_bwd_table() {  # the backward kernels on the seed-like backward cases
   grep -v '^#' scripts/device/bwd-table.case | grep . > "$work/bwd-table.case"
-  local gates=()
-  if [[ -n "$have_fa4" ]]; then
+  local gates=() k
+  for k in ${BWD_KERNELS:-fa4 torch-sdpa torch-varlen}; do
+    case $k in
+      fa4|torch-sdpa|torch-varlen) ;;
+      *) log "bwd-table: unknown kernel $k (fa4|torch-sdpa|torch-varlen)"; return ;;
+    esac
+  done
+  if [[ " ${BWD_KERNELS:-fa4} " != *" fa4 "* ]]; then :
+  elif [[ -n "$have_fa4" ]]; then
     adapter=fa4_varlen; gate bwd-fa4 "$work/bwd-table.case" warm; gates+=("fa4=$work/reports/bwd-fa4")
   else log "SKIP bwd-table fa4: FA4 does not import"; notrun+=("bwd-fa4:-"); fi
   adapter=torch_varlen_sdpa
-  gate bwd-torch-sdpa "$work/bwd-table.case" warm --impl sdpa; gates+=("torch-sdpa=$work/reports/bwd-torch-sdpa")
-  gate bwd-torch-varlen "$work/bwd-table.case" warm --impl varlen; gates+=("torch-varlen=$work/reports/bwd-torch-varlen")
+  for k in torch-sdpa torch-varlen; do
+    [[ " ${BWD_KERNELS:-$k} " == *" $k "* ]] || continue
+    gate "bwd-$k" "$work/bwd-table.case" warm --impl "${k#torch-}"; gates+=("$k=$work/reports/bwd-$k")
+  done
   $PY scripts/device/bwd-table.py "$OUT/bwd-table.tsv" "${gates[@]}"
   log "bwd table: $OUT/bwd-table.tsv ($(($(wc -l < "$OUT/bwd-table.tsv") - 1)) rows)"
 }
