@@ -12,6 +12,15 @@
 //    itself, which can cancel to almost nothing (a row with one key: O is that key's V in the dtype):
 //    per key u_32 lambda sqrt(d_v) (|dP| + |D|) <= u_32 lambda sqrt(d_v) |dO| (max_j |v_j| + |O|), times
 //    scale max |k| summed with weights P that sum to 1 (maxima over the row's document, its K/V head);
+//    for dK the same rounding reaches key j through every row that attends it: scale u_32 lambda
+//    sqrt(d_v) sum_i P_ij |dO_i| (max_j |v_j| + |O_i|) max |q_i| (a row's one key: dP - D cancels
+//    exactly, dK = 0, and a kernel's differently ordered dP and D leave ~u_32 of it). And P itself:
+//    exp(s - lse) of logits and an LSE of magnitude L_i = scale |q_i| max |k_j| + |lse_i| carries a
+//    relative error ~2 u_32 L_i from their fp32 rounding (exp2 of a scaled logit in a flash kernel,
+//    another order in the emulation; L_i reaches 1e5 under values=extreme), which adds 2 L_i to
+//    sqrt(d_v) above for dQ and dK, and to dV sum_i P_ij 2 L_i max |dO_i|. The sums over i are column
+//    sums of P, weighted, taken from one more backward in fp64 whose dO carries the weights in its first
+//    two elements (dV = P^T dO);
 //  * <g>_rel_l2: ||g - exact|| / ||exact|| (informational);
 //  * <g>_nonfinite_valid: NaN/Inf (not the sentinel) in a judged row (gate 0);
 //  * <g>_clobbered_pad_slots: rows of the gradient's buffer outside its value rows that were written
@@ -69,8 +78,8 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
     for (int e = 0; e < n; ++e) s2 += double(x[e]) * double(x[e]);
     return std::sqrt(s2);
   };
-  // Per document and K/V head: the largest |v_j| (2-norm) and |k_j,e| of its keys (dQ's cancellation floor).
-  std::vector<double> max_v(l.docs.size() * size_t(c.hkv), 0), max_k(max_v.size(), 0);
+  // Per document and K/V head: the largest |v_j| (2-norm), |k_j,e| and |k_j| (2-norm) of its keys.
+  std::vector<double> max_v(l.docs.size() * size_t(c.hkv), 0), max_k(max_v.size(), 0), max_k2(max_v.size(), 0);
   for (size_t d = 0; d < l.docs.size(); ++d)
     for (int64_t j = l.docs[d].kv_off; j < l.docs[d].kv_off + l.docs[d].kv_len; ++j)
       for (int kh = 0; kh < c.hkv; ++kh) {
@@ -81,8 +90,74 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
         const size_t at = d * size_t(c.hkv) + size_t(kh);
         max_v[at] = std::max(max_v[at], norm(v, c.dim_v));
         max_k[at] = std::max(max_k[at], km);
+        max_k2[at] = std::max(max_k2[at], norm(k, c.dim));
       }
   const int group = c.hq / c.hkv;
+  // Per (row, head): dQ's floor (dP - D and P rounding) and the weights of dK's and dV's floors, whose
+  // column sums of P come from dV[j][0..1] of a backward with dO_i = (w_dk / max, w_dv / max, 0, ...)
+  // (scaled so that no weight overflows the float input).
+  const size_t n_qh = size_t(l.q_rows) * size_t(c.hq);
+  std::vector<double> dq_floor(n_qh, 0), w_dk(n_qh, 0), w_dv(n_qh, 0);
+  double dk_max = 0, dv_max = 0;
+  for (int64_t r : qrows)
+    for (int h = 0; h < c.hq; ++h) {
+      const auto& seg = l.seg_of(r);
+      const size_t dv = size_t(c.dim_v), at_kv = size_t(seg.doc) * size_t(c.hkv) + size_t(h / group);
+      const size_t qi = size_t(r) * size_t(c.hq) + size_t(h);
+      const float* q = in.q.data() + qi * size_t(c.dim);
+      const float* dout = in.dout.data() + qi * dv;
+      double qm = 0, dom = 0;
+      for (int e = 0; e < c.dim; ++e) qm = std::max(qm, std::fabs(double(q[e])));
+      for (int e = 0; e < c.dim_v; ++e) dom = std::max(dom, std::fabs(double(dout[e])));
+      const double lse = in.lse[size_t(seg.stats_row0 + (r - seg.row0)) * size_t(c.hq) + size_t(h)];
+      const double L = l.scale * norm(q, c.dim) * max_k2[at_kv] + (std::isfinite(lse) ? std::fabs(lse) : 0.0);
+      const double n_o = norm(in.o.data() + (size_t(seg.o_row0 + (r - seg.row0)) * size_t(c.hq) + size_t(h)) * dv, c.dim_v);
+      const double cancel = norm(dout, c.dim_v) * (max_v[at_kv] + n_o) * (std::sqrt(double(c.dim_v)) + 2 * L);
+      dq_floor[qi] = kLambda * kU32 * l.scale * cancel * max_k[at_kv];
+      w_dk[qi] = cancel * qm;
+      w_dv[qi] = 2 * L * dom;
+      if (std::isfinite(w_dk[qi])) dk_max = std::max(dk_max, w_dk[qi]);
+      if (std::isfinite(w_dv[qi])) dv_max = std::max(dv_max, w_dv[qi]);
+    }
+  // Column sums sum_i P_ij w_i per (key, K/V head) of weight sets packed into the first elements of dO
+  // (one backward for as many sets as d_v holds), each scaled by its maximum so that no weight overflows.
+  const auto column_sums = [&](const std::vector<std::pair<const std::vector<double>*, double>>& sets) {
+    Inputs weighted = in;
+    std::fill(weighted.dout.begin(), weighted.dout.end(), 0.0f);
+    for (int64_t r : qrows)
+      for (int h = 0; h < c.hq; ++h) {
+        const size_t qi = size_t(r) * size_t(c.hq) + size_t(h);
+        for (size_t k = 0; k < sets.size(); ++k) {
+          const double m = sets[k].second;
+          weighted.dout[qi * size_t(c.dim_v) + k] = m > 0 ? float(std::min((*sets[k].first)[qi] / m, 1.0)) : 0.0f;
+        }
+      }
+    Outputs cols = make_sentinel_outputs(l);
+    reference_sdpa_bwd(lx, weighted, cols);
+    std::vector<std::vector<double>> out(sets.size(), std::vector<double>(size_t(l.kv_rows) * size_t(c.hkv), 0));
+    for (int64_t j : kvrows)
+      for (int kh = 0; kh < c.hkv; ++kh)
+        for (size_t k = 0; k < sets.size(); ++k) {
+          const size_t at = size_t(j) * size_t(c.hkv) + size_t(kh);
+          const float v = cols.dv[at * size_t(c.dim_v) + k];
+          out[k][at] = std::isfinite(v) ? std::fabs(double(v)) * sets[k].second : 0.0;
+        }
+    return out;
+  };
+  std::vector<double> dk_floor(size_t(l.kv_rows) * size_t(c.hkv), 0), dv_floor(dk_floor.size(), 0);
+  if (dk_max > 0 || dv_max > 0) {
+    std::vector<std::vector<double>> sums;
+    if (c.dim_v >= 2) {
+      sums = column_sums({{&w_dk, dk_max}, {&w_dv, dv_max}});
+    } else {
+      sums = column_sums({{&w_dk, dk_max}});
+      sums.push_back(column_sums({{&w_dv, dv_max}})[0]);
+    }
+    for (size_t at = 0; at < dk_floor.size(); ++at) {
+      dk_floor[at] = kLambda * kU32 * l.scale * sums[0][at];
+      dv_floor[at] = kLambda * kU32 * sums[1][at];
+    }
+  }
   std::vector<Metric> metrics;
   std::vector<RowNote> notes;
   int64_t unwritten = 0;
@@ -124,12 +199,10 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
         }
         unwritten += unw;
         double floor = dtype_ulp(c.dtype, xmax) + kLambda * u_d * std::sqrt(x2 / double(W)) + acc_floor;
-        if (!g.kv) {  // dQ: the rounding of dP - D (see the top of the file)
-          const auto& seg = l.seg_of(r);
-          const size_t dv = size_t(c.dim_v), at_kv = size_t(seg.doc) * size_t(c.hkv) + size_t(h / group);
-          const double n_do = norm(in.dout.data() + (size_t(r) * size_t(c.hq) + size_t(h)) * dv, c.dim_v);
-          const double n_o = norm(in.o.data() + (size_t(seg.o_row0 + (r - seg.row0)) * size_t(c.hq) + size_t(h)) * dv, c.dim_v);
-          floor += kLambda * std::sqrt(double(dv)) * kU32 * l.scale * n_do * (max_v[at_kv] + n_o) * max_k[at_kv];
+        if (!g.kv) {  // dQ: the rounding of dP - D and of P (see the top of the file)
+          floor += dq_floor[size_t(r) * size_t(c.hq) + size_t(h)];
+        } else {  // dK, dV: the same roundings through every row that attends the key
+          floor += (gi == 1 ? dk_floor : dv_floor)[size_t(r) * size_t(c.hkv) + size_t(h)];
         }
         const double gate = kEmulationFactor * emul_err + floor;
         const double ratio = gate > 0 ? err / gate : (err > 0 ? INFINITY : 0);

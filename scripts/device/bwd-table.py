@@ -20,6 +20,8 @@ HEAD = (["kernel", "case", "verdict"] +
 def fmt(v):
     if v is None:
         return ""
+    if isinstance(v, str):  # a non-finite value is written as text ("inf", "nan")
+        return v
     return f"{v:.3g}" if isinstance(v, float) and not float(v).is_integer() else f"{v:g}"
 
 
