@@ -145,6 +145,13 @@ POISON_BITS = {"bf16": {"nan": 0x7FC0, "inf": 0x7F80, "large": 0x7F7F, "none": 0
 POISON_F32 = {"nan": np.nan, "inf": np.inf, "large": np.finfo(np.float32).max, "none": 0.0}
 
 
+def raw_fill(raw, dtype, poison):
+    """The case's poison as an element of `raw` (an input as stored: bf16 bit patterns as uint16, fp16 as
+    float16), for the rows q_rows adds."""
+    bits = np.array(POISON_BITS[dtype][poison], dtype=np.uint16)
+    return bits if raw.dtype == np.uint16 else bits.view(raw.dtype)
+
+
 class BackwardPlan:
     """The backward's FA4 calls. A call writes dK/dV per sequence (it does not add to what the buffer
     holds), and CP's zigzag chunks of one document are two sequences over the same K/V rows; so the
@@ -223,7 +230,8 @@ def run_backward(case, torch):
     tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
     q, k, v, dout = (_tensor(torch, case, n).to(dev) for n in ("q", "k", "v", "dout"))
     poison = meta.get("poison", "nan")
-    o_raw = np.ascontiguousarray(q_rows(case.raw_input("o"), meta, "o_row0", POISON_BITS[dtype][poison]))
+    o_stored = case.raw_input("o")
+    o_raw = np.ascontiguousarray(q_rows(o_stored, meta, "o_row0", raw_fill(o_stored, dtype, poison)))
     out = torch.from_numpy(o_raw.view(np.int16)).view(tdt).to(dev)
     lse_q = q_rows(case.input("lse"), meta, "stats_row0", POISON_F32[poison])
     lse = torch.from_numpy(np.ascontiguousarray(lse_q.T)).to(dev)  # (hq, total_q), as FA4 keeps it

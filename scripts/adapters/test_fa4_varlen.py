@@ -291,6 +291,24 @@ class Fa4Varlen(CaseDirTest):
                 self.assertEqual(len(docs), len(set(docs)), "one call holds one chunk per document")
             self.assert_gradients_match_oracle(case, got)
 
+    def test_backward_out_in_q_rows_keeps_the_poison_in_both_16_bit_dtypes(self):
+        # O laid out apart from Q: the copy FA4 reads holds the segments' O rows and the case's poison
+        # elsewhere, as the stored dtype's element (bf16 bit patterns, fp16 values).
+        for dtype, poison in (("bf16", "nan"), ("fp16", "nan"), ("fp16", "large"), ("bf16", "inf")):
+            case = self.case(f"op=sdpa pass=bwd docs=16,16 pad=8 o_offsets=0,16 hq=2 dim=16 dtype={dtype} "
+                             f"poison={poison} seed=46")
+            raw = case.raw_input("o")
+            got = fa.q_rows(raw, case.meta, "o_row0", fa.raw_fill(raw, dtype, poison))
+            self.assertEqual(got.dtype, raw.dtype)
+            as_f32 = (got.astype(np.uint32) << 16).view(np.float32) if dtype == "bf16" else got.astype(np.float32)
+            valid = np.zeros(got.shape[0], dtype=bool)
+            for s in case.segments:
+                valid[s["row0"]:s["row0"] + s["valid"]] = True
+                np.testing.assert_array_equal(got[s["row0"]:s["row0"] + s["valid"]],
+                                              raw[s["o_row0"]:s["o_row0"] + s["valid"]])
+            want = {"nan": np.isnan, "inf": np.isposinf, "large": lambda a: a == np.float32(65504)}[poison]
+            self.assertTrue(want(as_f32[~valid]).all(), (dtype, poison))
+
     def test_backward_merge_sums_and_keeps_unwritten_elements(self):
         buf = {"dq": np.full((4, 1, 2), np.nan, dtype=np.float32), "dk": np.full((4, 1, 2), np.nan, dtype=np.float32)}
         sentinel = buf["dk"].copy()
