@@ -64,7 +64,9 @@ for name, base, what, target in [
         ("indexer_fp32", "sgemm_2048", "indexer fp32 score GFLOP/s (131k doc, cp=32 rank=31, 512 rows x ~65k keys, 32x128)", ">= 0.70"),
         ("indexer_fp64", "dgemm_2048", "indexer fp64 score GFLOP/s (same case) vs dgemm", "report"),
         ("indexer_fp64", "sgemm_2048", "indexer fp64 score GFLOP/s (same case) vs sgemm", "report"),
-        ("sdpa_fp32", "sgemm_2048", "sdpa fp32 GFLOP/s (32k-token pack 4x8192, 8 heads x 128, causal)", "report")]:
+        ("sdpa_fp32", "sgemm_2048", "sdpa fp32 GFLOP/s (32k-token pack 4x8192, 8 heads x 128, causal)", "report"),
+        # The backward's flops are counted as the forward's: the ratio is the forward's time over the backward's.
+        ("sdpa_bwd_fp32", "sdpa_fp32", "sdpa backward fp32 (same pack) vs the forward reference, forward flops", ">= 0.33")]:
     r = ratio(by, name, base)
     if r:
         add(what, f"{r[0]:.1f}", f"{base.split('_')[0]} 2048^3: {r[1]:.1f}", f"{r[2]:.2f} (cpu-time {r[3]:.2f})", target)
