@@ -95,11 +95,15 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   const int group = c.hq / c.hkv;
   // Per (row, head): dQ's floor (dP - D and P rounding) and the weights of dK's and dV's floors, whose
   // column sums of P come from dV[j][0..1] of a backward with dO_i = (w_dk / max, w_dv / max, 0, ...)
-  // (scaled so that no weight overflows the float input).
+  // (scaled so that no weight overflows the float input). Every valid row: each one reaches dK and dV,
+  // also the rows that rows=N leaves out of dQ's judged rows.
+  std::vector<int64_t> all_rows;
+  for (const auto& seg : l.segments)
+    for (int64_t i = 0; i < seg.valid; ++i) all_rows.push_back(seg.row0 + i);
   const size_t n_qh = size_t(l.q_rows) * size_t(c.hq);
   std::vector<double> dq_floor(n_qh, 0), w_dk(n_qh, 0), w_dv(n_qh, 0);
   double dk_max = 0, dv_max = 0;
-  for (int64_t r : qrows)
+  for (int64_t r : all_rows)
     for (int h = 0; h < c.hq; ++h) {
       const auto& seg = l.seg_of(r);
       const size_t dv = size_t(c.dim_v), at_kv = size_t(seg.doc) * size_t(c.hkv) + size_t(h / group);
@@ -124,7 +128,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   const auto column_sums = [&](const std::vector<std::pair<const std::vector<double>*, double>>& sets) {
     Inputs weighted = in;
     std::fill(weighted.dout.begin(), weighted.dout.end(), 0.0f);
-    for (int64_t r : qrows)
+    for (int64_t r : all_rows)
       for (int h = 0; h < c.hq; ++h) {
         const size_t qi = size_t(r) * size_t(c.hq) + size_t(h);
         for (size_t k = 0; k < sets.size(); ++k) {
