@@ -207,3 +207,15 @@ def test_numpy_ref_is_one_code_path_with_exec(tmp_path):
                         "--no-explain"], capture_output=True, text=True)
     inproc = attn_oracle.Case(line).run(numpy_ref.planted_bug, explain=False)
     assert ("verdict: FAIL" in r.stdout) == (inproc.kind == "fail"), r.stdout
+
+
+def test_fa4_adapter_is_one_kernel_function_in_process():
+    # fa4_varlen.kernel is what its exec: wrapper runs; in process its declines are named skips and a rank
+    # with no valid row passes without launching (neither needs torch or a GPU).
+    import fa4_varlen
+    v = attn_oracle.Case("op=sdpa docs=16 dim=4").run(fa4_varlen.kernel)
+    assert v.kind == "skipped" and "is not supported on SM90" in v.reason, v.message()
+    for line in ("op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3",
+                 "op=sdpa pass=bwd docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3"):
+        v = attn_oracle.Case(line).run(fa4_varlen.kernel, explain=False)
+        assert v.kind == "pass", v.message()

@@ -97,6 +97,24 @@ class CaseDir(CaseMeta):
         np.save(os.path.join(self.path, o["file"]), np.ascontiguousarray(a))
 
 
+def as_stored(a, dtype):
+    """A float32 input holding `dtype`'s values exactly, as that dtype stores it (bf16: its bit patterns as
+    uint16; fp16: float16; fp32: as is): what CaseDir.raw_input reads from an exec: case directory."""
+    if dtype == "bf16":
+        return (np.ascontiguousarray(a, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    if dtype == "fp16":
+        return np.asarray(a).astype(np.float16)
+    return np.asarray(a, dtype=np.float32)
+
+
+def stored_input(case, inputs, name):
+    """Input `name` in the case's dtype as stored, for a kernel that takes the dtype's own elements: the
+    case directory's file under exec:, the float32 array converted back (exactly) in process."""
+    if hasattr(case, "raw_input"):
+        return case.raw_input(name)
+    return as_stored(inputs[name], case.meta["dtype"])
+
+
 def main(kernel, argv, **kw):
     """The exec: wrapper of a kernel function: the case directory (argv[0]) in, its outputs saved.
     A skip() exits 125 with the reason on stderr (the protocol's skip)."""

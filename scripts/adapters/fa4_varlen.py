@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import CaseDir, add_site_dir, cuda_torch, log_timing, skip, unmapped_window_reason  # noqa: E402
+from ao_exec import add_site_dir, cuda_torch, log_timing, main, skip, stored_input, unmapped_window_reason  # noqa: E402
 
 NAME = "fa4_varlen"
 FA4_VERSION = "4.0.0b36"
@@ -215,7 +215,7 @@ def merge_waves(outputs, parts, cropped):
     return outputs
 
 
-def run_backward(case, torch):
+def run_backward(case, inputs, torch):
     """pass=bwd: FA4's varlen backward (`_flash_attn_bwd`, what FlashAttnVarlenFunc.backward calls) on the
     case's own O and LSE (the exact forward's, handed over as a kernel's forward would), so the backward is
     judged apart from FA4's forward; dQ/dK/dV in the dtype into marker-filled buffers (see MARKER)."""
@@ -228,12 +228,12 @@ def run_backward(case, torch):
     waves = [w for w in plan.waves if w.copies()]  # run_bwd launches nothing when no wave has a row
     dev = torch.device("cuda")
     tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
-    q, k, v, dout = (_tensor(torch, case, n).to(dev) for n in ("q", "k", "v", "dout"))
+    q, k, v, dout = (_tensor(torch, case, inputs, n).to(dev) for n in ("q", "k", "v", "dout"))
     poison = meta.get("poison", "nan")
-    o_stored = case.raw_input("o")
+    o_stored = stored_input(case, inputs, "o")
     o_raw = np.ascontiguousarray(q_rows(o_stored, meta, "o_row0", raw_fill(o_stored, dtype, poison)))
     out = torch.from_numpy(o_raw.view(np.int16)).view(tdt).to(dev)
-    lse_q = q_rows(case.input("lse"), meta, "stats_row0", POISON_F32[poison])
+    lse_q = q_rows(np.asarray(inputs["lse"], dtype=np.float32), meta, "stats_row0", POISON_F32[poison])
     lse = torch.from_numpy(np.ascontiguousarray(lse_q.T)).to(dev)  # (hq, total_q), as FA4 keeps it
     i32 = lambda x: torch.from_numpy(x).to(dev)  # noqa: E731
     parts, secs = [], 0.0
@@ -259,9 +259,9 @@ def run_backward(case, torch):
     return merge_waves(outputs, parts, plan.cropped), secs
 
 
-def _tensor(torch, case, name):
+def _tensor(torch, case, inputs, name):
     """The case's input with its exact values, in its dtype (bf16 from its bit patterns)."""
-    raw = np.ascontiguousarray(case.raw_input(name))
+    raw = np.ascontiguousarray(stored_input(case, inputs, name))
     if case.meta["dtype"] == "bf16":
         return torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(raw)
@@ -282,45 +282,37 @@ def import_fa4(case):
     return torch, got
 
 
-def run_bwd(case):
+def backward(case, inputs):
     plan = BackwardPlan(case.meta)  # the mapping's declines before any import
     if plan.reason:
         skip(plan.reason)
     if not any(w.copies() for w in plan.waves):
-        outputs, secs = merge_waves({n: case.output(n) for n in ("dq", "dk", "dv")}, [], plan.cropped), 0.0
-    else:
-        torch, got = import_fa4(case)
-        outputs, secs = run_backward(case, torch)
-        log_timing(NAME, secs, case=case.meta["case"], fa4=got, calls=len(plan.waves), torch=torch.__version__,
-                   device=torch.cuda.get_device_name(), pass_="bwd")
-    for n, a in outputs.items():
-        case.save(n, a)
-    return 0
+        return merge_waves({n: case.output(n) for n in ("dq", "dk", "dv")}, [], plan.cropped)
+    torch, got = import_fa4(case)
+    outputs, secs = run_backward(case, inputs, torch)
+    log_timing(NAME, secs, case=case.meta["case"], fa4=got, calls=len(plan.waves), torch=torch.__version__,
+               device=torch.cuda.get_device_name(), pass_="bwd")
+    return outputs
 
 
-def run(argv):
-    ap = argparse.ArgumentParser(prog=NAME)
-    ap.add_argument("case_dir")
-    a = ap.parse_args(argv)
-    case = CaseDir(a.case_dir)
+def kernel(case, inputs):
+    """FA4 on one case (an exec: CaseDir or an attn_oracle.Case): the outputs by name."""
     reason = decline_reason(case.meta)  # before importing torch: the common declines cost nothing
     if reason:
         skip(reason)
     if case.meta.get("pass", "fwd") == "bwd":
-        return run_bwd(case)
+        return backward(case, inputs)
     plan = VarlenPlan(case.meta)
     if plan.reason:
         skip(plan.reason)
     o_buf, lse_buf = case.output("o"), case.output("lse")
     if not plan.copies():  # no valid row: a framework launches nothing
-        case.save("o", o_buf)
-        case.save("lse", lse_buf)
-        return 0
+        return {"o": o_buf, "lse": lse_buf}
     torch, got = import_fa4(case)
     from flash_attn.cute.interface import flash_attn_varlen_func
 
     dev = torch.device("cuda")
-    q, k, v = (_tensor(torch, case, n).to(dev) for n in ("q", "k", "v"))
+    q, k, v = (_tensor(torch, case, inputs, n).to(dev) for n in ("q", "k", "v"))
     i32 = lambda x: torch.from_numpy(x).to(dev)  # noqa: E731
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -338,12 +330,17 @@ def run(argv):
     out_np = out.float().cpu().numpy()
     lse_np = lse.float().transpose(0, 1).cpu().numpy()  # (hq, total_q) -> (total_q, hq)
     assemble(o_buf, lse_buf, plan, out_np, lse_np)
-    case.save("o", o_buf)
-    case.save("lse", lse_buf)
     log_timing(NAME, secs, case=case.meta["case"], fa4=got, n_seqs=len(plan.seqs),
                max_seqlen_q=plan.max_seqlen_q, max_seqlen_k=plan.max_seqlen_k, causal=plan.causal,
                window=list(plan.window_size), torch=torch.__version__, device=torch.cuda.get_device_name())
-    return 0
+    return {"o": o_buf, "lse": lse_buf}
+
+
+def run(argv):
+    ap = argparse.ArgumentParser(prog=NAME)
+    ap.add_argument("case_dir")
+    a = ap.parse_args(argv)
+    return main(kernel, [a.case_dir])
 
 
 if __name__ == "__main__":

@@ -309,6 +309,19 @@ class Fa4Varlen(CaseDirTest):
             want = {"nan": np.isnan, "inf": np.isposinf, "large": lambda a: a == np.float32(65504)}[poison]
             self.assertTrue(want(as_f32[~valid]).all(), (dtype, poison))
 
+    def test_in_process_inputs_convert_back_to_the_stored_elements(self):
+        # In process the kernel gets float32 arrays; ao_exec.as_stored must give back exactly the elements an
+        # exec: case directory stores (bf16 bit patterns, fp16 values), pad-slot poison included.
+        import ao_exec
+        for dtype, poison in (("bf16", "nan"), ("bf16", "large"), ("fp16", "nan"), ("fp16", "inf"), ("fp32", "nan")):
+            case = self.case(f"op=sdpa pass=bwd docs=17,9 pad=3 o_offsets=0,24,40 hq=2 dim=16 dtype={dtype} "
+                             f"poison={poison} seed=47")
+            for n in ("q", "k", "v", "dout", "o"):
+                raw = case.raw_input(n)
+                got = ao_exec.as_stored(case.input(n), dtype)
+                self.assertEqual(got.dtype, raw.dtype, (dtype, n))
+                self.assertEqual(got.tobytes(), raw.tobytes(), (dtype, poison, n))
+
     def test_backward_merge_sums_and_keeps_unwritten_elements(self):
         buf = {"dq": np.full((4, 1, 2), np.nan, dtype=np.float32), "dk": np.full((4, 1, 2), np.nan, dtype=np.float32)}
         sentinel = buf["dk"].copy()

@@ -38,6 +38,11 @@
 #              varlen backward on the case's O/LSE) and torch_varlen_sdpa --impl sdpa|varlen (autograd);
 #              summary in bwd-table.tsv (scripts/device/bwd-table.py); BWD_KERNELS="fa4 torch-sdpa torch-varlen"
 #              (the default) picks the kernels
+#   inproc     the corpus $INPROC_CORPUS (corpus/edge) through each adapter of $INPROC_ADAPTERS ("torch_varlen_sdpa
+#              fa4_varlen") twice: exec: through its warm host (gate inproc-exec-<adapter>), then in process
+#              through the Python package (scripts/device/inprocess-vs-exec.py run: attn_oracle.gate on the
+#              adapter's kernel function; the package from AO_PY_DIR, default $SITE, where CALL=2 unzips an
+#              attn_oracle cp312 wheel carried in .whl/rest.tar.xz); per-case agreement in inproc.tsv
 #   setup      nothing: CALL=2's unpacking and versions only (other instances then run CALL=3 beside)
 #   fuzz       one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS (fe: cudnn_fe_indexer --bug none, op
 #              indexer; fa4: fa4_varlen, op sdpa; fa4-bwd: fa4_varlen, op sdpa --pass bwd; torch-bwd:
@@ -337,6 +342,28 @@ step_bwd_table() {  # the backward kernels on the seed-like backward cases
   $PY scripts/device/bwd-table.py "$OUT/bwd-table.tsv" "${gates[@]}"
   log "bwd table: $OUT/bwd-table.tsv ($(($(wc -l < "$OUT/bwd-table.tsv") - 1)) rows)"
 }
+step_inproc() {  # the corpus through the Python package in process and through exec: (the warm host), per adapter
+  local py_dir=${AO_PY_DIR:-$SITE} a pairs=() t0
+  if ! AO_PY_DIR=$py_dir $PY -c 'import os, sys; sys.path.insert(0, os.environ["AO_PY_DIR"]); import attn_oracle' >> "$OUT/campaign.log" 2>&1; then
+    log "SKIP inproc: attn_oracle does not import from $py_dir (carry its wheel in .whl/rest.tar.xz)"; notrun+=("inproc:-"); return
+  fi
+  local c=${INPROC_CORPUS:-corpus/edge}
+  if [[ -d $c ]]; then cat "$c"/*.case; else cat "$c"; fi > "$work/inproc.case"
+  for a in ${INPROC_ADAPTERS:-torch_varlen_sdpa fa4_varlen}; do
+    [[ $a != fa4_varlen || -n "$have_fa4" ]] || { log "SKIP inproc $a: FA4 does not import"; notrun+=("inproc-$a:-"); continue; }
+    adapter=$a
+    gate "inproc-exec-$a" "$work/inproc.case" warm
+    stop_server "$a"  # its GPU memory back before the in-process run
+    t0=$SECONDS
+    AO_PY_DIR=$py_dir timeout -k 10 "$(( $(left) - 20 ))" $PY scripts/device/inprocess-vs-exec.py run "$a" "$work/inproc.case" \
+      "$work/reports/inproc-in-$a" > "$work/reports/inproc-in-$a.txt" 2>&1
+    log "inproc $a in process: exit $? in $((SECONDS - t0)) s ($(tail -1 "$work/reports/inproc-in-$a.txt" | cut -c1-160))"
+    pairs+=("$a=$work/reports/inproc-in-$a,$work/reports/inproc-exec-$a")
+  done
+  (( ${#pairs[@]} )) || return
+  $PY scripts/device/inprocess-vs-exec.py compare "$OUT/inproc.tsv" "${pairs[@]}" >> "$OUT/campaign.log" 2>&1
+  log "inproc: $(tail -1 "$OUT/campaign.log")"
+}
 step_fuzz() {  # one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS, side by side
   local fz=${FUZZ_S:-$(( $(left) - 45 ))} pids=() b a knobs op seed h tag pass
   (( fz <= $(left) - 45 )) || fz=$(( $(left) - 45 ))
@@ -500,8 +527,9 @@ for st in $STEPS; do
     fes-control) step_fes_control ;;
     fes-fp32) step_fes_fp32 ;;
     bwd-table) step_bwd_table ;;
+    inproc) step_inproc ;;
     setup) ;;
-    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32 bwd-table)" ;;
+    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32 bwd-table inproc)" ;;
   esac
 done
 for a in "${!srv[@]}"; do stop_server "$a"; done
