@@ -33,7 +33,7 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_option("--shard", a->shard, "i/n: run case numbers i, i+n, i+2n, ... (job arrays)")->capture_default_str();
   sub->add_option("--out", a->out, "directory for shrunk failures (<hash>.case)")->capture_default_str();
   sub->add_flag("--no-save", a->no_save, "do not write found cases");
-  sub->add_option("--dims", a->dims, "small (CPU-fast) | glm (32 heads x 128, topk 2048) | tiny (libFuzzer-sized) | wide (head dims 264..576, large-tile kernels)")->capture_default_str();
+  sub->add_option("--dims", a->dims, "small (CPU-fast) | glm (32 heads x 128, topk 2048) | deepseek (glm with 64 indexer heads, topk 128..2048 in multiples of 128) | tiny (libFuzzer-sized) | wide (head dims 264..576, large-tile kernels)")->capture_default_str();
   sub->add_option("--op", a->op, "indexer | sdpa | any")->capture_default_str();
   sub->add_option("--pass", a->pass, "fwd | bwd | any (bwd: every case a backward case, for a backward kernel)")
       ->capture_default_str();

@@ -157,7 +157,7 @@ std::optional<RecordedChoices> parse_choices_comment(const std::string& line) {
     else if (tok.rfind("pass=", 0) == 0) r.gen.pass = parse_pass_filter(tok.substr(5));
     else rest += " " + tok;
   }
-  if (!dims || !op) throw BadInput("choices", line, "needs dims=<small|glm|tiny|wide> op=<indexer|sdpa|any>");
+  if (!dims || !op) throw BadInput("choices", line, "needs dims=<small|glm|deepseek|tiny|wide> op=<indexer|sdpa|any>");
   r.seq = parse_choices(rest);
   return r;
 }

@@ -42,11 +42,16 @@ DimsProfile parse_dims(const std::string& s) {
   if (s == "glm") return DimsProfile::Glm;
   if (s == "tiny") return DimsProfile::Tiny;
   if (s == "wide") return DimsProfile::Wide;
-  throw BadInput("dims", s, "must be small, glm, tiny or wide");
+  if (s == "deepseek") return DimsProfile::Deepseek;
+  throw BadInput("dims", s, "must be small, glm, deepseek, tiny or wide");
 }
 
 const char* dims_name(DimsProfile d) {
-  return d == DimsProfile::Glm ? "glm" : d == DimsProfile::Tiny ? "tiny" : d == DimsProfile::Wide ? "wide" : "small";
+  return d == DimsProfile::Glm        ? "glm"
+         : d == DimsProfile::Deepseek ? "deepseek"
+         : d == DimsProfile::Tiny     ? "tiny"
+         : d == DimsProfile::Wide     ? "wide"
+                                      : "small";
 }
 
 std::optional<Op> parse_op_filter(const std::string& s) {
@@ -81,7 +86,7 @@ struct Profile {
 };
 
 Profile profile(DimsProfile d) {
-  if (d == DimsProfile::Glm) return {32768, 65536, 64, int64_t(1) << 22};
+  if (d == DimsProfile::Glm || d == DimsProfile::Deepseek) return {32768, 65536, 64, int64_t(1) << 22};
   // Tiny: every row checked (no rows=): fuzz_differential's naive reference checks all rows.
   if (d == DimsProfile::Tiny) return {64, 256, INT64_MAX, INT64_MAX, 4, 4, 4, 16};
   Profile p{4096, 8192, 256, int64_t(1) << 21};
@@ -382,7 +387,9 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (R.chance(E.on(Focus::Metadata) ? 0.3 : E.on(Focus::Decode) ? 0.02 : 0.08)) c.max_seqlen_q = longest(c.q_lens) + R.pick<int64_t>({1, 64, longest(c.q_lens)});
 
   // Dimensions.
-  const bool glm = opt.dims == DimsProfile::Glm;
+  // deepseek: glm's sizes with DeepSeek-V3.2's indexer (64 heads, top-k a multiple of 128: what the SM90
+  // backward kernels tile); SDPA as glm.
+  const bool dsv = opt.dims == DimsProfile::Deepseek, glm = opt.dims == DimsProfile::Glm || dsv;
   int64_t max_keys = 1;
   for (size_t b = 0; b < c.kv_lens.size(); ++b) max_keys = std::max(max_keys, c.kv_lens[b]);
   // Head-dim sweep past max_dim (128, 256); the wide profile draws every case above 256, d = 512 simplest
@@ -392,7 +399,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
                        : wide     ? int(R.pick<int64_t>({128, P.wide_dim}))
                                   : 0;
   if (op == Op::Indexer) {
-    c.heads = glm ? 32 : wide ? R.pick<int>({1, 2}) : std::min(P.max_heads, R.pick<int>({1, 2, 4, 4, 8}));
+    c.heads = dsv ? 64 : glm ? 32 : wide ? R.pick<int>({1, 2}) : std::min(P.max_heads, R.pick<int>({1, 2, 4, 4, 8}));
     c.dim = glm ? 128 : wide ? wide_dim : std::min(P.max_dim, R.pick<int>({4, 8, 16, 32, 32, 64}));
     c.dim_v = c.dim;  // what parse_case derives for the indexer (dim_v is an sdpa key)
     const int64_t m = std::max<int64_t>(1, max_keys / c.ratio);
@@ -402,7 +409,8 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     const std::vector<double> k_w = E.on(Focus::Compressed)       ? std::vector<double>{0.3, 0.3, 2, 2, 2, 3, 1, 0.3, 0.3}
                                     : c.values == Values::Plateau ? std::vector<double>{1, 1, 1, 1, 0.2, 0.2, 1, 0.3, 0.3}
                                                                   : std::vector<double>(9, 1.0);
-    int64_t k = glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
+    int64_t k = dsv   ? R.pick<int64_t>({2048, 2048, 1024, 512, 256, 128})
+                : glm ? R.pick<int64_t>({2048, 2048, 2048, m, m + 1, 512})
                     : R.pick_weighted<int64_t>({1, 2, m - 1, m, m + 1, 2 * m, R.integer(1, std::min<int64_t>(m, 256)), 64, 128}, k_w);
     c.topk = int(std::clamp<int64_t>(k, 1, glm ? 2048 : 512));
   } else {

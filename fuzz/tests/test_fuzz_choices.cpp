@@ -57,7 +57,7 @@ TEST(FuzzChoices, ReplayPastTheEndAnswersTheSimplestValue) {
   ReplayChoices over({99});
   EXPECT_EQ(over.integer(0, 4), 4);  // above the range: clamped
   // The empty sequence and all zeros give the same (simplest) case; deleting choices is always valid.
-  for (auto d : {DimsProfile::Small, DimsProfile::Glm, DimsProfile::Tiny, DimsProfile::Wide}) {
+  for (auto d : {DimsProfile::Small, DimsProfile::Glm, DimsProfile::Tiny, DimsProfile::Wide, DimsProfile::Deepseek}) {
     Choices eff;
     const Case c = replay_choices({}, dims(d), &eff);
     EXPECT_EQ(c, replay_choices(Choices(200, 0), dims(d)));
@@ -99,8 +99,8 @@ TEST(FuzzChoices, EverySequenceGivesAValidCase) {
   uint64_t st = 12345;
   auto rnd = [&] { return splitmix64(st++); };
   int n = 0;
-  for (auto d : {DimsProfile::Small, DimsProfile::Tiny, DimsProfile::Glm, DimsProfile::Wide})
-    for (int k = 0; k < (d == DimsProfile::Glm || d == DimsProfile::Wide ? 300 : 2000); ++k) {
+  for (auto d : {DimsProfile::Small, DimsProfile::Tiny, DimsProfile::Glm, DimsProfile::Wide, DimsProfile::Deepseek})
+    for (int k = 0; k < (d == DimsProfile::Small || d == DimsProfile::Tiny ? 2000 : 300); ++k) {
       Choices s(rnd() % 120);
       const uint64_t mode = rnd() % 4;
       for (auto& v : s) v = mode == 0 ? rnd() % 2 : mode == 1 ? rnd() % 8 : mode == 2 ? rnd() % 70000 : rnd();
@@ -113,7 +113,7 @@ TEST(FuzzChoices, EverySequenceGivesAValidCase) {
       }
       ++n;
     }
-  EXPECT_EQ(n, 4600);
+  EXPECT_EQ(n, 4900);
 }
 
 #if defined(AO_FDP_HEADER)

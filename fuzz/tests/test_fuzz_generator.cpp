@@ -42,6 +42,31 @@ TEST(FuzzGenerator, GlmDimsAreRealisticAndValid) {
   EXPECT_GT(glm_topk, 100);
 }
 
+// --dims deepseek: DeepSeek-V3.2's indexer (64 heads x 128) with top-k a multiple of 128, both passes,
+// valid and round-tripping (what cuDNN frontend's SM90 indexer backward serves).
+TEST(FuzzGenerator, DeepseekDimsAre64HeadsAndBlockTopk) {
+  GenOptions o;
+  o.dims = DimsProfile::Deepseek;
+  o.op = Op::Indexer;
+  std::map<int, int> topk;
+  int bwd = 0;
+  for (uint64_t i = 0; i < 300; ++i) {
+    const Case c = generate_case(6, i, o);
+    ASSERT_NO_THROW(make_layout(c)) << print_case(c);
+    ASSERT_EQ(parse_case(print_case(c)), c) << print_case(c);
+    EXPECT_EQ(c.heads, 64);
+    EXPECT_EQ(c.dim, 128);
+    EXPECT_EQ(c.topk % 128, 0) << print_case(c);
+    ++topk[c.topk];
+    bwd += c.pass == Pass::Bwd;
+  }
+  EXPECT_GE(topk.size(), 5u);
+  EXPECT_GT(topk[2048], 60);
+  EXPECT_GT(bwd, 0);
+  EXPECT_EQ(parse_dims("deepseek"), DimsProfile::Deepseek);
+  EXPECT_STREQ(dims_name(DimsProfile::Deepseek), "deepseek");
+}
+
 // --dims wide: every sdpa case's head dim above 256 (264/384/512, 576 with d_v 512), GQA among the heads,
 // valid and round-tripping; the simplest choices give d = 512; small's cases are unchanged by it.
 TEST(FuzzGenerator, WideDimsAreAboveTheSmallTilesAndValid) {

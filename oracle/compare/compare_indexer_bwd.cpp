@@ -1,5 +1,8 @@
 // Indexer backward comparator (op=indexer pass=bwd), against the exact answer and its per-element gates
-// (indexer_backward_gates: a running-error bound of an fp32 kernel's arithmetic, atomics in any order):
+// (indexer_backward_gates: a running-error bound of an fp32 kernel's arithmetic, atomics in any order).
+// Under a 16-bit dtype a gate also allows what a tensor-core kernel does in that dtype: dS = dz w rounded
+// to it before the dQ/dK products (lambda u_d sqrt(sum of the element's terms^2), times the emulation
+// factor) and the gradients stored in it (one ulp_d of the exact element):
 //  * dq_err_over_gate, dw_err_over_gate, dk_err_over_gate: max over the valid rows' elements of
 //    |got - exact| / gate (gate 1; an element off by more than its bound fails, NaN/Inf counts as inf);
 //  * loss_err_over_gate: the same for the loss (gated when the backend reports one; cuDNN's backward
@@ -18,6 +21,8 @@
 
 #include "attn_oracle/compare/compare.h"
 #include "attn_oracle/compare/judged_region.h"
+#include "attn_oracle/compare/tolerance.h"
+#include "attn_oracle/reference/emulation.h"
 #include "attn_oracle/reference/indexer_backward.h"
 
 namespace ao {
@@ -41,7 +46,19 @@ struct TensorJudge {
 
 Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
   const Case& c = l.c;
-  const IndexerBackwardGates g = indexer_backward_gates(l, in);
+  IndexerBackwardGates g = indexer_backward_gates(l, in);
+  if (c.dtype != DType::F32) {  // the 16-bit kernel's roundings (see the top of the file)
+    const double ds = kEmulationFactor * kLambda * unit_roundoff(c.dtype);
+    auto widen = [&](std::vector<float>& gate, const std::vector<float>& exact, const std::vector<float>* terms) {
+      for (size_t x = 0; x < gate.size(); ++x)
+        if (std::isfinite(exact[x]))  // the rows outside the judged ones hold the sentinel
+          gate[x] = float(double(gate[x]) + (terms ? ds * double((*terms)[x]) : 0.0) +
+                          dtype_ulp(c.dtype, std::fabs(double(exact[x]))));
+    };
+    widen(g.dq, g.exact.dq, &g.dq_terms_rms);
+    widen(g.dw, g.exact.dw, nullptr);
+    widen(g.dk, g.exact.dk, &g.dk_terms_rms);
+  }
   const size_t H = size_t(c.heads), D = size_t(c.dim);
   std::vector<RowNote> notes;
   // One row of a float tensor: its worst ratio, non-finite and sentinel elements.

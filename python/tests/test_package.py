@@ -219,3 +219,56 @@ def test_fa4_adapter_is_one_kernel_function_in_process():
                  "op=sdpa pass=bwd docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3"):
         v = attn_oracle.Case(line).run(fa4_varlen.kernel, explain=False)
         assert v.kind == "pass", v.message()
+
+
+def _fe_indexer_bwd(**kw):
+    """cudnn_fe_indexer's backward mapping with a numpy model of frontend 1.32.0's SM90 kernel in place of
+    the GPU call (scripts/adapters/test_cudnn_fe_indexer.py: bf16 dS into the dQ/dK products, bf16 dQ/dW)."""
+    import functools
+    import cudnn_fe_indexer
+    import test_cudnn_fe_indexer
+    return functools.partial(cudnn_fe_indexer.backward, launch=test_cudnn_fe_indexer.fake_indexer_bwd_sm90, **kw)
+
+
+FE_BWD_LINES = ["op=indexer pass=bwd docs=296 cp=4 rank=1 heads=4 dim=16 topk=16 seed=5",
+                "op=indexer pass=bwd docs=100,60 q_pad=4,0 kv_pad=0,8 heads=4 dim=16 topk=32 loss_mean=valid seed=6",
+                "op=indexer pass=bwd docs=96,40 cp=2 rank=0 heads=8 dim=16 topk=64 loss_mean=keyed seed=7",
+                "op=indexer pass=bwd docs=512 heads=4 dim=32 topk=256 loss_mean=sum seed=8"]
+
+
+@pytest.mark.parametrize("line", FE_BWD_LINES)
+def test_a_16_bit_indexer_backward_passes_its_gates(line):
+    # bf16 dS before the dQ/dK products and bf16 stored gradients are within the gates (the 16-bit terms of
+    # compare_indexer_bwd.cpp); fp32 d_index_k too.
+    for dk_dtype in ("bf16", "fp32"):
+        v = attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="zero", dk_dtype=dk_dtype), explain=False)
+        assert v.kind == "pass", v.message()
+
+
+def test_a_one_slot_error_on_a_long_row_still_fails_the_16_bit_gates():
+    import test_cudnn_fe_indexer
+    line = "op=indexer pass=bwd docs=1024 heads=4 dim=32 topk=512 seed=12"
+
+    def drop_best_slot(call, dk_dtype):  # the longest row's best key read as missing
+        t = call.topk[0]
+        r = int(np.argmax((t >= 0).sum(1)))
+        for a in (call.topk, call.target, call.predict):
+            a[0, r, 0] = -1 if a is call.topk else 0
+        return test_cudnn_fe_indexer.fake_indexer_bwd_sm90(call, dk_dtype)
+    import functools
+    import cudnn_fe_indexer
+    v = attn_oracle.Case(line).run(functools.partial(cudnn_fe_indexer.backward, launch=drop_best_slot, slot_fill="zero"),
+                                   explain=False)
+    assert v.kind == "fail" and v.metric("dq_err_over_gate").failed, v.message()
+
+
+def test_the_kernel_reads_the_minus_one_slots():
+    # Its score-grad sums every slot of a row: NaN there drops out (fmax, a failed compare), a finite
+    # stand-in (poison=none: 0.25) or inf does not; zeroed slots (a framework's masked softmax) pass.
+    line = "op=indexer pass=bwd docs=64,32 heads=4 dim=16 topk=32 seed=13"
+    assert attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="case"), explain=False).kind == "pass"
+    for poison, metric in (("none", "dq_err_over_gate"), ("inf", "nonfinite")):
+        v = attn_oracle.Case(f"{line} poison={poison}").run(_fe_indexer_bwd(slot_fill="case"), explain=False)
+        assert v.kind == "fail" and v.metric(metric).failed, v.message()
+        v = attn_oracle.Case(f"{line} poison={poison}").run(_fe_indexer_bwd(slot_fill="zero"), explain=False)
+        assert v.kind == "pass", v.message()

@@ -14,6 +14,7 @@ Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
 """
 import contextlib
 import io
+import math
 import os
 import sys
 import unittest
@@ -78,6 +79,57 @@ def exact_topk_sets(case):
             order = np.lexsort((np.arange(len(s)), -s))[:K]
             out[row] = set((d["kv_off"] + lo + order).tolist())
     return out
+
+
+CLIP_PROB_MIN = math.exp(-100.0)
+
+
+def bf16_round(a):
+    """float32 -> the nearest bf16 value (ties to even), as float32 (finite inputs)."""
+    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+    return np.where(np.isfinite(a), r.astype(np.uint32).view(np.float32), a).astype(np.float32)
+
+
+def bf16_value(bits):
+    return (np.asarray(bits, dtype=np.uint32) << 16).view(np.float32)
+
+
+def fake_indexer_bwd_sm90(call, dk_dtype):
+    """A numpy model of frontend 1.32.0's SM90 indexer backward on a BackwardCall, as its source computes:
+    score-grad (indexer_backward_sm90.py ScoreGradSm90) over every slot of a row, -1 slots included:
+    target_eff = fmax(target, e^-100), counted where predict >= e^-100, g = -target_eff*mask*grad_scale
+    (grad_scale = loss_coeff/(B*S_q) * grad_loss), grad_signal = g - predict*sum(g); then per row (kernel 2)
+    K rows of invalid ids read as 0, s = (q.k)*sm_scale in fp32, dS = bf16(grad_signal*w) where s > 0,
+    dW = sum grad_signal*s (s > 0), dQ = sm_scale*dS.K and dK += sm_scale*dS^T.q (fp32 atomics) for valid
+    ids; dQ/dW stored in bf16, dK in dk_dtype. Returns (dq, dw, dk, written) as launch_cudnn does."""
+    f = np.float32
+    q, w, k = bf16_value(call.q_bits)[0], bf16_value(call.w_bits)[0], bf16_value(call.k_bits)[0]
+    topk, tgt, pr = call.topk[0], call.target[0], call.predict[0]
+    s_q, s_k = topk.shape[0], k.shape[0]
+    scale = f(f(call.loss_coeff / s_q) * call.grad_loss[0])
+    sm = f(call.sm_scale)
+    with np.errstate(invalid="ignore", over="ignore"):
+        t_eff = np.fmax(tgt, f(CLIP_PROB_MIN))
+        mask = (pr >= f(CLIP_PROB_MIN)).astype(f)
+        g = -t_eff * mask * scale
+        gs = g - pr * g.sum(axis=1, dtype=f)[:, None]
+        dq = np.zeros(q.shape, dtype=f)
+        dw = np.zeros(w.shape, dtype=f)
+        dk = np.zeros(k.shape, dtype=f)
+        for r in range(s_q):
+            keys = topk[r].astype(np.int64)
+            ok = (keys >= 0) & (keys < s_k)
+            ks = np.where(ok[:, None], k[np.clip(keys, 0, s_k - 1)], f(0))           # (T, D)
+            s = (q[r] @ ks.T).astype(f) * sm                                          # (H, T)
+            pos = s > 0
+            ds = np.where(pos, bf16_round(gs[r][None, :] * w[r][:, None]), f(0))    # (H, T)
+            dw[r] = np.where(pos, gs[r][None, :] * s, f(0)).sum(axis=1, dtype=f)
+            dq[r] = (ds @ ks).astype(f) * sm
+            np.add.at(dk, keys[ok], ((ds.T @ q[r]).astype(f) * sm)[ok])
+    dk_out = dk if dk_dtype == "fp32" else bf16_round(dk)
+    written = {n: np.ones((1,) + a.shape, dtype=bool) for n, a in (("dq", dq), ("dw", dw), ("dk", dk))}
+    return bf16_round(dq)[None], bf16_round(dw)[None], dk_out[None], written
 
 
 @unittest.skipIf(np is None, "numpy is not importable")
@@ -238,11 +290,80 @@ class CudnnFeIndexer(CaseDirTest):
         self.assertTrue((topk[:, plan.max_seqlen_k:] == -1).all())
         self.assert_exact(case, topk)
 
+    # --- the backward (pass=bwd) -------------------------------------------------------------------
+    def test_backward_call_is_the_whole_buffers_as_one_batch(self):
+        case = self.case("op=indexer pass=bwd docs=96,40 cp=2 rank=1 q_pad=8,8 kv_pad=4,4 heads=4 dim=16 topk=16 seed=21")
+        inputs = case.inputs()
+        call = fe.BackwardCall(case, inputs)
+        rows_q, rows_kv = case.meta["rows"]["q"], case.meta["rows"]["kv"]
+        self.assertEqual(call.q_bits.shape, (1, rows_q, 4, 16))
+        self.assertEqual(call.k_bits.shape, (1, rows_kv, 16))
+        self.assertEqual(call.q_bits.tobytes(), case.raw_input("q")[None].tobytes())  # the exact bf16 elements
+        np.testing.assert_array_equal(call.topk[0], inputs["topk"])  # K buffer rows: B = 1, local = global
+        self.assertEqual(call.loss_coeff, 1.0)  # loss_mean=rows: the kernel's own B*S_q
+        want_q = [s["row0"] + i for s in case.segments for i in range(s["valid"])]
+        want_k = [d["kv_off"] + j for d in case.docs for j in range(d["kv_len"])]
+        self.assertEqual(call.q_rows.tolist(), want_q)
+        self.assertEqual(call.k_rows.tolist(), want_k)
+        # the -1 slots: the case's poison by default, 0 with slot_fill=zero
+        bad = inputs["topk"] < 0
+        self.assertTrue(bad.any())
+        self.assertTrue(np.isnan(call.target[0][bad]).all())
+        zero = fe.BackwardCall(case, inputs, slot_fill="zero")
+        self.assertTrue((zero.target[0][bad] == 0).all() and (zero.predict[0][bad] == 0).all())
+        np.testing.assert_array_equal(zero.target[0][~bad], call.target[0][~bad])
+
+    def test_backward_loss_means_become_loss_coeff(self):
+        line = "op=indexer pass=bwd docs=64,16 cp=2 rank=0 q_pad=4,4 heads=2 dim=8 topk=8 seed=22"
+        for mean in ("rows", "valid", "keyed", "sum"):
+            case = self.case(f"{line} loss_mean={mean}")
+            call = fe.BackwardCall(case, case.inputs())
+            s_q = case.meta["rows"]["q"]
+            topk = case.input("topk")
+            denom = {"rows": s_q, "valid": len(call.q_rows), "sum": 1,
+                     "keyed": sum(int((topk[r] >= 0).any()) for r in call.q_rows)}[mean]
+            self.assertAlmostEqual(call.loss_coeff / s_q, 1.0 / denom, msg=mean)  # grad_scale = 1/denominator
+
+    def test_backward_copies_only_the_frameworks_rows_and_keeps_unwritten_elements(self):
+        case = self.case("op=indexer pass=bwd docs=40,24 pad=8 heads=2 dim=8 topk=8 seed=23")
+        call = fe.BackwardCall(case, case.inputs())
+        dq, dw, dk = (np.full((1,) + case.output(n).shape, 7.0, dtype=np.float32) for n in ("dq", "dw", "dk"))
+        written = {n: np.ones(a.shape, dtype=bool) for n, a in (("dq", dq), ("dw", dw), ("dk", dk))}
+        written["dq"][0, call.q_rows[0], 1, :] = False  # one head of a valid row left as handed over
+        out = call.outputs(case, dq, dw, dk, written)
+        sentinel = case.output("dq")
+        pad_q = np.setdiff1d(np.arange(dq.shape[1]), call.q_rows)
+        pad_k = np.setdiff1d(np.arange(dk.shape[1]), call.k_rows)
+        self.assertTrue(len(pad_q) and len(pad_k))
+        self.assertEqual(out["dq"][pad_q].tobytes(), sentinel[pad_q].tobytes())  # pad rows: the sentinel
+        self.assertEqual(out["dk"][pad_k].tobytes(), case.output("dk")[pad_k].tobytes())
+        self.assertEqual(out["dq"][call.q_rows[0], 1].tobytes(), sentinel[call.q_rows[0], 1].tobytes())
+        self.assertTrue((out["dq"][call.q_rows[0], 0] == 7).all() and (out["dk"][call.k_rows] == 7).all())
+
+    def test_backward_declines(self):
+        base = "op=indexer pass=bwd docs=256 heads=64 dim=128 topk=128 seed=1"
+        self.assertIsNone(fe.decline_reason(self.case(base).meta))
+        self.assertIsNone(fe.decline_reason(self.case(base + " mask=none").meta))  # slots are given: no mask
+        want = {"heads=32": "IndexerBackwardSm90: heads >= 64",
+                "topk=96": "IndexerBackwardSm90: topk % block_I == 0",
+                "dtype=fp16": "index_q must be torch.bfloat16, got fp16"}
+        for change, reason in want.items():
+            key = change.split("=")[0]
+            line = " ".join(change if t.startswith(key + "=") else t for t in base.split())
+            if key not in base:
+                line += " " + change
+            self.assertIn(reason, fe.decline_reason(self.case(line).meta) or "", line)
+        meta = self.case(base.replace("heads=64", "heads=32")).meta
+        self.assertIsNone(fe.decline_reason(meta, arch_major=10))  # the default SM100 backend serves H=32
+        self.assertIn("requires SM90 or SM100+", fe.decline_reason(self.case(base).meta, arch_major=8))
+
     # --- knobs ------------------------------------------------------------------------------------
     def test_knob_parsing(self):
         a = fe.parse_args(["/x"])
-        self.assertEqual((a.offsets, a.seq_lens, a.deterministic, a.tie_break, a.w_dtype),
-                         (True, "row", False, 0, "fp32"))
+        self.assertEqual((a.offsets, a.seq_lens, a.deterministic, a.tie_break, a.w_dtype, a.slot_fill, a.dk_dtype),
+                         (True, "row", False, 0, "fp32", "case", "bf16"))
+        a = fe.parse_args(["--slot-fill", "zero", "--dk-dtype", "fp32", "/x"])
+        self.assertEqual((a.slot_fill, a.dk_dtype), ("zero", "fp32"))
         a = fe.parse_args(["--offsets", "0", "--seq-lens", "chunk", "--deterministic", "1", "--tie-break", "2",
                            "--w-dtype", "bf16", "/x"])
         self.assertEqual((a.offsets, a.seq_lens, a.deterministic, a.tie_break, a.w_dtype, a.case_dir),
@@ -254,7 +375,8 @@ class CudnnFeIndexer(CaseDirTest):
             with self.assertRaises(SystemExit):
                 with contextlib.redirect_stderr(io.StringIO()):
                     fe.parse_args(bad + ["d"])
-        for bad in (["--offsets", "2"], ["--seq-lens", "doc"], ["--tie-break", "3"], ["--deterministic", "yes"]):
+        for bad in (["--offsets", "2"], ["--seq-lens", "doc"], ["--tie-break", "3"], ["--deterministic", "yes"],
+                    ["--slot-fill", "nan"], ["--dk-dtype", "fp16"]):
             with self.assertRaises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()) as err:
                 fe.parse_args(bad + ["/x"])
             self.assertIn("invalid choice", err.getvalue())

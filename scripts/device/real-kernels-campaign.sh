@@ -35,9 +35,12 @@
 #              adapter wrote element by element (scripts/device/fes-out-pattern.py) and a dims/dtype sweep
 #              of the same layouts (fes-fp32.tsv)
 #   bwd-table  the backward table (scripts/device/bwd-table.case, op=sdpa pass=bwd) through fa4_varlen (FA4's
-#              varlen backward on the case's O/LSE) and torch_varlen_sdpa --impl sdpa|varlen (autograd);
-#              summary in bwd-table.tsv (scripts/device/bwd-table.py); BWD_KERNELS="fa4 torch-sdpa torch-varlen"
-#              (the default) picks the kernels
+#              varlen backward on the case's O/LSE) and torch_varlen_sdpa --impl sdpa|varlen (autograd), and
+#              the indexer's (scripts/device/bwd-indexer.case, op=indexer pass=bwd) through cudnn_fe_indexer
+#              (indexer_backward_wrapper: --slot-fill zero; --slot-fill case on the lines with -1 slots;
+#              --dk-dtype fp32 on two); summaries in bwd-table.tsv and bwd-indexer.tsv
+#              (scripts/device/bwd-table.py); BWD_KERNELS="fa4 torch-sdpa torch-varlen fe-idx" (the default)
+#              picks the kernels
 #   inproc     the corpus $INPROC_CORPUS (corpus/edge) through each adapter of $INPROC_ADAPTERS ("torch_varlen_sdpa
 #              fa4_varlen") twice: exec: through its warm host (gate inproc-exec-<adapter>), then in process
 #              through the Python package (scripts/device/inprocess-vs-exec.py run: attn_oracle.gate on the
@@ -45,7 +48,9 @@
 #              attn_oracle cp312 wheel carried in .whl/rest.tar.xz); per-case agreement in inproc.tsv
 #   setup      nothing: CALL=2's unpacking and versions only (other instances then run CALL=3 beside)
 #   fuzz       one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS (fe: cudnn_fe_indexer --bug none, op
-#              indexer; fa4: fa4_varlen, op sdpa; fa4-bwd: fa4_varlen, op sdpa --pass bwd; torch-bwd:
+#              indexer; fe-idx-bwd: cudnn_fe_indexer --slot-fill zero, op indexer --pass bwd (the SM90 kernel
+#              serves heads >= 64 and top-k a multiple of 128: the rest skip); fa4: fa4_varlen, op sdpa;
+#              fa4-bwd: fa4_varlen, op sdpa --pass bwd; torch-bwd:
 #              torch_varlen_sdpa --impl sdpa, op sdpa --pass bwd; fes: cudnn_fe_sdpa $FES_KNOBS, op sdpa, --dims $FES_DIMS
 #              (small)), all at once (one warm host each), --dims glm, for what is left of the budget (or
 #              $FUZZ_S seconds). FES_KNOBS="--engine frost" FES_DIMS=wide: FROST pinned at head dims > 256.
@@ -322,25 +327,39 @@ step_fa4_table() {
   gate fa4-table "$work/fa4-table.case" warm
 }
 step_bwd_table() {  # the backward kernels on the seed-like backward cases
+  local kernels=${BWD_KERNELS:-fa4 torch-sdpa torch-varlen fe-idx} gates=() idx=() k
+  for k in $kernels; do
+    case $k in fa4|torch-sdpa|torch-varlen|fe-idx) ;; *) log "bwd-table: unknown kernel $k (fa4|torch-sdpa|torch-varlen|fe-idx)"; return ;; esac
+  done
   grep -v '^#' scripts/device/bwd-table.case | grep . > "$work/bwd-table.case"
-  local gates=() k
-  for k in ${BWD_KERNELS:-fa4 torch-sdpa torch-varlen}; do
+  grep -v '^#' scripts/device/bwd-indexer.case | grep . > "$work/bwd-indexer.case"
+  grep -E 'rank=0( |$)|pad=' "$work/bwd-indexer.case" > "$work/bwd-indexer-slots.case"  # lines with -1 slots
+  grep -E 'docs=8192 rank=(0|31)$' "$work/bwd-indexer.case" > "$work/bwd-indexer-dk32.case"
+  for k in $kernels; do
     case $k in
-      fa4|torch-sdpa|torch-varlen) ;;
-      *) log "bwd-table: unknown kernel $k (fa4|torch-sdpa|torch-varlen)"; return ;;
+      fa4)
+        [[ -n "$have_fa4" ]] || { log "SKIP bwd-table fa4: FA4 does not import"; notrun+=("bwd-fa4:-"); continue; }
+        adapter=fa4_varlen; gate bwd-fa4 "$work/bwd-table.case" warm; gates+=("fa4=$work/reports/bwd-fa4") ;;
+      torch-sdpa|torch-varlen)
+        adapter=torch_varlen_sdpa; gate "bwd-$k" "$work/bwd-table.case" warm --impl "${k#torch-}"; gates+=("$k=$work/reports/bwd-$k") ;;
+      fe-idx)  # -1 slots zeroed (a framework's masked softmax), as the case holds them, and an fp32 d_index_k
+        [[ -n "$have_fe" ]] || { log "SKIP bwd-table fe-idx: the frontend does not import"; notrun+=("bwd-fe-idx:-"); continue; }
+        adapter=cudnn_fe_indexer
+        gate bwd-fe-idx "$work/bwd-indexer.case" warm --slot-fill zero; idx+=("fe-idx=$work/reports/bwd-fe-idx")
+        gate bwd-fe-idx-slots "$work/bwd-indexer-slots.case" warm --slot-fill case
+        idx+=("fe-idx-slot-fill-case=$work/reports/bwd-fe-idx-slots")
+        gate bwd-fe-idx-dk32 "$work/bwd-indexer-dk32.case" warm --slot-fill zero --dk-dtype fp32
+        idx+=("fe-idx-dk-fp32=$work/reports/bwd-fe-idx-dk32") ;;
     esac
   done
-  if [[ " ${BWD_KERNELS:-fa4} " != *" fa4 "* ]]; then :
-  elif [[ -n "$have_fa4" ]]; then
-    adapter=fa4_varlen; gate bwd-fa4 "$work/bwd-table.case" warm; gates+=("fa4=$work/reports/bwd-fa4")
-  else log "SKIP bwd-table fa4: FA4 does not import"; notrun+=("bwd-fa4:-"); fi
-  adapter=torch_varlen_sdpa
-  for k in torch-sdpa torch-varlen; do
-    [[ " ${BWD_KERNELS:-$k} " == *" $k "* ]] || continue
-    gate "bwd-$k" "$work/bwd-table.case" warm --impl "${k#torch-}"; gates+=("$k=$work/reports/bwd-$k")
-  done
-  $PY scripts/device/bwd-table.py "$OUT/bwd-table.tsv" "${gates[@]}"
-  log "bwd table: $OUT/bwd-table.tsv ($(($(wc -l < "$OUT/bwd-table.tsv") - 1)) rows)"
+  if (( ${#gates[@]} )); then
+    $PY scripts/device/bwd-table.py "$OUT/bwd-table.tsv" "${gates[@]}"
+    log "bwd table: $OUT/bwd-table.tsv ($(($(wc -l < "$OUT/bwd-table.tsv") - 1)) rows)"
+  fi
+  if (( ${#idx[@]} )); then
+    $PY scripts/device/bwd-table.py --indexer "$OUT/bwd-indexer.tsv" "${idx[@]}"
+    log "bwd indexer table: $OUT/bwd-indexer.tsv ($(($(wc -l < "$OUT/bwd-indexer.tsv") - 1)) rows)"
+  fi
 }
 step_inproc() {  # the corpus through the Python package in process and through exec: (the warm host), per adapter
   local py_dir=${AO_PY_DIR:-$SITE} a pairs=() t0
@@ -372,14 +391,16 @@ step_fuzz() {  # one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS, side by 
   for b in $FUZZ; do
     case $b in
       fe)  a=cudnn_fe_indexer knobs=" --bug none" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe: no frontend"; continue; } ;;
+      fe-idx-bwd) a=cudnn_fe_indexer knobs=" --slot-fill zero" op=indexer; [[ -n "$have_fe" ]] || { log "SKIP fuzz fe-idx-bwd: no frontend"; continue; } ;;
       fa4) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4: no FA4"; continue; } ;;
       fa4-bwd) a=fa4_varlen knobs= op=sdpa; [[ -n "$have_fa4" ]] || { log "SKIP fuzz fa4-bwd: no FA4"; continue; } ;;
       torch-bwd) a=torch_varlen_sdpa knobs=" --impl sdpa" op=sdpa ;;
       fes) a=cudnn_fe_sdpa knobs=${FES_KNOBS:+ $FES_KNOBS} op=sdpa; [[ -n "$have_fe" ]] || { log "SKIP fuzz fes: no frontend"; continue; } ;;
-      *) log "fuzz: unknown backend $b (fe|fa4|fa4-bwd|torch-bwd|fes)"; continue ;;
+      *) log "fuzz: unknown backend $b (fe|fa4|fa4-bwd|torch-bwd|fe-idx-bwd|fes)"; continue ;;
     esac
     pass=any; [[ $b == *-bwd ]] && pass=bwd
     local dims=glm; [[ $b == fes ]] && dims=${FES_DIMS:-small}  # glm is dim 128 only; small reaches 256
+    [[ $b == fe-idx-bwd ]] && dims=deepseek  # the SM90 indexer backward: 64 heads, top-k in 128s
     for seed in $FUZZ_SEEDS; do
       tag=$b; [[ "$FUZZ_SEEDS" == "$FUZZ_SEED" ]] || tag=$b-s$seed
       h=$a; [[ $tag == "$b" ]] || h=$a-s$seed  # one warm host per campaign

@@ -3,7 +3,7 @@
 // replays the same cases in the same order everywhere. A file without any case line (e.g. left empty
 // by a crashed save) is an error, as is a path that cannot be resolved (a symlink loop) anywhere under
 // a given directory: a corpus never loses a case silently.
-// `# choices: dims=<small|glm|tiny> op=<indexer|sdpa|any> <n> <n> ...` (written by `fuzz` before a
+// `# choices: dims=<small|glm|deepseek|tiny|wide> op=<indexer|sdpa|any> <n> <n> ...` (written by `fuzz` before a
 // found case) records the choice sequence the generator replays to the case line after it; the line
 // stays authoritative (a sequence that no longer replays to it, e.g. after a generator change, is
 // ignored by its users), and readers that do not know it skip it as a comment.

@@ -15,10 +15,11 @@
 
 namespace ao {
 
-enum class DimsProfile { Small, Glm, Tiny, Wide };
+enum class DimsProfile { Small, Glm, Tiny, Wide, Deepseek };
 
 struct GenOptions {
   DimsProfile dims = DimsProfile::Small;  // small: CPU-fast; glm: 32 indexer heads x 128, topk 2048;
+                                          // deepseek: glm with 64 indexer heads, topk a multiple of 128;
                                           // tiny: short documents, cp <= 4, <= 4 heads x 16, no rows= (libFuzzer target);
                                           // wide: small's layouts, every head dim above 256 (264/384/512, 576 with d_v 512)
   std::optional<Op> op;                   // empty: both ops
@@ -27,7 +28,7 @@ struct GenOptions {
   std::optional<Pass> pass;
 };
 
-// Throws BadInput("dims", ...) for anything but small|glm|tiny|wide.
+// Throws BadInput("dims", ...) for anything but small|glm|deepseek|tiny|wide.
 DimsProfile parse_dims(const std::string& s);
 const char* dims_name(DimsProfile d);
 // Throws BadInput("op", ...) for anything but indexer|sdpa|any (any = empty optional).
