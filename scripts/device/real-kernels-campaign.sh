@@ -367,11 +367,12 @@ step_inproc() {  # the corpus through the Python package in process and through 
     log "SKIP inproc: attn_oracle does not import from $py_dir (carry its wheel in .whl/rest.tar.xz)"; notrun+=("inproc:-"); return
   fi
   local c=${INPROC_CORPUS:-corpus/edge}
-  if [[ -d $c ]]; then cat "$c"/*.case; else cat "$c"; fi > "$work/inproc.case"
+  if [[ -d $c ]]; then cat "$c"/*.case; else cat "$c"; fi | grep -v '^#' | grep . > "$work/inproc.case"
   for a in ${INPROC_ADAPTERS:-torch_varlen_sdpa fa4_varlen}; do
     [[ $a != fa4_varlen || -n "$have_fa4" ]] || { log "SKIP inproc $a: FA4 does not import"; notrun+=("inproc-$a:-"); continue; }
     adapter=$a
     gate "inproc-exec-$a" "$work/inproc.case" warm
+    [[ -f "$work/reports/inproc-exec-$a/report.json" ]] || continue
     stop_server "$a"  # its GPU memory back before the in-process run
     t0=$SECONDS
     AO_PY_DIR=$py_dir timeout -k 10 "$(( $(left) - 20 ))" $PY scripts/device/inprocess-vs-exec.py run "$a" "$work/inproc.case" \
