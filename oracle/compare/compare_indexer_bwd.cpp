@@ -1,8 +1,10 @@
 // Indexer backward comparator (op=indexer pass=bwd), against the exact answer and its per-element gates
 // (indexer_backward_gates: a running-error bound of an fp32 kernel's arithmetic, atomics in any order).
 // Under a 16-bit dtype a gate also allows what a tensor-core kernel does in that dtype: dS = dz w rounded
-// to it before the dQ/dK products (lambda u_d sqrt(sum of the element's terms^2), times the emulation
-// factor) and the gradients stored in it (one ulp_d of the exact element):
+// to it before the dQ/dK products, times the emulation factor: u_d sum |terms| (no sqrt(n): equal values
+// round alike, so the roundings can all go one way) plus the underflow unit (bf16: 2^-126, a flushed
+// subnormal; fp16: 2^-25, half its subnormal spacing) per term, (1 + |w|)(1 + |k_d|) for dS and its
+// product; and the gradients stored in it (one ulp_d of the exact element):
 //  * dq_err_over_gate, dw_err_over_gate, dk_err_over_gate: max over the valid rows' elements of
 //    |got - exact| / gate (gate 1; an element off by more than its bound fails, NaN/Inf counts as inf);
 //  * loss_err_over_gate: the same for the loss (gated when the backend reports one; cuDNN's backward
@@ -48,16 +50,18 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
   const Case& c = l.c;
   IndexerBackwardGates g = indexer_backward_gates(l, in);
   if (c.dtype != DType::F32) {  // the 16-bit kernel's roundings (see the top of the file)
-    const double ds = kEmulationFactor * kLambda * unit_roundoff(c.dtype);
-    auto widen = [&](std::vector<float>& gate, const std::vector<float>& exact, const std::vector<float>* terms) {
+    const double ds = kEmulationFactor * unit_roundoff(c.dtype);
+    const double floor = kEmulationFactor * (c.dtype == DType::BF16 ? 0x1p-126 : 0x1p-25);
+    auto widen = [&](std::vector<float>& gate, const std::vector<float>& exact, const std::vector<float>* abs,
+                     const std::vector<float>* under) {
       for (size_t x = 0; x < gate.size(); ++x)
         if (std::isfinite(exact[x]))  // the rows outside the judged ones hold the sentinel
-          gate[x] = float(double(gate[x]) + (terms ? ds * double((*terms)[x]) : 0.0) +
+          gate[x] = float(double(gate[x]) + (abs ? ds * double((*abs)[x]) + floor * double((*under)[x]) : 0.0) +
                           dtype_ulp(c.dtype, std::fabs(double(exact[x]))));
     };
-    widen(g.dq, g.exact.dq, &g.dq_terms_rms);
-    widen(g.dw, g.exact.dw, nullptr);
-    widen(g.dk, g.exact.dk, &g.dk_terms_rms);
+    widen(g.dq, g.exact.dq, &g.dq_ds_abs, &g.dq_ds_floor);
+    widen(g.dw, g.exact.dw, nullptr, nullptr);
+    widen(g.dk, g.exact.dk, &g.dk_ds_abs, &g.dk_ds_floor);
   }
   const size_t H = size_t(c.heads), D = size_t(c.dim);
   std::vector<RowNote> notes;

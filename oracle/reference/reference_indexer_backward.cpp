@@ -237,8 +237,8 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
   {
     RowSlots rs;
     const size_t HD = size_t(H) * size_t(D), Hs = size_t(H);
-    std::vector<double> dq(HD), dw(Hs), gq(Gates ? HD : 0), mq(gq.size()), tq(gq.size()), gw(Gates ? Hs : 0),
-        mw(gw.size());
+    std::vector<double> dq(HD), dw(Hs), gq(Gates ? HD : 0), mq(gq.size()), tq(gq.size()), fq(gq.size()),
+        gw(Gates ? Hs : 0), mw(gw.size());
 #pragma omp for schedule(dynamic, 16)
     for (size_t i = 0; i < R; ++i) {
       const int64_t r = c.rows[i];
@@ -248,7 +248,8 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
       if constexpr (Gates) {
         std::copy(rs.dz_err.begin(), rs.dz_err.end(), dz_err.begin() + long(i * K));
         std::copy(rs.dz_mag.begin(), rs.dz_mag.end(), dz_mag.begin() + long(i * K));
-        std::fill(gq.begin(), gq.end(), 0.0), std::fill(mq.begin(), mq.end(), 0.0), std::fill(tq.begin(), tq.end(), 0.0);
+        std::fill(gq.begin(), gq.end(), 0.0), std::fill(mq.begin(), mq.end(), 0.0), std::fill(tq.begin(), tq.end(), 0.0),
+            std::fill(fq.begin(), fq.end(), 0.0);
         std::fill(gw.begin(), gw.end(), 0.0), std::fill(mw.begin(), mw.end(), 0.0);
       }
       std::fill(dq.begin(), dq.end(), 0.0), std::fill(dw.begin(), dw.end(), 0.0);
@@ -279,7 +280,10 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
               const double kd = std::fabs(double(k[d]));
               gq[size_t(h * D + d)] += eq * kd;
               mq[size_t(h * D + d)] += m * kd;
-              tq[size_t(h * D + d)] += (cq * kd) * (cq * kd);
+              if (rg != 0 || flip) {
+                tq[size_t(h * D + d)] += std::fabs(cq) * kd;
+                fq[size_t(h * D + d)] += (1 + std::fabs(wh)) * (1 + kd);
+              }
             }
           }
         }
@@ -294,10 +298,12 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
         const double sq = kLambda * std::sqrt(double(std::max<size_t>(n, 1)) + 2) * u;
         float* oq = gates->dq.data() + size_t(r) * size_t(H * D);
         float* ow = gates->dw.data() + size_t(r) * size_t(H);
-        float* tr = gates->dq_terms_rms.data() + size_t(r) * size_t(H * D);
+        float* ta = gates->dq_ds_abs.data() + size_t(r) * size_t(H * D);
+        float* tf = gates->dq_ds_floor.data() + size_t(r) * size_t(H * D);
         for (size_t x = 0; x < gq.size(); ++x) {
           oq[x] = float(kEmulationFactor * (gq[x] + sq * mq[x]) + u * std::fabs(dq[x]));
-          tr[x] = float(std::sqrt(tq[x]));
+          ta[x] = float(tq[x]);
+          tf[x] = float(fq[x]);
         }
         for (size_t x = 0; x < gw.size(); ++x)
           ow[x] = float(kEmulationFactor * (gw[x] + sq * mw[x]) + u * std::fabs(dw[x]));
@@ -325,14 +331,15 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
 #pragma omp parallel num_threads(detail::reference_threads())
   {
     const size_t Ds = size_t(D);
-    std::vector<double> dk(Ds), gk(Gates ? Ds : 0), mk(gk.size()), tk(gk.size()), part(Ds);
+    std::vector<double> dk(Ds), gk(Gates ? Ds : 0), mk(gk.size()), tk(gk.size()), fk(gk.size()), part(Ds);
 #pragma omp for schedule(dynamic, 64)
     for (int64_t j = 0; j < l.kv_rows; ++j) {
       const int64_t b = idx.start[size_t(j)], en = idx.start[size_t(j) + 1];
       if (en == b && !kv_valid[size_t(j)]) continue;  // a pad KV row no slot read: untouched
       std::fill(dk.begin(), dk.end(), 0.0);
       if constexpr (Gates)
-        std::fill(gk.begin(), gk.end(), 0.0), std::fill(mk.begin(), mk.end(), 0.0), std::fill(tk.begin(), tk.end(), 0.0);
+        std::fill(gk.begin(), gk.end(), 0.0), std::fill(mk.begin(), mk.end(), 0.0), std::fill(tk.begin(), tk.end(), 0.0),
+            std::fill(fk.begin(), fk.end(), 0.0);
       const float* k = in.k.data() + size_t(j) * size_t(D);
       for (int64_t x = b; x < en; ++x) {
         const size_t i = size_t(idx.slot[size_t(x)]) / K;
@@ -358,7 +365,10 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
               const double qd = std::fabs(double(q[h * D + d]));
               gk[size_t(d)] += ek * qd;
               mk[size_t(d)] += m * qd;
-              tk[size_t(d)] += (ck * qd) * (ck * qd);
+              if (rg != 0 || flip) {
+                tk[size_t(d)] += std::fabs(ck) * qd;
+                fk[size_t(d)] += (1 + std::fabs(wh)) * (1 + qd);
+              }
             }
           }
         }
@@ -374,10 +384,12 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
       if constexpr (Gates) {
         const double sq = kLambda * std::sqrt(double(std::max<int64_t>((en - b) * H, 1)) + 2) * u;
         float* ok = gates->dk.data() + size_t(j) * size_t(D);
-        float* tr = gates->dk_terms_rms.data() + size_t(j) * size_t(D);
+        float* ta = gates->dk_ds_abs.data() + size_t(j) * size_t(D);
+        float* tf = gates->dk_ds_floor.data() + size_t(j) * size_t(D);
         for (int d = 0; d < D; ++d) {
           ok[d] = float(kEmulationFactor * (gk[size_t(d)] + sq * mk[size_t(d)]) + u * std::fabs(dk[size_t(d)]));
-          tr[d] = float(std::sqrt(tk[size_t(d)]));
+          ta[d] = float(tk[size_t(d)]);
+          tf[d] = float(fk[size_t(d)]);
         }
       }
     }
@@ -441,8 +453,10 @@ IndexerBackwardGates indexer_backward_gates(const Layout& l, const Inputs& in) {
   g.dq.assign(size_t(l.q_rows) * size_t(c.heads) * size_t(c.dim), 0.f);
   g.dw.assign(size_t(l.q_rows) * size_t(c.heads), 0.f);
   g.dk.assign(size_t(l.kv_rows) * size_t(c.dim), 0.f);
-  g.dq_terms_rms.assign(g.dq.size(), 0.f);
-  g.dk_terms_rms.assign(g.dk.size(), 0.f);
+  g.dq_ds_abs.assign(g.dq.size(), 0.f);
+  g.dq_ds_floor.assign(g.dq.size(), 0.f);
+  g.dk_ds_abs.assign(g.dk.size(), 0.f);
+  g.dk_ds_floor.assign(g.dk.size(), 0.f);
   g.exact = make_sentinel_outputs(l);
   run<true>(l, in, exact_indexer_backward_seams(), &g.exact, &g);
   return g;

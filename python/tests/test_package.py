@@ -272,3 +272,26 @@ def test_the_kernel_reads_the_minus_one_slots():
         assert v.kind == "fail" and v.metric(metric).failed, v.message()
         v = attn_oracle.Case(f"{line} poison={poison}").run(_fe_indexer_bwd(slot_fill="zero"), explain=False)
         assert v.kind == "pass", v.message()
+
+
+# The eight failures a 17-minute fuzz of cuDNN frontend 1.32.0's SM90 indexer backward found on the H200
+# (reports/gpu/indexer-backward-inprocess-2026-12-04/found-fe-idx-bwd/, shrunk): the numpy model of its
+# arithmetic gives each failing ratio exactly, and without rounding dS to bf16 it passes. Equal values round
+# alike (values=plateau/extreme: the roundings add up, not as sqrt(n)) and tiny gradients underflow: the
+# oracle's gates were too tight (fixed in compare_indexer_bwd.cpp), not the kernel wrong.
+FE_BWD_DEVICE_FOUND = [
+    "op=indexer docs=33 q_pad=0 kv_pad=1 mask=topleft max_seqlen_q=132 heads=64 dim=128 topk=1024 seed=726238 poison=none values=plateau loss_mean=sum pass=bwd",
+    "op=indexer docs=132,4 cp=2 heads=64 dim=128 topk=2048 values=extreme pass=bwd",
+    "op=indexer docs=1024 cp=8 rank=4 cp_scheme=contiguous crop=1 heads=64 dim=128 topk=2048 values=extreme pass=bwd",
+    "op=indexer q_lens=74,2 kv_lens=37,1 start_pos=0 heads=64 dim=128 topk=2048 ratio=2 values=extreme pass=bwd",
+    "op=indexer docs=71 heads=64 dim=128 topk=2048 values=plateau pass=bwd",
+    "op=indexer q_lens=1,1 kv_lens=189,1 heads=64 dim=128 topk=2048 ratio=2 values=plateau pass=bwd",
+    "op=indexer q_lens=63 kv_lens=62 heads=64 dim=128 topk=2048 ratio=2 values=plateau pass=bwd",
+    "op=indexer docs=144,4,4 cp=2 heads=64 dim=128 topk=2048 values=plateau pass=bwd",
+]
+
+
+@pytest.mark.parametrize("line", FE_BWD_DEVICE_FOUND)
+def test_the_device_found_indexer_backward_cases_pass_the_16_bit_gates(line):
+    v = attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="zero"), explain=False)
+    assert v.kind == "pass", v.message()

@@ -95,7 +95,7 @@ def bf16_value(bits):
     return (np.asarray(bits, dtype=np.uint32) << 16).view(np.float32)
 
 
-def fake_indexer_bwd_sm90(call, dk_dtype):
+def fake_indexer_bwd_sm90(call, dk_dtype, round_ds=True):
     """A numpy model of frontend 1.32.0's SM90 indexer backward on a BackwardCall, as its source computes:
     score-grad (indexer_backward_sm90.py ScoreGradSm90) over every slot of a row, -1 slots included:
     target_eff = fmax(target, e^-100), counted where predict >= e^-100, g = -target_eff*mask*grad_scale
@@ -123,7 +123,8 @@ def fake_indexer_bwd_sm90(call, dk_dtype):
             ks = np.where(ok[:, None], k[np.clip(keys, 0, s_k - 1)], f(0))           # (T, D)
             s = (q[r] @ ks.T).astype(f) * sm                                          # (H, T)
             pos = s > 0
-            ds = np.where(pos, bf16_round(gs[r][None, :] * w[r][:, None]), f(0))    # (H, T)
+            ds = gs[r][None, :] * w[r][:, None]
+            ds = np.where(pos, bf16_round(ds) if round_ds else ds, f(0))                    # (H, T)
             dw[r] = np.where(pos, gs[r][None, :] * s, f(0)).sum(axis=1, dtype=f)
             dq[r] = (ds @ ks).astype(f) * sm
             np.add.at(dk, keys[ok], ((ds.T @ q[r]).astype(f) * sm)[ok])

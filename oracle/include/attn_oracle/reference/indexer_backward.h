@@ -80,10 +80,13 @@ void reference_indexer_backward(const Layout& l, const Inputs& in, Outputs& out,
 struct IndexerBackwardGates {
   Outputs exact;  // the exact answer (reference_indexer_backward's, exact seams): the yardstick
   std::vector<float> dq, dw, dk;
-  // Per dq / dk element: sqrt(sum of its product terms' squares), sum over slots (dq) or over (row, head)
-  // contributions (dk) of (dz w [a > 0] k_d)^2 resp. (dz w [a > 0] q_d)^2: what rounding each dS = dz w to
-  // the dtype before the dQ/dK products scales with (a tensor-core kernel feeds dS to a bf16/fp16 MMA).
-  std::vector<float> dq_terms_rms, dk_terms_rms;
+  // Per dq / dk element, over its product terms (slots for dq, (row, head) contributions for dk) with
+  // a nonzero ReLU gradient: ds_abs = sum |dz w k_d| resp. |dz w q_d|, what rounding each dS = dz w to the
+  // dtype before the dQ/dK products scales with (a tensor-core kernel feeds dS to a bf16/fp16 MMA; the
+  // roundings can all go one way: equal values round alike), and ds_floor = sum (1 + |w|)(1 + |k_d|)
+  // resp. (1 + |w|)(1 + |q_d|), what underflow scales with (dS and its products below the dtype's
+  // normal range: flushed or subnormal), times the dtype's underflow unit.
+  std::vector<float> dq_ds_abs, dq_ds_floor, dk_ds_abs, dk_ds_floor;
   double loss = 0;
   std::vector<char> dk_selected;  // per KV row: 1 where a slot of this layout's rows reads it
 };
