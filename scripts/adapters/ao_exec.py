@@ -46,6 +46,14 @@ class CaseMeta:
         self.window_right = int(self.meta.get("window_right", 0))
         self.window_convention = self.meta.get("window_convention", "cudnn")
 
+    def valid_q_rows(self):
+        """Q buffer rows holding a valid token, in segment order."""
+        return [int(s["row0"]) + i for s in self.segments for i in range(int(s["valid"]))]
+
+    def valid_kv_rows(self):
+        """K/V buffer rows holding a document's key, in document order."""
+        return [int(d["kv_off"]) + j for d in self.docs for j in range(int(d["kv_len"]))]
+
     def allowed_hi_lo(self, doc, p):
         """Allowed keys [lo, hi) in document coordinates for a row at position p (Layout::allowed_range in oracle/layout/layout.cpp)."""
         kv = self.docs[doc]["kv_len"]

@@ -52,7 +52,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ao_exec import add_site_dir, cuda_torch, log_timing, main, skip, stored_input  # noqa: E402
+from ao_exec import CaseMeta, add_site_dir, cuda_torch, log_timing, main, skip, stored_input  # noqa: E402
 
 NAME = "cudnn_fe_indexer"
 FRONTEND_VERSION = "1.32.0"
@@ -250,10 +250,9 @@ class BackwardCall:
         self.grad_loss = np.asarray(inputs["grad_loss"], dtype=np.float32).reshape(1)
         self.sm_scale = float(meta["scale"])
         s_q = topk.shape[0]
-        self.q_rows = np.array([int(g["row0"]) + i for g in meta["segments"] for i in range(int(g["valid"]))],
-                               dtype=np.int64)
-        self.k_rows = np.array([int(d["kv_off"]) + j for d in meta["docs"] for j in range(int(d["kv_len"]))],
-                               dtype=np.int64)
+        layout = CaseMeta.of(case)
+        self.q_rows = np.array(layout.valid_q_rows(), dtype=np.int64)
+        self.k_rows = np.array(layout.valid_kv_rows(), dtype=np.int64)
         keyed = int(sum(1 for r in self.q_rows if (topk[r] >= 0).any()))
         denom = {"rows": s_q, "valid": len(self.q_rows), "keyed": keyed, "sum": 1}[loss_mean]
         self.loss_coeff = float(s_q) / float(max(denom, 1))  # grad_scale = loss_coeff / S_q = 1 / denom

@@ -73,7 +73,7 @@ def indexer_backward(case, inputs, mean_bug, ft=np.float64):
     target, predict = inputs["target"].astype(ft), inputs["predict"].astype(ft)
     grad_loss = ft(inputs["grad_loss"][0])
     dq, dw, dk, loss = case.output("dq"), case.output("dw"), case.output("dk"), case.output("loss")
-    rows = [seg["row0"] + i for seg in case.segments for i in range(seg["valid"])]
+    rows = case.valid_q_rows()
     keyed = sum(1 for r in rows if (topk[r] >= 0).any())
     denom = {"rows": topk.shape[0], "valid": len(rows), "keyed": keyed, "sum": 1}[loss_mean]
     if mean_bug:  # loss-mean-buffer-rows: every buffer row counted, whatever the convention
@@ -97,8 +97,7 @@ def indexer_backward(case, inputs, mean_bug, ft=np.float64):
             dq[r] = coef @ k[keys]
             np.add.at(grad_k, keys, coef.T @ q[r])
     valid_k = np.zeros(k.shape[0], dtype=bool)
-    for d in case.docs:
-        valid_k[d["kv_off"]:d["kv_off"] + d["kv_len"]] = True
+    valid_k[case.valid_kv_rows()] = True
     dk[valid_k] = grad_k[valid_k]
     loss[0] = total / ft(denom)
     return {"dq": dq, "dw": dw, "dk": dk, "loss": loss}

@@ -29,6 +29,8 @@ IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missi
 try:
     import numpy as np
     import cudnn_fe_indexer as fe
+    from numpy_sdpa_fp32 import rounder
+    bf16_round = rounder("bf16")
 except ImportError as e:  # reported by run_tests
     np = None
     IMPORT_ERROR = str(e)
@@ -82,13 +84,6 @@ def exact_topk_sets(case):
 
 
 CLIP_PROB_MIN = math.exp(-100.0)
-
-
-def bf16_round(a):
-    """float32 -> the nearest bf16 value (ties to even), as float32 (finite inputs)."""
-    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
-    return np.where(np.isfinite(a), r.astype(np.uint32).view(np.float32), a).astype(np.float32)
 
 
 def bf16_value(bits):
