@@ -42,6 +42,7 @@ class CudaIndexer : public DeviceKernelBackend {
   std::string declines(const Layout& l) const override {
     const Case& c = l.c;
     if (c.op != Op::Indexer) return "cuda-indexer serves op=indexer only";
+    if (c.pass == Pass::Bwd) return "cuda-indexer is a forward kernel (pass=bwd is not implemented)";
     if (c.topk > kIdxMaxTopk) return fmt::format("topk={} is over the kernel's limit of {}", c.topk, kIdxMaxTopk);
     if (c.dim > kIdxMaxDim || c.dim % 4 != 0)
       return fmt::format("dim={} unsupported (a multiple of 4, at most {})", c.dim, kIdxMaxDim);

@@ -34,6 +34,7 @@ class CudaSdpa : public DeviceKernelBackend {
   std::string declines(const Layout& l) const override {
     const Case& c = l.c;
     if (c.op != Op::Sdpa) return "cuda-sdpa serves op=sdpa only";
+    if (c.pass == Pass::Bwd) return "cuda-sdpa is a forward kernel (pass=bwd is not implemented)";
     if (c.dim > kSdpaMaxDim || c.dim_v > kSdpaMaxDim)
       return fmt::format("dim={} dim_v={} unsupported (at most {})", c.dim, c.dim_v, kSdpaMaxDim);
     if (c.window_right != 0 || c.window_convention != WindowConvention::Cudnn)

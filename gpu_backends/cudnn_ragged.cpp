@@ -82,6 +82,38 @@ RaggedProblem make_ragged_problem(const Layout& l) {
   return p;
 }
 
+GradKvPlacement grad_kv_placement(const Layout& l, const RaggedProblem& p) {
+  GradKvPlacement g;
+  std::vector<char> covered(size_t(p.kv_rows), 0);
+  for (const auto& e : p.entries)
+    for (int64_t j = e.kv_row0; j < e.kv_row0 + e.kv_len; ++j) {
+      g.accumulate |= covered[size_t(j)] != 0;
+      covered[size_t(j)] = 1;
+    }
+  int64_t next = 0;
+  for (const auto& e : p.entries) {
+    g.row0.push_back(g.accumulate ? next : e.kv_row0);
+    next += e.kv_len;
+  }
+  g.rows = g.accumulate ? next : p.kv_rows;
+  for (const int64_t r : g.row0) {
+    g.dk_off.push_back(r * p.hkv * p.d);
+    g.dv_off.push_back(r * p.hkv * p.dv);
+  }
+  g.dk_off.push_back(g.rows * p.hkv * p.d);
+  g.dv_off.push_back(g.rows * p.hkv * p.dv);
+  g.zero_rows = valid_rows(l, RowBuffer::KV);
+  for (size_t j = 0; j < g.zero_rows.size(); ++j) g.zero_rows[j] = g.zero_rows[j] && !covered[j];
+  return g;
+}
+
+std::vector<int64_t> dout_offsets(const RaggedProblem& p) {
+  std::vector<int64_t> off;
+  for (const auto& e : p.entries) off.push_back(e.q_row0 * p.hq * p.dv);
+  off.push_back(p.q_rows * p.hq * p.dv);
+  return off;
+}
+
 namespace {
 std::string list(const std::vector<int64_t>& v) {
   std::string s;

@@ -55,6 +55,25 @@ RaggedProblem make_ragged_problem(const Layout& l);
 // One line for logs and reports: "b=3 s_q=4 s_kv=4 hq=2 hkv=1 d=64 mask=topleft q_off=[0,256,...]".
 std::string describe(const RaggedProblem& p);
 
+// Where the backward's dK/dV rows go. cuDNN writes each batch entry's dK/dV rows through their ragged
+// offsets; it never adds to what is there. Entries with disjoint key rows (cp == 1: one entry per
+// document) write straight into the oracle's K-row buffers, so a write into a pad slot between documents
+// is seen. Entries that share a document's keys (a CP rank's two zigzag chunks, each over its own key
+// prefix) would overwrite each other: each writes its own rows of a scratch buffer instead, and the host
+// sums the entries' partials in fp32, as a CP framework sums a step's partial dK/dV. Valid key rows that
+// no entry covers (keys past every chunk's prefix) hold 0, what a caller's zero-initialised gradient holds.
+struct GradKvPlacement {
+  bool accumulate = false;            // scratch rows summed on the host (entries share key rows)
+  std::vector<int64_t> row0;          // per entry: its first dK/dV row in the device buffer
+  int64_t rows = 0;                   // rows of the device dK/dV buffers (guard band not included)
+  std::vector<int64_t> dk_off, dv_off;  // ragged offsets in elements, B+1 entries (the last: `rows`)
+  std::vector<char> zero_rows;        // per K-buffer row: a valid key row no entry covers (set to 0)
+};
+GradKvPlacement grad_kv_placement(const Layout& l, const RaggedProblem& p);
+
+// The backward's dO rows follow the Q buffer ([q_rows, hq, dim_v], tensors.h): offsets in elements.
+std::vector<int64_t> dout_offsets(const RaggedProblem& p);
+
 // 16-bit device encodings of the case dtype (bf16 or fp16), with the output sentinel.
 uint16_t to_half_bits(DType t, float x);
 uint16_t half_sentinel_bits(DType t);

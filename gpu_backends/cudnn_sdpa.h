@@ -1,4 +1,4 @@
-// `cudnn-sdpa`: cuDNN's fused SDPA forward through the cuDNN frontend C++ graph API, the way
+// `cudnn-sdpa`: cuDNN's fused SDPA forward and backward through the cuDNN frontend C++ graph API, the way
 // TransformerEngine calls it for THD: ragged offset tensors bound per tensor (Q, K, V, O, stats),
 // actual sequence lengths with a padding mask, causal top-left / bottom-right, sliding window, GQA,
 // bf16/fp16 (fp32 is offered to cuDNN, which may decline it), fp32 stats.
@@ -19,7 +19,13 @@
 //   ragged_stats=1|0             stats in THD with their own ragged offset (default 1, as TE does
 //                                from cuDNN 9.6); 0: the padded [b, hq, s_q] layout, scattered back
 //                                to the stats rows on the host (valid rows only)
+//   max_total=1|0                pass=bwd: set_max_total_seq_len_q/kv to the buffers' rows (default 1,
+//                                what TransformerEngine sets for THD from cuDNN 9.6); 0: unset
+//   deterministic=0|1            pass=bwd: set_deterministic_algorithm
 //   log=1                        print the problem, the implementation and the chosen plan to stderr
+// pass=bwd: sdpa_backward on the case's own O (dtype) and LSE (fp32 stats, natural log) with dO; dQ is
+// written through Q's offsets, dK/dV as grad_kv_placement (cudnn_ragged.h) says: straight into the K rows
+// when no two batch entries share keys, else per entry and summed on the host (a CP rank's zigzag chunks).
 // A graph cuDNN declines (validate, heuristics, support check, plan build) is SKIPPED with the call
 // and cuDNN's message; an execution or CUDA failure is an ERROR naming the call.
 #pragma once
@@ -39,6 +45,8 @@ struct SdpaOptions {
   PadMask pad_mask = PadMask::On;
   int64_t guard_rows = 64;
   bool ragged_stats = true;
+  bool max_total = true;
+  bool deterministic = false;
   bool log = false;
 };
 

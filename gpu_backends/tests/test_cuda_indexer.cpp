@@ -127,6 +127,11 @@ TEST(CudaIndexer, DeclinesWhatItCannotServe) {
   EXPECT_FALSE(be->declines(make_layout(parse_case("op=indexer docs=64 dim=30 heads=2 topk=8"))).empty());
   EXPECT_FALSE(be->declines(make_layout(parse_case("op=sdpa docs=64"))).empty());
   EXPECT_TRUE(be->declines(make_layout(parse_case("op=indexer docs=4096 topk=2048 heads=32 dim=128"))).empty());
+  // Forward kernels: a backward case is declined (skipped with the reason), never run as a forward.
+  EXPECT_NE(be->declines(make_layout(parse_case("op=indexer pass=bwd docs=64 topk=8 heads=2 dim=16"))).find("pass=bwd"),
+            std::string::npos);
+  EXPECT_NE(make_backend("cuda-sdpa")->declines(make_layout(parse_case("op=sdpa pass=bwd docs=64"))).find("pass=bwd"),
+            std::string::npos);
 }
 
 }  // namespace

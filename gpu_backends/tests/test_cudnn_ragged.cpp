@@ -2,6 +2,7 @@
 // run everywhere, GPU or not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn_oracle/case/enum_names.h"
@@ -80,6 +81,42 @@ TEST(CudnnRagged, MaskNoneKeepsEveryKeyUnderCp) {
   EXPECT_EQ(p.seq_kv, (std::vector<int32_t>{16, 16}));
 }
 
+TEST(CudnnRagged, BackwardWritesDisjointDocumentsStraightIntoTheKRows) {
+  // cp == 1: one entry per document, disjoint key rows: dK/dV land at K's own offsets (pad slots between
+  // documents observable), nothing to sum, every valid key covered.
+  const auto l = make_layout(parse_case("op=sdpa pass=bwd lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2 dim=16 dim_v=8"));
+  const auto p = make_ragged_problem(l);
+  const auto g = grad_kv_placement(l, p);
+  EXPECT_FALSE(g.accumulate);
+  EXPECT_EQ(g.row0, (std::vector<int64_t>{0, 4, 8}));
+  EXPECT_EQ(g.rows, l.kv_rows);
+  EXPECT_EQ(g.dk_off, p.k_off);
+  EXPECT_EQ(g.dv_off, p.v_off);
+  EXPECT_EQ(std::count(g.zero_rows.begin(), g.zero_rows.end(), 1), 0);
+  EXPECT_EQ(dout_offsets(p), (std::vector<int64_t>{0, 4 * 4 * 8, 8 * 4 * 8, 13 * 4 * 8}));  // dO follows Q's rows
+}
+
+TEST(CudnnRagged, BackwardSumsZigzagChunksThatShareKeys) {
+  // cp=2, L=16, rank 0: chunks 0 (keys 0..3) and 3 (keys 0..15) both write rows 0..3: each entry gets its
+  // own scratch rows, summed on the host.
+  const auto l0 = make_layout(parse_case("op=sdpa pass=bwd docs=16 cp=2 rank=0 hq=2 hkv=2 dim=8"));
+  const auto g0 = grad_kv_placement(l0, make_ragged_problem(l0));
+  EXPECT_TRUE(g0.accumulate);
+  EXPECT_EQ(g0.row0, (std::vector<int64_t>{0, 4}));
+  EXPECT_EQ(g0.rows, 20);
+  EXPECT_EQ(g0.dk_off, (std::vector<int64_t>{0, 4 * 2 * 8, 20 * 2 * 8}));
+  EXPECT_EQ(std::count(g0.zero_rows.begin(), g0.zero_rows.end(), 1), 0);
+  // Rank 1: chunks 1 (positions 4..7, keys 0..7) and 2 (8..11, keys 0..11): keys 12..15 get no gradient
+  // from this rank, and are zeroed.
+  const auto l1 = make_layout(parse_case("op=sdpa pass=bwd docs=16 cp=2 rank=1 hq=2 hkv=2 dim=8"));
+  const auto g1 = grad_kv_placement(l1, make_ragged_problem(l1));
+  EXPECT_TRUE(g1.accumulate);
+  EXPECT_EQ(g1.rows, 8 + 12);
+  std::vector<char> want(size_t(l1.kv_rows), 0);
+  for (int64_t r = 12; r < 16; ++r) want[size_t(l1.docs[0].kv_off + r)] = 1;
+  EXPECT_EQ(g1.zero_rows, want);
+}
+
 TEST(CudnnRagged, IndexerCasesAreDeclined) {
   EXPECT_NE(unsupported_reason(make_layout(parse_case("op=indexer docs=64 heads=2 dim=8 topk=4"))), "");
   EXPECT_EQ(unsupported_reason(make_layout(parse_case("op=sdpa lens=3,2"))), "");
@@ -114,4 +151,8 @@ TEST(CudnnRagged, KnobsAreParsedAndBadOnesNamed) {
   EXPECT_TRUE(parse_knobs("").ragged_stats);
   EXPECT_FALSE(parse_knobs("ragged_stats=0").ragged_stats);
   EXPECT_THROW(parse_knobs("ragged_stats=2"), BadInput);
+  EXPECT_TRUE(parse_knobs("").max_total);
+  EXPECT_FALSE(parse_knobs("max_total=0").max_total);
+  EXPECT_TRUE(parse_knobs("deterministic=1").deterministic);
+  EXPECT_THROW(parse_knobs("deterministic=yes"), BadInput);
 }

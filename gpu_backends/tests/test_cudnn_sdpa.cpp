@@ -84,3 +84,27 @@ TEST(CudnnSdpa, PaddedStatsLayoutScattersBackToTheStatsRows) {
   const auto r = run(*backend, *ref, "op=sdpa docs=100,37,64 pad=3,7,29 tail=120 hq=8 hkv=2 dim=64 seed=31");
   EXPECT_EQ(r.verdict.kind, Verdict::Pass) << format_result(r);
 }
+
+TEST(CudnnSdpa, BackwardOnPaddedThdGqaAndCpRanks) {
+  NEED_CUDNN("cudnn-sdpa");
+  for (const char* line : {
+           "op=sdpa pass=bwd lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16 seed=41",
+           "op=sdpa pass=bwd docs=100,37,64 pad=3,7,0 tail=40 hq=8 hkv=2 dim=64 poison=nan seed=42",
+           "op=sdpa pass=bwd q_lens=16,1,33 kv_lens=100,64,90 q_pad=4,0,3 kv_pad=2,5,0 hq=8 hkv=2 dim=64 "
+           "mask=bottomright poison=nan seed=43",
+           "op=sdpa pass=bwd docs=256,128 cp=4 rank=1 hq=4 hkv=2 dim=64 seed=44",  // chunks summed on the host
+           "op=sdpa pass=bwd docs=256,128 cp=4 rank=3 hq=4 hkv=2 dim=128 window=50 seed=45",
+       }) {
+    const auto r = run(*backend, *ref, line);
+    EXPECT_EQ(r.verdict.kind, Verdict::Pass) << line << "\n" << format_result(r);
+  }
+}
+
+TEST(CudnnSdpa, RealGradientsFailAgainstAReferenceThatOverwritesCpPartials) {
+  // Teeth on real cuDNN gradients: a reference that keeps one zigzag chunk's dK/dV instead of their sum
+  // must disagree with cuDNN's (host-summed) answer.
+  NEED_CUDNN("cudnn-sdpa");
+  auto bug = make_backend("cpu-bug:bwd-cp-dkv-overwrite");
+  const auto r = run(*backend, *bug, "op=sdpa pass=bwd docs=64,32 cp=2 rank=0 hq=2 dim=64 seed=46");
+  EXPECT_EQ(r.verdict.kind, Verdict::Fail) << format_result(r);
+}

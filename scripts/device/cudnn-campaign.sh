@@ -9,6 +9,9 @@
 #                            and carried, since the device image has no Debian -dev packages); built when missing
 #   AO_FUZZ_SECONDS=120      fuzz budget per cuDNN version (AO_FUZZ_SEED=8008: same cases on each)
 #   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:/opt/.../nvidia/cudnn/lib"  (default: searched)
+#   AO_CUDNN_PASS=fwd        bwd: the backward instead: scripts/device/bwd-table.case under the default graph
+#                            and the deterministic / max_total=0 / ragged_stats=0 variants, no corpus gate,
+#                            and `fuzz --pass bwd`; AO_BWD_SPECS="spec ..." picks the specs (default all four)
 # Writes into OUT_DIR (default $OUT): env.txt, <ver>.log (everything), summary.tsv (one row per case
 # run: version, backend, verdict, case, reason), found.tgz (shrunk fuzz failures, report dirs).
 set -uo pipefail
@@ -55,7 +58,15 @@ U=cudnn-sdpa:impl=unified,pad_mask=auto,log=1
 A=cudnn-sdpa:impl=auto,log=1
 V=cudnn-sdpa:impl=unified,log=1
 S=cudnn-sdpa:ragged_stats=0,log=1
-cases() { cat <<EOF
+bwd_cases() {  # the backward table under each spec
+  local spec
+  for spec in ${AO_BWD_SPECS:-$B cudnn-sdpa:deterministic=1,log=1 cudnn-sdpa:max_total=0,log=1 $S}; do
+    grep -v '^#' scripts/device/bwd-table.case | grep . | sed "s|^|$spec |"
+  done
+}
+pass=${AO_CUDNN_PASS:-fwd}
+[[ $pass == fwd || $pass == bwd ]] || { echo "AO_CUDNN_PASS=$pass: fwd or bwd" >&2; exit 2; }
+cases() { [[ $pass == bwd ]] && { bwd_cases; return; }; cat <<EOF
 # Q1: TE-style padded THD, the ragged offsets bound per tensor
 $B op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16
 $B op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=fp16
@@ -138,14 +149,16 @@ for spec in $AO_CUDNN_LIBS; do
     stamp "question cases"
     for f in "$qdir"/*.case; do
       be=$(sed -n '1s/^# backend: //p' "$f")
-      timeout 150 "$bin/attn-oracle" gate "$f" --backend "$be" --report-dir "$found/q-$tag-$(basename "$f" .case)" >"$out/gate.txt" 2>"$out/gate.err"
+      timeout $([[ $pass == bwd ]] && echo 300 || echo 150) "$bin/attn-oracle" gate "$f" --backend "$be" --report-dir "$found/q-$tag-$(basename "$f" .case)" >"$out/gate.txt" 2>"$out/gate.err"
       echo "gate exit: $?"
       cat "$out/gate.err" "$out/gate.txt"; summarise "$tag" <"$out/gate.txt"  # log=1 lines go to stderr
     done
     stamp "gate"
     shopt -s nullglob globstar
     corpus=(corpus/**/*.case)
-    if ((${#corpus[@]})) && "$bin/attn-oracle" gate --help >/dev/null 2>&1; then
+    if [[ $pass == bwd ]]; then
+      echo "pass=bwd: the corpus's forward cases are not gated"
+    elif ((${#corpus[@]})) && "$bin/attn-oracle" gate --help >/dev/null 2>&1; then
       timeout 150 "$bin/attn-oracle" gate corpus --backend cudnn-sdpa --report-dir "$found/gate-$tag" >"$out/gate.txt" 2>&1
       echo "gate exit: $?"
       grep -v '^PASS' "$out/gate.txt"; summarise "$tag-corpus" <"$out/gate.txt"
@@ -154,7 +167,7 @@ for spec in $AO_CUDNN_LIBS; do
     fi
     stamp "fuzz ${fuzz_s}s"
     if "$bin/attn-oracle" fuzz --help >/dev/null 2>&1; then
-      timeout $((fuzz_s + 60)) "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --seed "${AO_FUZZ_SEED:-8008}" --budget "${fuzz_s}s" \
+      timeout $((fuzz_s + 60)) "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --pass "$pass" --seed "${AO_FUZZ_SEED:-8008}" --budget "${fuzz_s}s" \
         --out "$found/fuzz-$tag" --max-failures 20 2>&1 | tail -60
       echo "fuzz exit: ${PIPESTATUS[0]}"
     else
