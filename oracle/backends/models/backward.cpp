@@ -2,6 +2,9 @@
 // (reference_seams.h: which saved LSE/O rows are read back, where dQ lands, how dK/dV contributions
 // combine, the scale of dK, the guard of rows without keys) or transforms the stored gradients. The key
 // ranges are the forward's seams, so the forward's mask and offset models apply to the backward as is.
+#include <cmath>
+#include <limits>
+
 #include "models.h"
 
 namespace ao::models {
@@ -101,6 +104,68 @@ void zero_grad_pads(const Layout& l, const Inputs&, Outputs& out) {
   zero(out.dv, RowBuffer::KV, size_t(c.hkv) * size_t(c.dim_v));
 }
 
+// Whole 64-row tiles past a sequence's end in the backward, the way FlashAttention-4 4.0.0b36's SM90
+// backward answers on the H200 (found by this project's fuzz: corpus/found/fa4-varlen-bwd/). Key tiles,
+// from the document's first key row: a row's last tile runs to the tile's end, and the pad-slot K/V rows
+// there enter dP = dO V^T and dQ += dS K with P = 0, so a NaN/Inf pad slot makes the row's dQ NaN
+// (0 * NaN). Query tiles, from the segment's first row: the pad-slot Q, dO, O and LSE rows of the last
+// tile enter the dK/dV sums of every key the segment's last row reaches. A finite pad slot changes
+// nothing (0 times a finite value), and the model writes no pad-slot row.
+constexpr int64_t kBwdTile = 64;
+void bwd_tile_pad_read(const Layout& l, const Inputs& in, Outputs& out) {
+  const Case& c = l.c;
+  if (c.pass != Pass::Bwd || c.op != Op::Sdpa) return;
+  const int64_t Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
+  const std::vector<char> kv_valid = valid_rows(l, RowBuffer::KV), q_valid = valid_rows(l, RowBuffer::Q);
+  const ReferenceSeams& exact = exact_seams();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Whether elements [row * width + e0, + n) hold a NaN or an Inf.
+  auto nonfinite = [](const std::vector<float>& t, int64_t row, int64_t width, int64_t e0, int64_t n) {
+    for (int64_t e = 0; e < n; ++e)
+      if (!std::isfinite(t[size_t(row * width + e0 + e)])) return true;
+    return false;
+  };
+  auto round_up = [](int64_t n) { return (n + kBwdTile - 1) / kBwdTile * kBwdTile; };
+  for (const auto& s : l.segments) {
+    if (s.valid <= 0) continue;
+    const int64_t first_key = l.docs[size_t(s.doc)].kv_off;
+    for (int64_t i = 0; i < s.valid; ++i) {  // key tiles -> dQ
+      const int64_t r = s.row0 + i;
+      const auto ranges = exact.key_ranges(l, r);
+      if (ranges.empty() || ranges.back().hi <= ranges.back().lo) continue;
+      const int64_t end = ranges.back().base + ranges.back().hi;
+      const int64_t tile_end = std::min(l.kv_rows, first_key + round_up(end - first_key));
+      for (int h = 0; h < c.hq; ++h) {
+        const int g = exact.kv_head(l, h);
+        bool poisoned = false;
+        for (int64_t k = end; k < tile_end && !poisoned; ++k)
+          poisoned = !kv_valid[size_t(k)] && (nonfinite(in.k, k, Hkv * D, g * D, D) || nonfinite(in.v, k, Hkv * Dv, g * Dv, Dv));
+        if (poisoned) std::fill_n(out.dq.begin() + long((r * Hq + h) * D), D, nan);
+      }
+    }
+    const int64_t last = s.row0 + s.valid - 1;  // query tiles -> dK/dV of the keys the last row reaches
+    const auto reached = exact.key_ranges(l, last);
+    const int64_t q_end = std::min(l.q_rows, s.row0 + round_up(s.valid));
+    for (int h = 0; h < c.hq; ++h) {
+      bool poisoned = false;
+      for (int64_t p = s.row0 + s.valid; p < q_end && !poisoned; ++p) {
+        if (q_valid[size_t(p)]) continue;
+        const int64_t o_row = std::min(l.o_rows - 1, s.o_row0 + (p - s.row0));
+        const int64_t st_row = std::min(l.stats_rows - 1, s.stats_row0 + (p - s.row0));
+        poisoned = nonfinite(in.q, p, Hq * D, h * D, D) || nonfinite(in.dout, p, Hq * Dv, h * Dv, Dv) ||
+                   nonfinite(in.o, o_row, Hq * Dv, h * Dv, Dv) || nonfinite(in.lse, st_row, Hq, h, 1);
+      }
+      if (!poisoned) continue;
+      const int g = exact.kv_head(l, h);
+      for (const KeyRange& kr : reached)
+        for (int64_t k = std::max<int64_t>(0, kr.base + kr.lo); k < std::min(l.kv_rows, kr.base + kr.hi); ++k) {
+          std::fill_n(out.dk.begin() + long((k * Hkv + g) * D), D, nan);
+          std::fill_n(out.dv.begin() + long((k * Hkv + g) * Dv), Dv, nan);
+        }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<BugModel> backward_models() {
@@ -163,6 +228,19 @@ std::vector<BugModel> backward_models() {
                      {"dq_violations", "dk_violations", "dv_violations", "dk_clobbered_pad_slots"}}},
        .outside = {{"op=sdpa pass=bwd docs=30,20 mask=bottomright hq=2 dim=16", "no padding: the lengths agree"},
                    {"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16", "top-left causal: a valid row reaches no pad key"}}},
+      {.name = "bwd-tile-pad-read",
+       .what = "backward's 64-row query and key tiles read the pad slots past a sequence's end: masked P times "
+               "NaN/Inf pad-slot K/V poisons dQ, pad-slot Q/dO/O/LSE rows poison the reached keys' dK/dV",
+       .indexer = false, .sdpa = true, .pass = Pass::Bwd, .transform = bwd_tile_pad_read,
+       .source = "FlashAttention-4 4.0.0b36 SM90 backward on the H200 (found by this project's fuzz; the FA #1990 "
+                 "question, the forward's pad-slot reads one pass later)",
+       .defect_class = K::PadLanes,
+       .catches = {"dq_nonfinite_valid", "dk_nonfinite_valid", "dv_nonfinite_valid", "dq_violations", "dk_violations",
+                   "dv_violations"},
+       .triggers = {{"op=sdpa pass=bwd docs=1 tail=1 hq=2 dim=16", nonfinite},
+                    {"op=sdpa pass=bwd docs=100,37 pad=11 hq=4 hkv=2 dim=16 poison=nan", nonfinite}},
+       .outside = {{"op=sdpa pass=bwd docs=128,64 pad=5 hq=2 dim=16", "every document ends on a 64-row tile"},
+                   {"op=sdpa pass=bwd docs=100,37 pad=11 hq=2 dim=16 poison=large", "finite pad slots"}}},
       {.name = "bwd-grad-pad-zeroed", .what = "zeros written into the pad-slot rows of dQ, dK and dV", .indexer = false,
        .sdpa = true, .pass = Pass::Bwd, .transform = zero_grad_pads, .defect_class = K::PadLanes,
        .catches = {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"},
