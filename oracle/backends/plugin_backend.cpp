@@ -180,6 +180,15 @@ class PluginBackend : public Backend {
     return unavailable_;
   }
 
+  // ABI v1's ao_layout has no pass and its tensors are the forward's: a backward case would hand the
+  // library empty O/LSE outputs and no dO/O/LSE inputs.
+  std::string declines(const Layout& l) const override {
+    if (l.c.pass == Pass::Bwd)
+      return fmt::format("plugin: ABI v{} carries the forward's tensors only (pass=bwd needs dO, O and LSE in and "
+                         "dQ/dK/dV out; run a backward kernel through exec:)", AO_PLUGIN_ABI_VERSION);
+    return {};
+  }
+
   RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
     if (!broken_.empty()) return {RunStatus::Error, broken_, 0};
     if (host_.empty()) return {RunStatus::Skipped, unavailable_, 0};

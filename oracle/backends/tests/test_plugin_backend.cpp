@@ -62,6 +62,16 @@ TEST(Plugin, ExamplePassesOnFreshCases) {
   }
 }
 
+TEST(Plugin, BackwardCasesAreSkippedWithTheAbisReason) {
+  // ABI v1 has no backward tensors: a pass=bwd case is declined before any library code runs, never
+  // handed to the library as a forward (whose empty outputs crashed the example) nor judged as unwritten.
+  for (const char* line : {"op=sdpa pass=bwd docs=30,20 hq=2 dim=16", "op=indexer pass=bwd docs=40 heads=2 dim=8 topk=4"}) {
+    const auto r = run_plugin(kPlugin, line);
+    EXPECT_EQ(r.verdict.kind, Verdict::Skipped) << format_result(r);
+    EXPECT_NE(r.verdict.reason.find("pass=bwd"), std::string::npos) << r.verdict.reason;
+  }
+}
+
 // The oracle holds plugin knobs to the one grammar: `bug=` takes the cpu-bug ids only, foreign knobs keep
 // the naming rule, and the old spelling reads as the canonical one (the name says which).
 TEST(Plugin, KnobsFollowTheGrammarAndBugIsADefectId) {
