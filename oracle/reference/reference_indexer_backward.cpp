@@ -298,12 +298,15 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
         const double sq = kLambda * std::sqrt(double(std::max<size_t>(n, 1)) + 2) * u;
         float* oq = gates->dq.data() + size_t(r) * size_t(H * D);
         float* ow = gates->dw.data() + size_t(r) * size_t(H);
-        float* ta = gates->dq_ds_abs.data() + size_t(r) * size_t(H * D);
-        float* tf = gates->dq_ds_floor.data() + size_t(r) * size_t(H * D);
-        for (size_t x = 0; x < gq.size(); ++x) {
+        for (size_t x = 0; x < gq.size(); ++x)
           oq[x] = float(kEmulationFactor * (gq[x] + sq * mq[x]) + u * std::fabs(dq[x]));
-          ta[x] = float(tq[x]);
-          tf[x] = float(fq[x]);
+        if (!gates->dq_ds_abs.empty()) {  // 16-bit cases only
+          float* ta = gates->dq_ds_abs.data() + size_t(r) * size_t(H * D);
+          float* tf = gates->dq_ds_floor.data() + size_t(r) * size_t(H * D);
+          for (size_t x = 0; x < gq.size(); ++x) {
+            ta[x] = float(tq[x]);
+            tf[x] = float(fq[x]);
+          }
         }
         for (size_t x = 0; x < gw.size(); ++x)
           ow[x] = float(kEmulationFactor * (gw[x] + sq * mw[x]) + u * std::fabs(dw[x]));
@@ -384,12 +387,15 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
       if constexpr (Gates) {
         const double sq = kLambda * std::sqrt(double(std::max<int64_t>((en - b) * H, 1)) + 2) * u;
         float* ok = gates->dk.data() + size_t(j) * size_t(D);
-        float* ta = gates->dk_ds_abs.data() + size_t(j) * size_t(D);
-        float* tf = gates->dk_ds_floor.data() + size_t(j) * size_t(D);
-        for (int d = 0; d < D; ++d) {
+        for (int d = 0; d < D; ++d)
           ok[d] = float(kEmulationFactor * (gk[size_t(d)] + sq * mk[size_t(d)]) + u * std::fabs(dk[size_t(d)]));
-          ta[d] = float(tk[size_t(d)]);
-          tf[d] = float(fk[size_t(d)]);
+        if (!gates->dk_ds_abs.empty()) {  // 16-bit cases only
+          float* ta = gates->dk_ds_abs.data() + size_t(j) * size_t(D);
+          float* tf = gates->dk_ds_floor.data() + size_t(j) * size_t(D);
+          for (int d = 0; d < D; ++d) {
+            ta[d] = float(tk[size_t(d)]);
+            tf[d] = float(fk[size_t(d)]);
+          }
         }
       }
     }
@@ -453,10 +459,12 @@ IndexerBackwardGates indexer_backward_gates(const Layout& l, const Inputs& in) {
   g.dq.assign(size_t(l.q_rows) * size_t(c.heads) * size_t(c.dim), 0.f);
   g.dw.assign(size_t(l.q_rows) * size_t(c.heads), 0.f);
   g.dk.assign(size_t(l.kv_rows) * size_t(c.dim), 0.f);
-  g.dq_ds_abs.assign(g.dq.size(), 0.f);
-  g.dq_ds_floor.assign(g.dq.size(), 0.f);
-  g.dk_ds_abs.assign(g.dk.size(), 0.f);
-  g.dk_ds_floor.assign(g.dk.size(), 0.f);
+  if (c.dtype != DType::F32) {  // the dS rounding terms only a 16-bit kernel's gate adds (compare_indexer_bwd.cpp)
+    g.dq_ds_abs.assign(g.dq.size(), 0.f);
+    g.dq_ds_floor.assign(g.dq.size(), 0.f);
+    g.dk_ds_abs.assign(g.dk.size(), 0.f);
+    g.dk_ds_floor.assign(g.dk.size(), 0.f);
+  }
   g.exact = make_sentinel_outputs(l);
   run<true>(l, in, exact_indexer_backward_seams(), &g.exact, &g);
   return g;

@@ -10,11 +10,15 @@
 # seconds are per campaign on one core. --catalog-out DIR writes DIR/<model>.case: the shortest
 # shrunk case over the seeds with `# catches: cpu-bug:<model>` (corpus/catalog/). --shrink-runs N
 # (default 150) bounds each shrink; 0 skips shrinking (cases to detection only, much cheaper).
+# --campaign mix (default): every campaign draws the generator's mix of ops and passes. --campaign model:
+# each model is fuzzed the way a user fuzzes the kernel it stands for: `--op` the model's one op (a model
+# of both ops keeps the mix) and `--pass bwd` when every trigger case of its catalog entry is a backward
+# case (a backward kernel's campaign), from `attn-oracle catalog --json`.
 # Usage: scripts/tools/fuzz-detection.sh [--ao PATH] [--seeds N] [--budget 60s|N] [--dims small|glm]
-#          [--models a,b] [--jobs N] [--shrink-runs N] [--catalog-out DIR]
+#          [--models a,b] [--jobs N] [--shrink-runs N] [--catalog-out DIR] [--campaign mix|model]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-ao="$here/build/attn-oracle" seeds=10 budget=60s dims=small models="" jobs=1 catalog="" shrink_runs=150
+ao="$here/build/attn-oracle" seeds=10 budget=60s dims=small models="" jobs=1 catalog="" shrink_runs=150 campaign=mix
 while (($#)); do
   case "$1" in
     --ao) ao=$2; shift 2 ;;
@@ -25,6 +29,7 @@ while (($#)); do
     --jobs) jobs=$2; shift 2 ;;
     --catalog-out) catalog=$2; shift 2 ;;
     --shrink-runs) shrink_runs=$2; shift 2 ;;
+    --campaign) campaign=$2; shift 2 ;;
     *) echo "fuzz-detection.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -40,15 +45,28 @@ if [[ -n "$models" ]]; then  # by name, with or without the cpu-bug: prefix; an 
 else
   models=$all
 fi
+[[ $campaign == mix || $campaign == model ]] || { echo "fuzz-detection.sh: --campaign: mix or model, not '$campaign'" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export ao budget dims tmp shrink_runs
+# $tmp/<model>.args: the campaign's extra fuzz arguments (--campaign model).
+if [[ $campaign == model ]]; then
+  "$ao" catalog --json | python3 -c '
+import json, sys
+for m in json.load(sys.stdin)["models"]:
+    args = ["--op", m["ops"][0]] if len(m["ops"]) == 1 else []
+    if m["triggers"] and all(" pass=bwd" in " " + t["case"] for t in m["triggers"]):
+        args += ["--pass", "bwd"]
+    open(sys.argv[1] + "/" + m["id"] + ".args", "w").write(" ".join(args))
+' "$tmp"
+fi
 
 # One campaign: model $1, seed $2 -> $tmp/<model>.<seed> holding "cases secs steps chars docs" and the line.
 one() {
-  local m=$1 s=$2 out res fc line docs
+  local m=$1 s=$2 out res fc line docs extra=()
+  [[ -f "$tmp/$m.args" ]] && read -r -a extra < "$tmp/$m.args"
   out=$(OMP_NUM_THREADS=1 "$ao" fuzz --backend "cpu-bug:$m" --seed "$s" --budget "$budget" --dims "$dims" \
-          --max-failures 1 --shrink-runs "$shrink_runs" --no-save 2>/dev/null || true)
+          --max-failures 1 --shrink-runs "$shrink_runs" --no-save "${extra[@]}" 2>/dev/null || true)
   res=$(grep '^fuzz-result' <<<"$out" || true)
   fc=$(sed -n 's/.*first_failure_case=\(-\?[0-9]*\).*/\1/p' <<<"$res")
   [[ -z "$fc" || "$fc" == "-1" ]] && { echo "miss" > "$tmp/$m.$s"; return 0; }

@@ -85,7 +85,7 @@ struct IndexerBackwardGates {
   // dtype before the dQ/dK products scales with (a tensor-core kernel feeds dS to a bf16/fp16 MMA; the
   // roundings can all go one way: equal values round alike), and ds_floor = sum (1 + |w|)(1 + |k_d|)
   // resp. (1 + |w|)(1 + |q_d|), what underflow scales with (dS and its products below the dtype's
-  // normal range: flushed or subnormal), times the dtype's underflow unit.
+  // normal range: flushed or subnormal), times the dtype's underflow unit. Empty for an fp32 case.
   std::vector<float> dq_ds_abs, dq_ds_floor, dk_ds_abs, dk_ds_floor;
   double loss = 0;
   std::vector<char> dk_selected;  // per KV row: 1 where a slot of this layout's rows reads it
