@@ -445,7 +445,8 @@ class CudnnSdpa : public Backend {
     thd.stats(Stats, opt_.ragged_stats);
     auto attrs = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(float(p.scale));
     set_mask(*g, p, pad_mask, attrs);
-    if (opt_.max_total) attrs.set_max_total_seq_len_q(p.q_rows).set_max_total_seq_len_kv(kv.rows);
+    // Every row an offset may address: the Q buffer, and the larger of the K buffer and the dK/dV rows.
+    if (opt_.max_total) attrs.set_max_total_seq_len_q(p.q_rows).set_max_total_seq_len_kv(std::max(p.kv_rows, kv.rows));
     if (opt_.deterministic) attrs.set_deterministic_algorithm(true);
     auto [dQ, dK, dV] = g->sdpa_backward(Q, K, V, O, dO, Stats, attrs);
     thd.rows(dQ, "dQ", kDQ, hq, sq, d, "dq_ragged_offset", kDQOff)->set_output(true);
