@@ -324,6 +324,18 @@ class CudnnSdpa : public Backend {
     return pad_mask;
   }
 
+  // Binds what both passes share (the stats offsets, the sequence lengths), runs the graph and waits.
+  void execute(fe::graph::Graph& g, cudnnHandle_t h, const RaggedProblem& p, bool pad_mask,
+               graph_parts::SmallBuffers& small, std::unordered_map<int64_t, void*>& pack, void* ws) const {
+    if (opt_.ragged_stats) pack[kStatsOff] = small.offsets(p.stats_off);
+    if (pad_mask) {
+      pack[kSeqQ] = small.put(p.seq_q.data(), p.seq_q.size() * 4);
+      pack[kSeqKv] = small.put(p.seq_kv.data(), p.seq_kv.size() * 4);
+    }
+    step("execute", g.execute(h, pack, ws), true);
+    AO_CUDA(cudaDeviceSynchronize());
+  }
+
   void log(const RaggedProblem& p, const char* pass, bool pad_mask, const std::string& plan, int64_t ws) const {
     if (!opt_.log) return;
     std::fprintf(stderr, "cudnn-sdpa: %s; pass=%s impl=%s pad_mask=%d plan=%s workspace=%lld B; %s\n",
@@ -381,13 +393,7 @@ class CudnnSdpa : public Backend {
         {kQ, tq.dev.p}, {kK, tk.dev.p}, {kV, tv.dev.p}, {kO, to.dev.p}, {kStats, ts.dev.p},
         {kQOff, small.offsets(p.q_off)}, {kKOff, small.offsets(p.k_off)}, {kVOff, small.offsets(p.v_off)},
         {kOOff, small.offsets(p.o_off)}};
-    if (opt_.ragged_stats) pack[kStatsOff] = small.offsets(p.stats_off);
-    if (pad_mask) {
-      pack[kSeqQ] = small.put(p.seq_q.data(), p.seq_q.size() * 4);
-      pack[kSeqKv] = small.put(p.seq_kv.data(), p.seq_kv.size() * 4);
-    }
-    step("execute", g->execute(h, pack, dws.p), true);
-    AO_CUDA(cudaDeviceSynchronize());
+    execute(*g, h, p, pad_mask, small, pack, dws.p);
 
     // Every row comes back, pad slots included (the oracle checks them for clobbering).
     int64_t guard_writes = 0;
@@ -491,13 +497,7 @@ class CudnnSdpa : public Backend {
         {kQOff, small.offsets(p.q_off)}, {kKOff, small.offsets(p.k_off)}, {kVOff, small.offsets(p.v_off)},
         {kOOff, small.offsets(p.o_off)}, {kDOOff, small.offsets(do_off)}, {kDQOff, small.offsets(p.q_off)},
         {kDKOff, small.offsets(kv.dk_off)}, {kDVOff, small.offsets(kv.dv_off)}};
-    if (opt_.ragged_stats) pack[kStatsOff] = small.offsets(p.stats_off);
-    if (pad_mask) {
-      pack[kSeqQ] = small.put(p.seq_q.data(), p.seq_q.size() * 4);
-      pack[kSeqKv] = small.put(p.seq_kv.data(), p.seq_kv.size() * 4);
-    }
-    step("execute", g->execute(h, pack, dws.p), true);
-    AO_CUDA(cudaDeviceSynchronize());
+    execute(*g, h, p, pad_mask, small, pack, dws.p);
 
     int64_t guard_writes = 0;
     out.dq = tdq.download(guard_writes);
