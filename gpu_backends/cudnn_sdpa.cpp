@@ -491,11 +491,12 @@ class CudnnSdpa : public Backend {
     tdv.upload_sentinels();
 
     SmallBuffers small{i64, {}};
+    void* q_off = small.offsets(p.q_off);  // dQ lands where Q is read
     std::unordered_map<int64_t, void*> pack = {
         {kQ, tq.dev.p}, {kK, tk.dev.p}, {kV, tv.dev.p}, {kO, to.dev.p}, {kDO, tdo.dev.p}, {kStats, ts.dev.p},
         {kDQ, tdq.dev.p}, {kDK, tdk.dev.p}, {kDV, tdv.dev.p},
-        {kQOff, small.offsets(p.q_off)}, {kKOff, small.offsets(p.k_off)}, {kVOff, small.offsets(p.v_off)},
-        {kOOff, small.offsets(p.o_off)}, {kDOOff, small.offsets(do_off)}, {kDQOff, small.offsets(p.q_off)},
+        {kQOff, q_off}, {kKOff, small.offsets(p.k_off)}, {kVOff, small.offsets(p.v_off)},
+        {kOOff, small.offsets(p.o_off)}, {kDOOff, small.offsets(do_off)}, {kDQOff, q_off},
         {kDKOff, small.offsets(kv.dk_off)}, {kDVOff, small.offsets(kv.dv_off)}};
     execute(*g, h, p, pad_mask, small, pack, dws.p);
 

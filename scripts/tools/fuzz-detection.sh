@@ -57,7 +57,7 @@ for m in json.load(sys.stdin)["models"]:
     args = ["--op", m["ops"][0]] if len(m["ops"]) == 1 else []
     if m["triggers"] and all(" pass=bwd" in " " + t["case"] for t in m["triggers"]):
         args += ["--pass", "bwd"]
-    open(sys.argv[1] + "/" + m["id"] + ".args", "w").write(" ".join(args))
+    open(sys.argv[1] + "/" + m["id"] + ".args", "w").write(" ".join(args) + "\n")  # read -a wants the newline
 ' "$tmp"
 fi
 
