@@ -25,9 +25,11 @@ struct CliRun {
   std::string out, err;
 };
 
+// Each call captures into its own temporary folder: CTest runs these tests as parallel processes, and
+// fixed file names under the shared temp dir let one test read another's output.
 CliRun cli(const std::string& args) {
-  const std::string dir = ::testing::TempDir();
-  const std::string out = dir + "ao_cli_out.txt", err = dir + "ao_cli_err.txt";
+  const ao::test::TempDir dir;
+  const std::string out = (dir.path / "out.txt").string(), err = (dir.path / "err.txt").string();
   const std::string cmd = std::string(AO_CLI) + " " + args + " >" + out + " 2>" + err;
   const int st = std::system(cmd.c_str());
   CliRun r;
