@@ -264,7 +264,7 @@ TEST(FuzzCampaign, FailureSignatureIsStructureAndMetricNamesNotValues) {
   // Different: backend, metric names, error, op, mask, window, cp, documents 1/2, padding, f32.
   for (const auto& other :
        {sig("op=indexer docs=4", v1, "cpu-bug:y"), sig("op=indexer docs=4", fail({{"out_of_causal", 1}})),
-        failure_signature("cpu-bug:x", make_layout(parse_case("op=indexer docs=4")), Verdict{Verdict::Error, "boom", {}, {}}),
+        failure_signature("cpu-bug:x", make_layout(parse_case("op=indexer docs=4")), error_verdict("boom")),
         sig("op=sdpa lens=4", v1), sig("op=indexer docs=4 mask=none", v1), sig("op=sdpa lens=4 window=2", v1),
         sig("op=indexer docs=4 cp=2", v1), sig("op=indexer docs=4,4", v1), sig("op=indexer docs=4 pad=1", v1),
         sig("op=indexer docs=4 tail=3", v1), sig("op=indexer docs=4 dtype=fp32", v1)}) {

@@ -1,10 +1,13 @@
 // Indexer backward comparator (op=indexer pass=bwd), against the exact answer and its per-element gates
 // (indexer_backward_gates: a running-error bound of an fp32 kernel's arithmetic, atomics in any order).
-// Under a 16-bit dtype a gate also allows what a tensor-core kernel does in that dtype: dS = dz w rounded
-// to it before the dQ/dK products, times the emulation factor: u_d sum |terms| (no sqrt(n): equal values
-// round alike, so the roundings can all go one way) plus the underflow unit (bf16: 2^-126, a flushed
-// subnormal; fp16: 2^-25, half its subnormal spacing) per term, (1 + |w|)(1 + |k_d|) for dS and its
-// product; and the gradients stored in it (one ulp_d of the exact element):
+// Every gate also allows underflow, times the emulation factor: the underflow unit (fp32 and bf16:
+// 2^-126, a value flushed to zero as a fast-math kernel does, or subnormal; fp16's dS: 2^-25, half its
+// subnormal spacing) per term, (1 + |w|)(1 + |k_d|) for dz, dS and their product (targets near the clip,
+// e^-100 ~ 2^-144, put dz there: without it an honest fp32 numpy backward failed gates rounded to 0),
+// 1 + |score| for dw. Under a 16-bit dtype a gate also allows what a tensor-core kernel does in that
+// dtype: dS = dz w rounded to it before the dQ/dK products, u_d sum |terms| (no sqrt(n): equal values
+// round alike, so the roundings can all go one way); and the gradients stored in it (one ulp_d of the
+// exact element):
 //  * dq_err_over_gate, dw_err_over_gate, dk_err_over_gate: max over the valid rows' elements of
 //    |got - exact| / gate (gate 1; an element off by more than its bound fails, NaN/Inf counts as inf);
 //  * loss_err_over_gate: the same for the loss (gated when the backend reports one; cuDNN's backward
@@ -15,7 +18,8 @@
 //    (gate 0);
 //  * unwritten_rows: valid Q rows of dq/dw and valid K rows of dk still holding the sentinel (gate 0);
 //  * clobbered_pad_slots: rows outside the judged ones written, per the judged region (gate 0 under
-//    pad_writes=forbid).
+//    pad_writes=forbid);
+// and each gradient's cells (dq, dw: row x head; dk: row) with their err/gate as Verdict::cell_maps.
 #include <algorithm>
 #include <cmath>
 
@@ -44,48 +48,74 @@ struct TensorJudge {
   int64_t nonfinite = 0, unwritten = 0;
 };
 
+// One row of a float tensor, `cells` cells of w elements each (the heads of dq and dw, dk's one cell):
+// into t its worst ratio, non-finite elements and whether it holds the sentinel, into map each cell's
+// state and ratio. Returns the row's worst ratio, inf for an unwritten row.
+double judge_row(const float* x, const float* e, const float* gate, int cells, size_t w, TensorJudge& t,
+                 CellMap& map, int64_t row) {
+  double row_worst = 0;
+  bool row_unwritten = false;
+  for (int h = 0; h < cells; ++h) {
+    double worst = 0;
+    bool unwritten = false, nonfinite = false;
+    for (size_t i = size_t(h) * w; i < size_t(h + 1) * w; ++i) {
+      if (is_sentinel(x[i])) { unwritten = true; continue; }
+      if (!std::isfinite(x[i])) { ++t.nonfinite; nonfinite = true; }
+      worst = std::max(worst, err_ratio(x[i], e[i], gate[i]));
+    }
+    map.judged(row, h, nonfinite ? CellMap::NonFinite : unwritten ? CellMap::Unwritten : CellMap::Judged, worst);
+    row_worst = std::max(row_worst, worst);
+    row_unwritten |= unwritten;
+  }
+  t.unwritten += row_unwritten;
+  t.worst = std::max(t.worst, row_worst);
+  return row_unwritten ? INFINITY : row_worst;
+}
+
+// Rows of a buffer outside `valid` (pad slots): Pad, or Clobbered when any element was written.
+void mark_pad_rows(CellMap& map, const std::vector<char>& valid, const std::vector<float>& t) {
+  const size_t w = t.size() / size_t(std::max<int64_t>(map.rows, 1));
+  for (int64_t r = 0; r < map.rows; ++r)
+    if (!valid[size_t(r)])
+      map.pad_row(r, std::any_of(t.begin() + long(size_t(r) * w), t.begin() + long(size_t(r + 1) * w),
+                                 [](float v) { return !is_sentinel(v); }));
+}
+
 }  // namespace
 
 Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
   const Case& c = l.c;
   IndexerBackwardGates g = indexer_backward_gates(l, in);
-  if (c.dtype != DType::F32) {  // the 16-bit kernel's roundings (see the top of the file)
-    const double ds = kEmulationFactor * unit_roundoff(c.dtype);
-    const double floor = kEmulationFactor * (c.dtype == DType::BF16 ? 0x1p-126 : 0x1p-25);
-    auto widen = [&](std::vector<float>& gate, const std::vector<float>& exact, const std::vector<float>* abs,
-                     const std::vector<float>* under) {
+  {  // underflow, and the 16-bit kernel's roundings (see the top of the file)
+    const bool f32 = c.dtype == DType::F32;
+    const double ds = f32 ? 0.0 : kEmulationFactor * unit_roundoff(c.dtype);
+    const double floor = kEmulationFactor * underflow_unit(c.dtype);
+    auto widen = [&](std::vector<float>& gate, const std::vector<float>& exact, const std::vector<float>& under,
+                     const std::vector<float>* abs) {
       for (size_t x = 0; x < gate.size(); ++x)
         if (std::isfinite(exact[x]))  // the rows outside the judged ones hold the sentinel
-          gate[x] = float(double(gate[x]) + (abs ? ds * double((*abs)[x]) + floor * double((*under)[x]) : 0.0) +
-                          dtype_ulp(c.dtype, std::fabs(double(exact[x]))));
+          gate[x] = float(double(gate[x]) + floor * double(under[x]) + (abs ? ds * double((*abs)[x]) : 0.0) +
+                          (f32 ? 0.0 : dtype_ulp(c.dtype, std::fabs(double(exact[x])))));
     };
-    widen(g.dq, g.exact.dq, &g.dq_ds_abs, &g.dq_ds_floor);
-    widen(g.dw, g.exact.dw, nullptr, nullptr);
-    widen(g.dk, g.exact.dk, &g.dk_ds_abs, &g.dk_ds_floor);
+    widen(g.dq, g.exact.dq, g.dq_ds_floor, f32 ? nullptr : &g.dq_ds_abs);
+    widen(g.dw, g.exact.dw, g.dw_floor, nullptr);
+    widen(g.dk, g.exact.dk, g.dk_ds_floor, f32 ? nullptr : &g.dk_ds_abs);
   }
   const size_t H = size_t(c.heads), D = size_t(c.dim);
   std::vector<RowNote> notes;
-  // One row of a float tensor: its worst ratio, non-finite and sentinel elements.
-  auto judge_row = [](const float* x, const float* e, const float* gate, size_t w, TensorJudge& t) {
-    double worst = 0;
-    bool unwritten = false;
-    for (size_t i = 0; i < w; ++i) {
-      if (is_sentinel(x[i])) { unwritten = true; continue; }
-      if (!std::isfinite(x[i])) ++t.nonfinite;
-      worst = std::max(worst, err_ratio(x[i], e[i], gate[i]));
-    }
-    t.unwritten += unwritten;
-    t.worst = std::max(t.worst, worst);
-    return unwritten ? INFINITY : worst;
-  };
+  auto maps = std::make_shared<std::vector<CellMap>>();
+  maps->reserve(3);  // the references below stay valid
+  CellMap& mq = maps->emplace_back("dq", false, l.q_rows, c.heads);
+  CellMap& mw = maps->emplace_back("dw", false, l.q_rows, c.heads);
+  CellMap& mk = maps->emplace_back("dk", true, l.kv_rows, 1);
   TensorJudge tq, tw, tk;
   int64_t rows = 0;
   for_each_valid_row(l, RowBuffer::Q, [&](int64_t r, int64_t) {
     ++rows;
     const double a = judge_row(got.dq.data() + size_t(r) * H * D, g.exact.dq.data() + size_t(r) * H * D,
-                               g.dq.data() + size_t(r) * H * D, H * D, tq);
+                               g.dq.data() + size_t(r) * H * D, c.heads, D, tq, mq, r);
     const double b = judge_row(got.dw.data() + size_t(r) * H, g.exact.dw.data() + size_t(r) * H,
-                               g.dw.data() + size_t(r) * H, H, tw);
+                               g.dw.data() + size_t(r) * H, c.heads, 1, tw, mw, r);
     if (std::max(a, b) > 1) {
       const auto& seg = l.seg_of(r);
       notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), std::max(a, b)});
@@ -96,10 +126,14 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
   for (size_t j = 0; j < kv.size(); ++j) {
     if (!kv[j]) continue;
     const float* x = got.dk.data() + j * D;
-    judge_row(x, g.exact.dk.data() + j * D, g.dk.data() + j * D, D, tk);
+    judge_row(x, g.exact.dk.data() + j * D, g.dk.data() + j * D, 1, D, tk, mk, int64_t(j));
     if (!g.dk_selected[j] && std::any_of(x, x + D, [](float v) { return !is_sentinel(v) && v != 0.f; }))
       ++unselected_written;
   }
+  const std::vector<char> qv = valid_rows(l, RowBuffer::Q);
+  mark_pad_rows(mq, qv, got.dq);
+  mark_pad_rows(mw, qv, got.dw);
+  mark_pad_rows(mk, kv, got.dk);
   const bool loss_reported = !got.loss.empty() && !is_sentinel(got.loss[0]);
   double loss_ratio = 0;
   int64_t nonfinite = tq.nonfinite + tw.nonfinite + tk.nonfinite;
@@ -126,7 +160,9 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
                    tq.unwritten + tw.unwritten + tk.unwritten > 0),
       gated_metric("clobbered_pad_slots", double(pad_written), forbid_pad ? "== 0" : "", pad_written > 0),
   };
-  return build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
+  Verdict v = build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
+  v.cell_maps = std::move(maps);
+  return v;
 }
 
 }  // namespace ao

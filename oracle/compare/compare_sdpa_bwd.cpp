@@ -25,6 +25,7 @@
 //  * <g>_nonfinite_valid: NaN/Inf (not the sentinel) in a judged row (gate 0);
 //  * <g>_clobbered_pad_slots: rows of the gradient's buffer outside its value rows that were written
 //    (gate 0 under pad_writes=forbid; grad_pad=zero lets a pad row hold zeros);
+//  * each gradient's cells (row, head) with their err/gate as Verdict::cell_maps (report.html);
 // and over all three: unwritten_rows (judged (row, head) pairs still holding the sentinel) and
 // dkv_unreached_nonzero (K/V rows no query may reach, exact dK = dV = 0, holding anything but zeros: a
 // gradient leaked into keys outside every row's band, another document's).
@@ -169,11 +170,20 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   metrics.push_back(info_metric("kv_rows_checked", double(kvrows.size())));
   double max_abs_all = 0;
   std::vector<Metric> per_grad;
+  auto maps = std::make_shared<std::vector<CellMap>>();
+  const std::vector<char> q_valid = valid_rows(l, RowBuffer::Q), kv_valid = valid_rows(l, RowBuffer::KV);
   for (size_t gi = 0; gi < 3; ++gi) {
     const Grad& g = grads[gi];
     const auto& rows = g.kv ? kvrows : qrows;
     const std::vector<float>&G = got.*g.t, &X = exact.*g.t, &E = emul.*g.t, &F = f32.*g.t;
     const size_t W = size_t(g.width), RW = size_t(g.heads) * W;
+    CellMap& map = maps->emplace_back(g.name, g.kv, g.kv ? l.kv_rows : l.q_rows, g.heads);
+    const std::vector<char>& valid = g.kv ? kv_valid : q_valid;
+    for (int64_t r = 0; r < map.rows; ++r)
+      if (!valid[size_t(r)])
+        map.pad_row(r, std::any_of(G.begin() + long(size_t(r) * RW), G.begin() + long(size_t(r + 1) * RW), [&](float v) {
+          return !is_sentinel(v) && !(c.grad_pad == GradPad::Zero && v == 0.f);
+        }));
     // The gradient's rms over the judged rows: the scale of its fp32 accumulation floor.
     double sum2 = 0;
     int64_t elems = 0;
@@ -188,7 +198,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
       for (int h = 0; h < g.heads; ++h) {
         const size_t at = size_t(r) * RW + size_t(h) * W;
         double err = 0, emul_err = 0, xmax = 0, x2 = 0;
-        bool unw = false;
+        bool unw = false, bad = false;
         for (size_t e = 0; e < W; ++e) {
           const double x = X[at + e];
           xmax = std::max(xmax, std::fabs(x));
@@ -196,7 +206,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
           emul_err = std::max({emul_err, std::fabs(double(E[at + e]) - x), std::fabs(double(F[at + e]) - x)});
           const float v = G[at + e];
           if (is_sentinel(v)) { unw = true; continue; }
-          if (!std::isfinite(v)) { ++nonfinite; err = INFINITY; continue; }
+          if (!std::isfinite(v)) { ++nonfinite; bad = true; err = INFINITY; continue; }
           const double d = std::fabs(double(v) - x);
           err = std::max(err, d);
           diff2 += d * d;
@@ -214,6 +224,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
         max_abs = std::max(max_abs, err);
         if (!(ratio <= worst)) { worst = ratio; worst_gate = gate; }
         row_ratio = std::max(row_ratio, ratio);
+        map.judged(r, h, bad ? CellMap::NonFinite : unw ? CellMap::Unwritten : CellMap::Judged, ratio);
       }
       if (row_ratio > 1 && !g.kv) {
         const auto& seg = l.seg_of(r);
@@ -254,7 +265,9 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   for (auto& m : per_grad) metrics.push_back(std::move(m));
   metrics.push_back(gated_metric("dkv_unreached_nonzero", double(leaked), "== 0", leaked > 0));
   metrics.push_back(gated_metric("unwritten_rows", double(unwritten), "== 0", unwritten > 0));
-  return build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
+  Verdict v = build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
+  v.cell_maps = std::move(maps);
+  return v;
 }
 
 }  // namespace ao

@@ -45,7 +45,8 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
   // and the user asked to stop after the case in flight, whose verdict stands.
   if (explain && res.verdict.kind == Verdict::Fail && !interrupted())
     res.explanation = std::make_shared<const Explanation>(explain_trial(t, got, ref));
-  if (keep_artifacts && res.verdict.kind == Verdict::Fail) res.artifacts = t.keep_artifacts(got, ref);
+  if (keep_artifacts && res.verdict.kind == Verdict::Fail) res.artifacts = t.keep_artifacts(got, ref, res.verdict);
+  res.verdict.cell_maps.reset();  // kept in the artifacts or not at all (see Verdict)
   return res;
 }
 

@@ -66,13 +66,17 @@ Verdict Trial::judge_on(const Layout& l, const TrialRun& got, const TrialRun& re
 }
 
 // The pictures use indices of checked rows (indexer) or O and LSE (SDPA); see CaseArtifacts.
-std::shared_ptr<const CaseArtifacts> Trial::keep_artifacts(TrialRun& got_run, TrialRun& ref_run) const {
+std::shared_ptr<const CaseArtifacts> Trial::keep_artifacts(TrialRun& got_run, TrialRun& ref_run, Verdict& v) const {
   const Layout& l = l_;
-  if (l.c.pass == Pass::Bwd) return nullptr;  // the pictures draw the forward's outputs (top-k, O/LSE) only
   Outputs &got = got_run.out, &ref = ref_run.out;
   auto a = std::make_unique<CaseArtifacts>();
   a->layout = l;
-  if (l.c.op == Op::Indexer) {
+  int64_t map_bytes = 0;
+  if (l.c.pass == Pass::Bwd) {  // the comparator's judgement per cell, not the gradients
+    if (!v.cell_maps) return nullptr;
+    for (const auto& m : *v.cell_maps) map_bytes += int64_t(m.state.size() * (1 + sizeof(float)));
+    a->cell_maps = std::move(v.cell_maps);
+  } else if (l.c.op == Op::Indexer) {
     const size_t K = size_t(l.c.topk);
     for (int64_t r : l.check_rows) {
       a->got.topk.insert(a->got.topk.end(), got.topk.begin() + long(size_t(r) * K), got.topk.begin() + long(size_t(r + 1) * K));
@@ -87,7 +91,7 @@ std::shared_ptr<const CaseArtifacts> Trial::keep_artifacts(TrialRun& got_run, Tr
   const int64_t bytes = int64_t(sizeof(float)) * int64_t(a->got.topk.size() + a->ref.topk.size() + a->got.o.size() +
                                                          a->ref.o.size() + a->got.lse.size() + a->ref.lse.size()) +
                         int64_t(sizeof(int32_t)) * int64_t(l.row_segment.size()) +
-                        int64_t(sizeof(int64_t)) * int64_t(l.check_rows.size());
+                        int64_t(sizeof(int64_t)) * int64_t(l.check_rows.size()) + map_bytes;
   if (g_artifact_bytes.fetch_add(bytes) + bytes > kArtifactBudget) {
     g_artifact_bytes -= bytes;
     return nullptr;

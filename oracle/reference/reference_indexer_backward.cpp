@@ -45,6 +45,8 @@ const IndexerBackwardSeams& exact_indexer_backward_seams() {
 
 namespace {
 
+float to_float(double x) { return float(x); }
+
 // Valid Q rows of the layout's segments, in segment order (the backward covers every one of them: the
 // loss and d_index_k sum over all rows, so no row sampling applies).
 std::vector<int64_t> valid_q_rows(const Layout& l) {
@@ -177,7 +179,8 @@ double row_slots(const Layout& l, const Inputs& in, const IndexerBackwardSeams& 
       eg[e] = std::fabs(g[e]) * 2 * u * (std::fabs(lt) + 3);
       S_abs += std::fabs(g[e]);
       eS += eg[e];
-      *loss_err += et * (2 * u * (std::fabs(lt) + 3) * std::fabs(lt - lp) + u * (std::fabs(lt) + std::fabs(lp) + 2));
+      *loss_err += et * (2 * u * (std::fabs(lt) + 3) * std::fabs(lt - lp) + u * (std::fabs(lt) + std::fabs(lp) + 2)) +
+                   kUnderflow32 * (std::fabs(lt - lp) + 1);  // exp(lt) below 2^-126: flushed or subnormal
       *loss_mag += std::fabs(et * (lt - lp));
     }
   }
@@ -238,7 +241,7 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
     RowSlots rs;
     const size_t HD = size_t(H) * size_t(D), Hs = size_t(H);
     std::vector<double> dq(HD), dw(Hs), gq(Gates ? HD : 0), mq(gq.size()), tq(gq.size()), fq(gq.size()),
-        gw(Gates ? Hs : 0), mw(gw.size());
+        gw(Gates ? Hs : 0), mw(gw.size()), fw(gw.size());
 #pragma omp for schedule(dynamic, 16)
     for (size_t i = 0; i < R; ++i) {
       const int64_t r = c.rows[i];
@@ -250,7 +253,7 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
         std::copy(rs.dz_mag.begin(), rs.dz_mag.end(), dz_mag.begin() + long(i * K));
         std::fill(gq.begin(), gq.end(), 0.0), std::fill(mq.begin(), mq.end(), 0.0), std::fill(tq.begin(), tq.end(), 0.0),
             std::fill(fq.begin(), fq.end(), 0.0);
-        std::fill(gw.begin(), gw.end(), 0.0), std::fill(mw.begin(), mw.end(), 0.0);
+        std::fill(gw.begin(), gw.end(), 0.0), std::fill(mw.begin(), mw.end(), 0.0), std::fill(fw.begin(), fw.end(), 0.0);
       }
       std::fill(dq.begin(), dq.end(), 0.0), std::fill(dw.begin(), dw.end(), 0.0);
       const float* q = in.q.data() + size_t(r) * size_t(H * D);
@@ -274,6 +277,7 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
             const bool flip = std::fabs(a) <= ea && ea > 0;  // the kernel's ReLU may go either way
             gw[size_t(h)] += rs.dz_err[e] * std::max(a, 0.0) + rs.dz_mag[e] * ea;
             mw[size_t(h)] += rs.dz_mag[e] * (std::max(a, 0.0) + ea);
+            fw[size_t(h)] += 1 + std::max(a, 0.0) + ea;
             const double eq = rs.dz_err[e] * std::fabs(wh) * rg + (flip ? rs.dz_mag[e] * std::fabs(wh) : 0.0);
             const double m = rs.dz_mag[e] * std::fabs(wh) * (flip ? 1.0 : rg);
             for (int d = 0; d < D; ++d) {
@@ -300,14 +304,10 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
         float* ow = gates->dw.data() + size_t(r) * size_t(H);
         for (size_t x = 0; x < gq.size(); ++x)
           oq[x] = float(kEmulationFactor * (gq[x] + sq * mq[x]) + u * std::fabs(dq[x]));
-        if (!gates->dq_ds_abs.empty()) {  // 16-bit cases only
-          float* ta = gates->dq_ds_abs.data() + size_t(r) * size_t(H * D);
-          float* tf = gates->dq_ds_floor.data() + size_t(r) * size_t(H * D);
-          for (size_t x = 0; x < gq.size(); ++x) {
-            ta[x] = float(tq[x]);
-            tf[x] = float(fq[x]);
-          }
-        }
+        if (!gates->dq_ds_abs.empty())  // 16-bit cases only
+          std::transform(tq.begin(), tq.end(), gates->dq_ds_abs.begin() + long(size_t(r) * HD), to_float);
+        std::transform(fq.begin(), fq.end(), gates->dq_ds_floor.begin() + long(size_t(r) * HD), to_float);
+        std::transform(fw.begin(), fw.end(), gates->dw_floor.begin() + long(size_t(r) * Hs), to_float);
         for (size_t x = 0; x < gw.size(); ++x)
           ow[x] = float(kEmulationFactor * (gw[x] + sq * mw[x]) + u * std::fabs(dw[x]));
       }
@@ -389,14 +389,9 @@ void run(const Layout& l, const Inputs& in, const IndexerBackwardSeams& s, Outpu
         float* ok = gates->dk.data() + size_t(j) * size_t(D);
         for (int d = 0; d < D; ++d)
           ok[d] = float(kEmulationFactor * (gk[size_t(d)] + sq * mk[size_t(d)]) + u * std::fabs(dk[size_t(d)]));
-        if (!gates->dk_ds_abs.empty()) {  // 16-bit cases only
-          float* ta = gates->dk_ds_abs.data() + size_t(j) * size_t(D);
-          float* tf = gates->dk_ds_floor.data() + size_t(j) * size_t(D);
-          for (int d = 0; d < D; ++d) {
-            ta[d] = float(tk[size_t(d)]);
-            tf[d] = float(fk[size_t(d)]);
-          }
-        }
+        if (!gates->dk_ds_abs.empty())  // 16-bit cases only
+          std::transform(tk.begin(), tk.end(), gates->dk_ds_abs.begin() + long(size_t(j) * Ds), to_float);
+        std::transform(fk.begin(), fk.end(), gates->dk_ds_floor.begin() + long(size_t(j) * Ds), to_float);
       }
     }
   }
@@ -459,11 +454,12 @@ IndexerBackwardGates indexer_backward_gates(const Layout& l, const Inputs& in) {
   g.dq.assign(size_t(l.q_rows) * size_t(c.heads) * size_t(c.dim), 0.f);
   g.dw.assign(size_t(l.q_rows) * size_t(c.heads), 0.f);
   g.dk.assign(size_t(l.kv_rows) * size_t(c.dim), 0.f);
+  g.dq_ds_floor.assign(g.dq.size(), 0.f);
+  g.dk_ds_floor.assign(g.dk.size(), 0.f);
+  g.dw_floor.assign(g.dw.size(), 0.f);
   if (c.dtype != DType::F32) {  // the dS rounding terms only a 16-bit kernel's gate adds (compare_indexer_bwd.cpp)
     g.dq_ds_abs.assign(g.dq.size(), 0.f);
-    g.dq_ds_floor.assign(g.dq.size(), 0.f);
     g.dk_ds_abs.assign(g.dk.size(), 0.f);
-    g.dk_ds_floor.assign(g.dk.size(), 0.f);
   }
   g.exact = make_sentinel_outputs(l);
   run<true>(l, in, exact_indexer_backward_seams(), &g.exact, &g);

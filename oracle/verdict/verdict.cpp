@@ -47,8 +47,8 @@ Verdict build_verdict(std::vector<Metric> metrics, std::vector<RowNote> worst_ro
   return v;
 }
 
-Verdict error_verdict(std::string reason) { return {Verdict::Error, std::move(reason), {}, {}}; }
-Verdict skipped_verdict(std::string reason) { return {Verdict::Skipped, std::move(reason), {}, {}}; }
+Verdict error_verdict(std::string reason) { return {Verdict::Error, std::move(reason), {}, {}, {}}; }
+Verdict skipped_verdict(std::string reason) { return {Verdict::Skipped, std::move(reason), {}, {}, {}}; }
 
 std::set<std::string> failing_metrics(const Verdict& v) {
   std::set<std::string> s;

@@ -128,7 +128,12 @@ std::string case_section(const CaseResult& r, size_t i, bool pictures) {
     const auto& a = *r.artifacts;
     const std::string id = fmt::format("c{}", i + 1);
     s += "<h3>Layout strip: where every row of each buffer belongs</h3>" + svg_layout_strip(a.layout, id + "l");
-    if (a.layout.c.op == Op::Indexer) {
+    if (a.layout.c.pass == Pass::Bwd) {
+      s += "<h3>Gradient error maps: per row and head, each gradient's error over its gate</h3>";
+      s += "<p class=\"note\">x: the gradient's buffer rows (Q rows for dQ and dW, K/V rows for dK and dV), under the buffer's "
+           "layout; y: heads. Colour: max|B−R| / gate of the cell, as the comparator judged it (above 1 fails).</p>";
+      s += svg_gradient_maps(a, id + "g");
+    } else if (a.layout.c.op == Op::Indexer) {
       s += "<h3>Selection map: which keys each query row picked</h3>";
       s += "<p class=\"note\">y: this rank's Q rows (chunks labelled with their positions); x: KV buffer rows. Shaded: the keys a "
            "row may pick (its causal prefix in its own document). Dark blue: picked by both; light blue: the reference "

@@ -10,6 +10,9 @@
 //                  extra picks when they are confined to a narrow key range; per-row overlap bars.
 //   error_map:     SDPA, O rows x heads relative error and LSE error, the O buffer's layout above it
 //                  on the same axis; NaN/Inf, unwritten rows and written (clobbered) pad slots marked.
+//   gradient_maps: pass=bwd, each gradient's rows x heads err/gate as its comparator judged it
+//                  (Verdict::cell_maps): the Q buffer's (dQ; the indexer's dW) and the K/V buffer's
+//                  (dK, dV), each under its buffer's layout, marked as the error map is.
 #pragma once
 #include <string>
 
@@ -21,5 +24,6 @@ namespace ao {
 std::string svg_layout_strip(const Layout& l, const std::string& id);
 std::string svg_selection_map(const CaseArtifacts& a, const std::string& id);
 std::string svg_error_map(const CaseArtifacts& a, const std::string& id);
+std::string svg_gradient_maps(const CaseArtifacts& a, const std::string& id);
 
 }  // namespace ao

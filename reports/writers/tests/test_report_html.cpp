@@ -136,6 +136,60 @@ TEST(ReportHtml, LongCaseStaysUnderTwoMegabytes) {
   fs::remove_all(dir);
 }
 
+// pass=bwd: one map per gradient, drawn from the cells the comparator judged (Verdict::cell_maps), so
+// a cell above 1 is a counted violation and the map's failing cells are the metric's.
+TEST(ReportHtml, GradientMapsAreTheComparatorsCellsPerGradient) {
+  const char* const line = "op=sdpa pass=bwd docs=40,30 q_pad=3,0 kv_pad=0,2 hq=4 hkv=2 dim=32 seed=5";
+  const auto good = run(line, "cpu-ref");
+  EXPECT_EQ(good.artifacts, nullptr);
+  EXPECT_EQ(good.verdict.cell_maps, nullptr);  // not carried by a stored result
+  const auto r = run(line, "cpu-bug:bwd-gqa-first-head");
+  ASSERT_EQ(r.verdict.kind, Verdict::Fail);
+  EXPECT_EQ(r.verdict.cell_maps, nullptr);  // moved into the artifacts
+  ASSERT_NE(r.artifacts, nullptr);
+  ASSERT_NE(r.artifacts->cell_maps, nullptr);
+  ASSERT_EQ(r.artifacts->cell_maps->size(), 3u);
+  for (const CellMap& m : *r.artifacts->cell_maps) {
+    int64_t above = 0, pad = 0;
+    for (size_t i = 0; i < m.state.size(); ++i) {
+      above += m.state[i] == CellMap::Judged && m.ratio[i] > 1;
+      pad += m.state[i] == CellMap::Pad;
+    }
+    const Metric* v = r.verdict.find(m.name + "_violations");
+    ASSERT_NE(v, nullptr) << m.name;
+    EXPECT_EQ(double(above), v->value) << m.name;
+    EXPECT_EQ(pad, (m.kv_rows ? 2 : 3) * m.heads) << m.name;  // kv_pad=0,2 / q_pad=3,0
+  }
+  const std::string html = report_html({r});
+  EXPECT_EQ(count(html, "<svg "), 2u);  // layout strip + gradient maps
+  EXPECT_NE(html.find("<title>Q row 0: doc 0 (a) row 0: ok"), std::string::npos);
+  EXPECT_NE(html.find("<title>Q row 40: pad slot: pad</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>K/V row 41: doc 1 (b) key 1: err (err/gate"), std::string::npos);
+  EXPECT_NE(html.find("<title>K/V row 70: pad slot: pad</title>"), std::string::npos);
+  EXPECT_EQ(html.find("<title>Q row 5: doc 0 (a) row 5: err"), std::string::npos);  // dQ is right under this model
+  // Zeroed gradient pad rows: clobbered under grad_pad=untouched, and only there.
+  const auto z = run(line, "cpu-bug:bwd-grad-pad-zeroed");
+  ASSERT_EQ(z.verdict.kind, Verdict::Fail);
+  const std::string hz = report_html({z});
+  EXPECT_NE(hz.find("<title>Q row 40: pad slot: clobbered</title>"), std::string::npos);
+  EXPECT_NE(hz.find("<title>K/V row 71: pad slot: clobbered</title>"), std::string::npos);
+  EXPECT_EQ(hz.find(": err (err/gate"), std::string::npos);
+  // The indexer's backward: dq and dw over Q rows, dk over K rows.
+  const auto ix = run("op=indexer pass=bwd docs=60,40 heads=2 dim=16 topk=8 seed=4", "cpu-bug:dk-overwrite");
+  ASSERT_EQ(ix.verdict.kind, Verdict::Fail);
+  ASSERT_NE(ix.artifacts, nullptr);
+  ASSERT_NE(ix.artifacts->cell_maps, nullptr);
+  std::vector<std::string> names;
+  for (const CellMap& m : *ix.artifacts->cell_maps) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"dq", "dw", "dk"}));
+  const std::string hi = report_html({ix});
+  EXPECT_NE(hi.find("dk err/gate"), std::string::npos);
+  EXPECT_NE(hi.find(": err (err/gate"), std::string::npos);
+  const auto dir = scratch("grad");
+  for (const std::string* page : {&html, &hz, &hi}) expect_well_formed(write(dir, *page));
+  fs::remove_all(dir);
+}
+
 // Opened as a person would: headless Chromium loads the page and takes a screenshot.
 TEST(ReportHtml, ChromiumRendersBothExamplesWithoutConsoleErrors) {
   std::string chromium;

@@ -7,7 +7,7 @@
 //    restores them, so no later run and no judgement ever sees written inputs.
 //  * judge(got, ref): the verdict of a run against a reference run: SKIPPED/ERROR when either run
 //    produced nothing to judge, ERROR when the reference fails reference_sanity(), else compare().
-//  * keep_artifacts(got, ref): what report pictures need of a failing trial (bounded; see below).
+//  * keep_artifacts(got, ref, v): what report pictures need of a failing trial (bounded; see below).
 // Foreign text (backend names, reasons) is made valid UTF-8 here.
 #pragma once
 #include <memory>
@@ -32,11 +32,13 @@ struct TrialRun {
 
 // What the report pictures need from a failing case: its layout and both output sets. Bounded: the
 // indexer keeps top-k of the checked rows only (got/ref.topk row i = layout.check_rows[i]; scores
-// dropped), SDPA keeps O and LSE; all kept artifacts of a process share a 1 GiB budget (past it a
-// failing case keeps none). The writers downsample further, so a report stays small whatever the case.
+// dropped), SDPA keeps O and LSE, a backward case its comparator's cell maps (Verdict::cell_maps) and
+// no outputs; all kept artifacts of a process share a 1 GiB budget (past it a failing case keeps none).
+// The writers downsample further, so a report stays small whatever the case.
 struct CaseArtifacts {
   Layout layout;
   Outputs got, ref;
+  std::shared_ptr<const std::vector<CellMap>> cell_maps;
 };
 
 class Trial {
@@ -57,8 +59,9 @@ class Trial {
   // The same on a subset of layout().check_rows (per-segment verdicts).
   Verdict judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<int64_t> rows) const;
 
-  // Layout and outputs (moved out of got and ref) for report.html; null past the process budget.
-  std::shared_ptr<const CaseArtifacts> keep_artifacts(TrialRun& got, TrialRun& ref) const;
+  // Layout and outputs (moved out of got and ref) or v's cell maps (moved out of v) for report.html;
+  // null past the process budget.
+  std::shared_ptr<const CaseArtifacts> keep_artifacts(TrialRun& got, TrialRun& ref, Verdict& v) const;
 
  private:
   Verdict judge_on(const Layout& l, const TrialRun& got, const TrialRun& ref) const;

@@ -77,16 +77,25 @@ void reference_indexer_backward(const Layout& l, const Inputs& in, Outputs& out,
 // case dtype, fp32 logs/exps and accumulation, atomics in any order) may lie from the exact one, from
 // a running-error analysis of that arithmetic (probabilistic sums, lambda * sqrt(n) * u; a ReLU whose
 // argument lies within its rounding bound of 0 may go either way). Same shapes as the outputs.
+// The underflow unit of an indexer backward kernel's arithmetic: fp32 and bf16 (one exponent range)
+// 2^-126, the smallest normal number (below it a kernel flushes to zero or rounds to a subnormal);
+// fp16's dS 2^-25, half its subnormal spacing.
+inline constexpr double kUnderflow32 = 0x1p-126;
+inline double underflow_unit(DType d) { return d == DType::F16 ? 0x1p-25 : kUnderflow32; }
+
 struct IndexerBackwardGates {
   Outputs exact;  // the exact answer (reference_indexer_backward's, exact seams): the yardstick
   std::vector<float> dq, dw, dk;
   // Per dq / dk element, over its product terms (slots for dq, (row, head) contributions for dk) with
   // a nonzero ReLU gradient: ds_abs = sum |dz w k_d| resp. |dz w q_d|, what rounding each dS = dz w to the
   // dtype before the dQ/dK products scales with (a tensor-core kernel feeds dS to a bf16/fp16 MMA; the
-  // roundings can all go one way: equal values round alike), and ds_floor = sum (1 + |w|)(1 + |k_d|)
-  // resp. (1 + |w|)(1 + |q_d|), what underflow scales with (dS and its products below the dtype's
-  // normal range: flushed or subnormal), times the dtype's underflow unit. Empty for an fp32 case.
-  std::vector<float> dq_ds_abs, dq_ds_floor, dk_ds_abs, dk_ds_floor;
+  // roundings can all go one way: equal values round alike; empty for an fp32 case), and ds_floor =
+  // sum (1 + |w|)(1 + |k_d|) resp. (1 + |w|)(1 + |q_d|), what underflow scales with: dz, dS and their
+  // products below the normal range (flushed to zero, as a kernel built with fast math does, or
+  // subnormal) each off by up to the underflow unit (fp32 and bf16: 2^-126; fp16's dS: 2^-25). Targets
+  // near the clip (e^-100 ~ 2^-144) put dz there. Per dw element: dw_floor = sum over its row's slots
+  // of 1 + max(a, 0) + the score's rounding bound, dz's underflow times the score it multiplies.
+  std::vector<float> dq_ds_abs, dq_ds_floor, dk_ds_abs, dk_ds_floor, dw_floor;
   double loss = 0;
   std::vector<char> dk_selected;  // per KV row: 1 where a slot of this layout's rows reads it
 };

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,11 +42,38 @@ struct RowNote {        // a worst row, located so that a user can find it
   double value = 0;     // e.g. the row's strict overlap or max error
 };
 
+// How a comparator judged each (buffer row, head) of one output tensor: the backward comparators'
+// gradients, for report.html's error maps (the forward's maps draw O/LSE from the outputs themselves).
+// ratio: the cell's error over its gate (> 1 fails; inf: an error where the gate is 0).
+struct CellMap {
+  enum State : uint8_t { NotJudged, Pad, Judged, Clobbered, Unwritten, NonFinite };  // worse later
+  std::string name;           // "dq", "dk", "dv", "dw"
+  bool kv_rows = false;       // rows are K/V buffer rows, else Q buffer rows
+  int64_t rows = 0;
+  int heads = 1;
+  std::vector<uint8_t> state;  // [rows][heads]
+  std::vector<float> ratio;    // [rows][heads], where Judged
+  CellMap(std::string n, bool kv, int64_t r, int h)
+      : name(std::move(n)), kv_rows(kv), rows(r), heads(h), state(size_t(r) * size_t(h), NotJudged),
+        ratio(state.size(), 0.f) {}
+  // A row outside the judged ones: Pad, or Clobbered when `written`.
+  void pad_row(int64_t r, bool written) {
+    for (int h = 0; h < heads; ++h) state[size_t(r) * size_t(heads) + size_t(h)] = written ? Clobbered : Pad;
+  }
+  void judged(int64_t r, int h, State st, double err_over_gate) {
+    state[size_t(r) * size_t(heads) + size_t(h)] = st;
+    ratio[size_t(r) * size_t(heads) + size_t(h)] = float(err_over_gate);
+  }
+};
+
 struct Verdict {
   enum Kind { Pass, Fail, Skipped, Error } kind = Pass;
   std::string reason;                // skipped / error reason, or the failing metric names
   std::vector<Metric> metrics;
   std::vector<RowNote> worst_rows;
+  // The backward comparators' per-cell judgement (CellMap); run_trial moves it into a failing case's
+  // kept artifacts and drops it otherwise, so stored results do not carry it.
+  std::shared_ptr<const std::vector<CellMap>> cell_maps;
   const Metric* find(const std::string& name) const;
 };
 
