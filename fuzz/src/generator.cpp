@@ -27,6 +27,7 @@
 #include "attn_oracle/fuzz/generator.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstdint>
 #include <numeric>
 
@@ -97,6 +98,9 @@ Profile profile(DimsProfile d) {
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// A generated backward case's estimated peak memory at most this; a larger one is drawn as its forward.
+constexpr int64_t kBackwardBytes = int64_t(2) << 30;
 
 // The key family a case emphasises. A campaign's cases take turns (ChoiceSource::scheduled: case n
 // of a seed emphasises family (n + r) mod N), so every family comes up within N consecutive cases
@@ -481,7 +485,11 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   c.seed = R.integer(1, 1000000);
 
   // Sample rows when the rank's query rows x keys would make the CPU oracle slow.
-  const Layout l = make_layout(c);  // throws on a generator bug; the tests run thousands of seeds
+  // Throws on a generator bug (the tests run thousands of seeds). Not on memory: a backward case too long
+  // to judge every row is turned into the forward below, which then fits.
+  LayoutLimits sizing;
+  sizing.max_bytes = std::numeric_limits<int64_t>::max();
+  const Layout l = make_layout(c, sizing);
   int64_t rows = 0;
   for (const auto& s : l.segments) rows += s.rows;
   if (rows > P.check_rows && rows * max_keys > P.max_check_keys) c.rows = P.check_rows;
@@ -490,7 +498,9 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   if (long_rows || wide)
     if (rows > 64 && rows * max_keys * widen > P.max_check_keys) c.rows = 64;
   if (all_bwd) c.rows = 0;  // the backward's dK/dV sum over every row; the packs above are sized for it
-  if (c.pass == Pass::Bwd && c.rows != 0) {  // the backward judges every row: too many, the forward instead
+  // The backward judges every row: too many (or a backward too large for a fuzz case: its gradient sets
+  // and per-slot state, e.g. 32k rows x 64 heads x 128 at top-k 2048 ~ 10 GiB), the forward instead.
+  if (c.pass == Pass::Bwd && (c.rows != 0 || (!all_bwd && l.mem_bytes > kBackwardBytes))) {
     c.pass = Pass::Fwd;
     c.loss_mean = LossMean::Rows;
     c.grad_pad = GradPad::Untouched;

@@ -127,18 +127,17 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   // Column sums sum_i P_ij w_i per (key, K/V head) of weight sets packed into the first elements of dO
   // (one backward for as many sets as d_v holds), each scaled by its maximum so that no weight overflows.
   const auto column_sums = [&](const std::vector<std::pair<const std::vector<double>*, double>>& sets) {
-    Inputs weighted = in;
-    std::fill(weighted.dout.begin(), weighted.dout.end(), 0.0f);
+    std::vector<float> weighted(in.dout.size(), 0.0f);
     for (int64_t r : all_rows)
       for (int h = 0; h < c.hq; ++h) {
         const size_t qi = size_t(r) * size_t(c.hq) + size_t(h);
         for (size_t k = 0; k < sets.size(); ++k) {
           const double m = sets[k].second;
-          weighted.dout[qi * size_t(c.dim_v) + k] = m > 0 ? float(std::min((*sets[k].first)[qi] / m, 1.0)) : 0.0f;
+          weighted[qi * size_t(c.dim_v) + k] = m > 0 ? float(std::min((*sets[k].first)[qi] / m, 1.0)) : 0.0f;
         }
       }
     Outputs cols = make_sentinel_outputs(l);
-    reference_sdpa_bwd(lx, weighted, cols);
+    reference_sdpa_bwd_with_dout(lx, in, weighted, cols);
     std::vector<std::vector<double>> out(sets.size(), std::vector<double>(size_t(l.kv_rows) * size_t(c.hkv), 0));
     for (int64_t j : kvrows)
       for (int kh = 0; kh < c.hkv; ++kh)

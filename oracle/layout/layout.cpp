@@ -179,19 +179,46 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
   part("the per-document metadata", 1024.0 * B, "docs", B, {}, false);
   const double q_meta = Q * 4 * 2 + C * 128 + std::max(O, Q) + O + ST, kv_meta = 12 * KV;  // + K/V token/owner maps
   part("the per-row metadata", q_meta + kv_meta, q_meta >= kv_meta ? qkey : kvkey, 1, {}, false);
+  const bool bwd = c.pass == Pass::Bwd;
   if (c.op == Op::Indexer) {
     const double H = c.heads, D = c.dim, K = c.topk;
     part("the Q and weight inputs", 4 * Q * H * (D + 1), qkey, Q, {{"heads", H, d.heads}, {"dim", D, d.dim}}, true);
     part("the K input", 4 * KV * D, kvkey, KV, {{"dim", D, d.dim}}, true);
-    part("the top-k outputs (backend + reference)", 2 * 8 * Q * K, qkey, Q, {{"topk", K, d.topk}}, true);
-    part("the failure artifacts", 2 * 4 * C * K, qkey, C, {{"topk", K, d.topk}}, false);
+    if (!bwd) {
+      part("the top-k outputs (backend + reference)", 2 * 8 * Q * K, qkey, Q, {{"topk", K, d.topk}}, true);
+      part("the failure artifacts", 2 * 4 * C * K, qkey, C, {{"topk", K, d.topk}}, false);
+    } else {
+      // One gradient set: d_index_q, d_weights, d_index_k (fp32).
+      const double set = 4 * (Q * H * (D + 1) + KV * D);
+      // Slots, target, prediction (inputs) and the exact forward that picks the slots; the reference's
+      // per-slot keys and dz with their error bounds (gates) and its key index: 8 x 5 per slot.
+      part("the backward's slot inputs and per-slot state", 12 * Q * K + 8 * Q * K + 40 * Q * K, qkey, Q,
+           {{"topk", K, d.topk}}, true);
+      part("the gradient outputs (backend + reference)", 2 * set, qkey, Q, {{"heads", H, d.heads}, {"dim", D, d.dim}}, true);
+      // Gates, the exact answer and the gates' rounding and underflow terms; the cell maps.
+      part("the comparator's gradient sets", 3 * set + 5 * (2 * Q * H + KV) + KV, qkey, Q,
+           {{"heads", H, d.heads}, {"dim", D, d.dim}}, false);
+    }
   } else {
     const double Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
     part("the Q input", 4 * Q * Hq * D, qkey, Q, {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, true);
     part("the K/V inputs", 4 * KV * Hkv * (D + Dv), kvkey, KV,
          {{"hkv", Hkv, d.hq}, {"dim", D, d.dim}, {"dim_v", Dv, d.dim}}, true);
-    part("the O and LSE outputs (backend + reference)", 2 * 4 * (O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
-         {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, true);
+    if (!bwd) {
+      part("the O and LSE outputs (backend + reference)", 2 * 4 * (O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
+           {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, true);
+    } else {
+      // One gradient set: dQ, dK, dV (fp32); the fp64 reference holds one in doubles while it runs.
+      const double set = 4 * (Q * Hq * D + KV * Hkv * (D + Dv));
+      part("the backward's inputs (dO, O, LSE)", 4 * (Q * Hq * Dv + O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
+           {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, true);
+      part("the gradient outputs (backend + reference)", 2 * set, qkey, Q, {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, true);
+      // The exact answer, the emulation, the fp32 backward and the column sums' backward (with its
+      // weighted dO), the fp64 reference's blocks, the floors and the cell maps.
+      part("the comparator's gradient sets", 4 * set + 2 * set + 4 * Q * Hq * Dv + 8 * 3 * Q * Hq + 8 * 2 * KV * Hkv +
+                                                 5 * (Q * Hq + 2 * KV * Hkv),
+           qkey, Q, {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, false);
+    }
   }
   if (lim.scratch) {
     // One part per `what`: its entries summed in order, growing with its largest entry's key.

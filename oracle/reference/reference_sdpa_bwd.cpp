@@ -79,10 +79,13 @@ struct Run {
   bool emulate;  // a flash backward's rounding: P and dS rounded to the dtype before their products
   std::vector<Block> blocks;
 
-  Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false)
+  const std::vector<float>& dout;  // dO: in.dout, or the comparator's weights in its place
+
+  Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false,
+      const std::vector<float>* dout_ = nullptr)
       : l(l_), in(in_), seams(s_), Hq(l_.c.hq), Hkv(l_.c.hkv), D(l_.c.dim), Dv(l_.c.dim_v), scale(T(l_.scale)),
         dq_scale(T(s_.dq_scale(l_))), dk_scale(T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
-        emulate(emulate_), blocks(all_row_blocks(l_, s_)) {}
+        emulate(emulate_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout) {}
 
   // The block's rows for head h: Q, dO, the saved LSE and D = rowsum(dO o O).
   struct RowsOfHead {
@@ -97,7 +100,7 @@ struct Run {
     for (size_t i = 0; i < R; ++i) {
       const int64_t r = b.rows[i], qr = seams.q_read_row(l, r);
       std::copy_n(in.q.data() + (qr * Hq + h) * D, D, x.q.data() + i * size_t(D));
-      const float* dO = in.dout.data() + (qr * Hq + h) * Dv;
+      const float* dO = dout.data() + (qr * Hq + h) * Dv;
       std::copy_n(dO, Dv, x.dout.data() + i * size_t(Dv));
       x.lse[i] = T(in.lse[size_t(seams.stats_read_row(l, r) * Hq + h)]);
       const float* o = in.o.data() + (seams.o_read_row(l, r) * Hq + h) * Dv;
@@ -311,6 +314,14 @@ void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const R
     Run<double>(l, in, seams)(out);
   else
     Run<float>(l, in, seams)(out);
+}
+
+void reference_sdpa_bwd_with_dout(const Layout& l, const Inputs& in, const std::vector<float>& dout, Outputs& out) {
+  detail::BlasSingleThread blas_in_caller;
+  if (l.c.precision == Precision::F64)
+    Run<double>(l, in, exact_seams(), false, &dout)(out);
+  else
+    Run<float>(l, in, exact_seams(), false, &dout)(out);
 }
 
 void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out) {

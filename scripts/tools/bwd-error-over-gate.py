@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""The distribution of (error / gate) of honest SDPA backward implementations: every op=sdpa line of the
-given corpus files turned into its backward (`pass=bwd`; forward-only keys dropped), judged through
-`attn-oracle gate` against each backend, and per gradient the worst err/gate of every case (from
-report.json's `*_violations` metrics) summarised as quantiles. A ratio > 1 is a false failure.
+"""The distribution of (error / gate) of honest backward implementations: every line of the given corpus
+files turned into its backward (`pass=bwd`; forward-only keys dropped), judged through `attn-oracle gate`
+against each backend, and per gradient the worst err/gate of every case (from report.json's
+`*_violations` metrics for SDPA, `*_err_over_gate` for the indexer) summarised as quantiles. A ratio > 1
+is a false failure.
 
-  usage: scripts/tools/bwd-error-over-gate.py [--cli build/attn-oracle] [--backend SPEC]... CORPUS...
-  default backends: numpy fp32 dense, numpy fp32 key tiles of 32 with P and dS rounded to the dtype.
+  usage: scripts/tools/bwd-error-over-gate.py [--cli build/attn-oracle] [--op sdpa|indexer|both]
+                                              [--backend SPEC]... CORPUS...
+  default backends: SDPA: numpy fp32 dense, numpy fp32 key tiles of 32 with P and dS rounded to the
+  dtype; the indexer: numpy fp32 (numpy_ref.py --fp32). --backend replaces them for every op.
 """
 import argparse
 import json
@@ -17,19 +20,22 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ADAPTERS = os.path.join(HERE, "..", "adapters")
-FORWARD_ONLY = ("num_splits", "atol", "rtol", "lse_tol", "pass", "rows")
+# Keys a backward case refuses (forward tolerances and samples), per op.
+FORWARD_ONLY = {"sdpa": ("num_splits", "atol", "rtol", "lse_tol", "pass", "rows"),
+                "indexer": ("rows", "min_recall", "score_tol", "pass")}
+RATIO = re.compile(r"(d[qkvw]|loss)_(violations|err_over_gate)$")
 
 
-def backward_lines(paths):
+def backward_lines(paths, op):
     for p in paths:
         files = [os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs if f.endswith(".case")] \
             if os.path.isdir(p) else [p]
         for f in sorted(files):
             for line in open(f):
                 line = line.strip()
-                if not line.startswith("op=sdpa"):
+                if not line.startswith(f"op={op}"):
                     continue
-                keys = [k for k in line.split() if k.split("=")[0] not in FORWARD_ONLY]
+                keys = [k for k in line.split() if k.split("=")[0] not in FORWARD_ONLY[op]]
                 yield " ".join(keys + ["pass=bwd"])
 
 
@@ -42,37 +48,44 @@ def quantiles(xs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default="build/attn-oracle")
+    ap.add_argument("--op", default="both", choices=["sdpa", "indexer", "both"])
     ap.add_argument("--backend", action="append")
     ap.add_argument("corpus", nargs="+")
     a = ap.parse_args()
     py = sys.executable
-    backends = a.backend or [f"exec:{py} {ADAPTERS}/numpy_sdpa_fp32.py --impl dense",
-                             f"exec:{py} {ADAPTERS}/numpy_sdpa_fp32.py --impl online --tile 32 --round"]
-    lines = sorted(set(backward_lines(a.corpus)))
-    with tempfile.TemporaryDirectory(prefix="ao-bwd-gates-") as tmp:
-        corpus = os.path.join(tmp, "bwd.case")
-        with open(corpus, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        for b in backends:
-            rd = os.path.join(tmp, "report")
-            r = subprocess.run([a.cli, "gate", corpus, "--backend", b, "--report-dir", rd, "--no-explain", "-q"],
-                               capture_output=True, text=True)
-            rep = json.load(open(os.path.join(rd, "report.json")))
-            ratios = {"dq": [], "dk": [], "dv": []}
-            failed = []
-            for case in rep["cases"]:
-                for name, m in case["metrics"].items():
-                    g = re.match(r"(d[qkv])_violations$", name)
-                    if g and "gate_ratio" in m:
-                        ratios[g.group(1)].append(float(m["gate_ratio"]))
-                if case["verdict"] != "pass":
-                    failed.append(f'{case["verdict"]}: {case["case"]}')
-            print(f"{b}\n  gate exit {r.returncode}; {len(lines)} cases; not passed: {len(failed)}")
-            for name in failed[:10]:
-                print(f"    {name}")
-            for g, xs in ratios.items():
-                if xs:
+    defaults = {"sdpa": [f"exec:{py} {ADAPTERS}/numpy_sdpa_fp32.py --impl dense",
+                         f"exec:{py} {ADAPTERS}/numpy_sdpa_fp32.py --impl online --tile 32 --round"],
+                "indexer": [f"exec:{py} {ADAPTERS}/numpy_ref.py --fp32"]}
+    false_failures = 0
+    for op in (["sdpa", "indexer"] if a.op == "both" else [a.op]):
+        lines = sorted(set(backward_lines(a.corpus, op)))
+        if not lines:
+            continue
+        with tempfile.TemporaryDirectory(prefix="ao-bwd-gates-") as tmp:
+            corpus = os.path.join(tmp, "bwd.case")
+            with open(corpus, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            for b in a.backend or defaults[op]:
+                rd = os.path.join(tmp, "report")
+                r = subprocess.run([a.cli, "gate", corpus, "--backend", b, "--report-dir", rd, "--no-explain", "-q"],
+                                   capture_output=True, text=True)
+                rep = json.load(open(os.path.join(rd, "report.json")))
+                ratios = {}
+                failed = []
+                for case in rep["cases"]:
+                    for name, m in case["metrics"].items():
+                        g = RATIO.match(name)
+                        if g and m.get("gate_ratio", -1) >= 0:
+                            ratios.setdefault(g.group(1), []).append(float(m["gate_ratio"]))
+                    if case["verdict"] != "pass":
+                        failed.append(f'{case["verdict"]}: {case["case"]}')
+                false_failures += len(failed)
+                print(f"op={op} {b}\n  gate exit {r.returncode}; {len(lines)} cases; not passed: {len(failed)}")
+                for name in failed[:10]:
+                    print(f"    {name}")
+                for g, xs in ratios.items():
                     print(f"  {g} worst err/gate per case: {quantiles(xs)}")
+    sys.exit(1 if false_failures else 0)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 // Cases whose memory is dominated by each part of the estimate in turn: per-row metadata (many rows
 // of width 1), top-k candidates, sdpa score rows, padding capacity, sampled rows of a long document,
-// and a tiny case (the process baseline).
+// a tiny case (the process baseline), and both backward passes.
 TEST(MemoryCap, EstimateBoundsMeasuredPeakRss) {
   const uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) % 1000000u;
   const std::string s = fmt::format(" seed={}", seed);
@@ -41,6 +41,10 @@ TEST(MemoryCap, EstimateBoundsMeasuredPeakRss) {
       "op=sdpa docs=1000 tail=3000000 hq=1 dim=8" + s,
       "op=indexer docs=1000*2000 heads=1 dim=4 topk=4 rows=2000" + s,
       "op=indexer docs=16 heads=1 dim=4 topk=4" + s,
+      // The backward: its inputs (dO, O, LSE; slots, targets), gradient sets and the comparator's
+      // (before they were counted, the estimate was half the measured peak).
+      "op=sdpa pass=bwd docs=2048 hq=8 hkv=2 dim=128" + s,
+      "op=indexer pass=bwd docs=4096 heads=8 dim=64 topk=256" + s,
   };
   for (const auto& line : lines) {
     SCOPED_TRACE(line);

@@ -16,6 +16,9 @@ void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const Refer
 // The SDPA backward (pass=bwd): dQ of every valid row, dK/dV of every valid K/V row (a CP rank's partial),
 // from the saved O and LSE in `in` (see reference_sdpa_bwd.cpp).
 void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& s = exact_seams());
+// The same (exact seams) with `dout` read in place of in.dout: the comparator's weighted column sums
+// of P, without a copy of the inputs.
+void reference_sdpa_bwd_with_dout(const Layout& l, const Inputs& in, const std::vector<float>& dout, Outputs& out);
 // An emulation of a flash backward in the case dtype (fp32 accumulation; P and dS rounded to the dtype
 // before the products that take them): what the backward's gates are derived from (compare_sdpa_bwd).
 void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out);
