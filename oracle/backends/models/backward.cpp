@@ -47,8 +47,9 @@ struct NoEmptyRowGuard : ReferenceSeams {
 };
 
 // The dQ accumulator's element offset row * hq * dim wrapping (int32 in the kernel: 2^31 elements;
-// scaled to 2^20 here so that a CPU case reaches it): later rows land on early rows.
-constexpr int64_t kWrapElements = int64_t(1) << 20;
+// scaled to 2^18 here so that a CPU case reaches it, and the fuzzer's backward packs at small dims:
+// 512 rows of 8 heads x 64): later rows land on early rows.
+constexpr int64_t kWrapElements = int64_t(1) << 18;
 struct DqOffsetWrap : ReferenceSeams {
   int64_t dq_write_row(const Layout& l, int64_t r) const override {
     const int64_t w = int64_t(l.c.hq) * l.c.dim;
@@ -210,7 +211,7 @@ std::vector<BugModel> backward_models() {
                     "LSE = +inf: exp(s - lse) = 0"},
                    {"op=sdpa pass=bwd docs=70 hq=2 dim=16", "no row without keys"}}},
       {.name = "bwd-dq-offset-wrap",
-       .what = "dQ accumulator offset row*hq*dim wraps (int32 in the kernel; 2^20 elements here): later rows land on early ones",
+       .what = "dQ accumulator offset row*hq*dim wraps (int32 in the kernel; 2^18 elements here): later rows land on early ones",
        .indexer = false, .sdpa = true, .seams = seams<DqOffsetWrap>(), .catalog = "[37]", .source = "FlashAttention PRs #1500, #2260",
        .defect_class = K::BoundaryMetadata, .catches = {"dq_violations", "unwritten_rows"},
        .triggers = {{"op=sdpa pass=bwd docs=16*2100 hq=2 dim=16 rows=256", {"dq_violations", "unwritten_rows"}}},
