@@ -7,6 +7,7 @@
 
 #include "attn_oracle/inputs/probe_inputs.h"
 #include "attn_oracle/inputs/value_distributions.h"
+#include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/internal/rng.h"
 
 namespace ao {
@@ -33,11 +34,14 @@ int64_t q_token_id(const Layout& l, int64_t r) {
 namespace {
 
 // Fills `rows` rows of `width` floats: valid rows by token id, pad rows by poison.
-// token_of(row) returns the canonical token id, or -1 for a pad slot.
+// token_of(row) returns the canonical token id, or -1 for a pad slot. Every element is a function of
+// its token and index alone, so rows are filled in parallel and the inputs do not depend on the thread
+// count.
 template <class TokenOf>
 void fill(std::vector<float>& dst, int64_t rows, int64_t width, uint32_t tensor, const Case& c, TokenOf token_of) {
   dst.resize(size_t(rows * width));
   const float poison = poison_value(c.poison, c.dtype);
+#pragma omp parallel for schedule(static) num_threads(omp_team_size())
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = token_of(r);
     float* row = dst.data() + r * width;

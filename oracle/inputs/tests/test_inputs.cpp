@@ -2,7 +2,7 @@
 //  * the counter-based RNG is the published splitmix64 and is order-independent: make_inputs equals
 //    elements generated one by one in shuffled order from (seed, tensor, token * width + e), with the
 //    token (packed prefix of valid lengths + index among the document's q tokens) derived here
-//    independently;
+//    independently, and is the same on one thread and on several;
 //  * the same (document, token index) token gets the same values under any padding or CP split;
 //  * bf16 / fp16 round-to-nearest-even agrees with independent implementations (exact double
 //    arithmetic, and the compiler's _Float16) on every uniform_pm1 grid value, every half-precision
@@ -19,6 +19,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include "attn_oracle/internal/rng.h"
 #include "naive_reference.h"
@@ -202,8 +203,13 @@ TEST(Inputs, OrderIndependentAndKeyedByToken) {
       c.poison = p;
       SCOPED_TRACE(print_case(c));
       const Layout l = make_layout(c);
+      // One thread, then the process's team: the rows are filled in parallel, the values must not move.
+      const int team = omp_get_max_threads();
+      omp_set_num_threads(1);
       const Inputs in = make_inputs(l);
+      omp_set_num_threads(std::max(team, 2));
       const Inputs again = make_inputs(l);
+      omp_set_num_threads(team);
       for (auto [a, b] : {std::pair{&in.q, &again.q}, {&in.k, &again.k}, {&in.v, &again.v}, {&in.w, &again.w}})
         EXPECT_TRUE(a->size() == b->size() && std::memcmp(a->data(), b->data(), 4 * a->size()) == 0);
       const naive::NaiveLayout nl = naive::derive(c);
