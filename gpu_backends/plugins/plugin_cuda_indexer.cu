@@ -150,6 +150,7 @@ int ao_plugin_run(const ao_layout* l, const ao_tensors* t, const char* knobs, ch
     return AO_PLUGIN_ERROR;
   }
   if (l->op != AO_OP_INDEXER) { std::snprintf(msg, n, "serves op=indexer only"); return AO_PLUGIN_SKIP; }
+  if (l->pass != AO_PASS_FWD) { std::snprintf(msg, n, "a forward kernel (pass=bwd not served)"); return AO_PLUGIN_SKIP; }
   if (l->topk > kIdxMaxTopk || l->dim > kIdxMaxDim || l->dim % 4 != 0 || l->heads > kIdxMaxHeads) {
     std::snprintf(msg, n, "outside the kernel's limits (topk <= %d, dim %% 4 == 0 and <= %d, heads <= %d)",
                   kIdxMaxTopk, kIdxMaxDim, kIdxMaxHeads);

@@ -180,12 +180,13 @@ class PluginBackend : public Backend {
     return unavailable_;
   }
 
-  // ABI v1's ao_layout has no pass and its tensors are the forward's: a backward case would hand the
-  // library empty O/LSE outputs and no dO/O/LSE inputs.
+  // A library built against ABI v1 knows the forward's tensors only: a backward case would hand it
+  // no dO/O/LSE inputs and no gradient outputs.
   std::string declines(const Layout& l) const override {
-    if (l.c.pass == Pass::Bwd)
-      return fmt::format("plugin: ABI v{} carries the forward's tensors only (pass=bwd needs dO, O and LSE in and "
-                         "dQ/dK/dV out; run a backward kernel through exec:)", AO_PLUGIN_ABI_VERSION);
+    if (l.c.pass == Pass::Bwd && abi_ != 0 && !plugin_host::abi_has_backward(abi_))
+      return fmt::format("plugin: the library speaks ABI v{}, which carries the forward's tensors only (pass=bwd "
+                         "needs ABI v{}: rebuild it against this attn_oracle/backends/plugin.h)", abi_,
+                         AO_PLUGIN_ABI_VERSION);
     return {};
   }
 
@@ -227,6 +228,12 @@ class PluginBackend : public Backend {
     al.stats_rows = l.stats_rows;
     al.num_docs = int32_t(docs.size());
     al.num_segments = int32_t(segs.size());
+    al.pass = c.pass == Pass::Bwd ? AO_PASS_BWD : AO_PASS_FWD;
+    al.grad_pad_zero_allowed = c.grad_pad == GradPad::Zero;
+    al.loss_mean = c.loss_mean == LossMean::Rows    ? AO_LOSS_MEAN_ROWS
+                   : c.loss_mean == LossMean::Valid ? AO_LOSS_MEAN_VALID
+                   : c.loss_mean == LossMean::Keyed ? AO_LOSS_MEAN_KEYED
+                                                    : AO_LOSS_MEAN_SUM;
 
     RequestBuilder req(plugin_host::kRun);
     req.hdr.layout = al;
@@ -235,10 +242,13 @@ class PluginBackend : public Backend {
     req.hdr.case_line = req.put(line);
     req.hdr.docs = req.put(docs);
     req.hdr.segments = req.put(segs);
-    req.hdr.q = req.put(in.q);
-    req.hdr.k = req.put(in.k);
-    req.hdr.v = req.put(in.v);
-    req.hdr.w = req.put(in.w);
+    // The inputs and outputs are the external tensor table's (external.h), the exec: files' too.
+    for (const ExternalTensor& t : external_inputs(l)) {
+      const auto slot = plugin_host::input_slot(t.name);
+      if (!slot) return {RunStatus::Error, fmt::format("plugin: input '{}' has no place in ABI v{}", t.name, abi_), 0};
+      req.hdr.*slot = t.in ? req.put(in.*t.in) : req.put(in.*t.in_indices);
+    }
+    const std::vector<ExternalTensor> outs_table = external_outputs(l);
 
     // Outputs live in a memfd shared with the host, pre-filled with the sentinels of `out`.
     OwnedFd outs;
@@ -249,9 +259,17 @@ class PluginBackend : public Backend {
         if (p != MAP_FAILED) ::munmap(p, n);
       }
     } shm;
-    const size_t topk_b = out.topk.size() * sizeof(int32_t), scores_b = out.scores.size() * sizeof(float),
-                 o_b = out.o.size() * sizeof(float), lse_b = out.lse.size() * sizeof(float);
-    shm.n = topk_b + scores_b + o_b + lse_b;
+    // An output's bytes in `out` (pre-filled with the sentinels), as one span of the shared memory.
+    auto bytes_of = [&](const ExternalTensor& t) -> std::pair<char*, size_t> {
+      if (t.floats) return {reinterpret_cast<char*>((out.*t.floats).data()), (out.*t.floats).size() * sizeof(float)};
+      return {reinterpret_cast<char*>((out.*t.indices).data()), (out.*t.indices).size() * sizeof(int32_t)};
+    };
+    shm.n = 0;
+    for (const ExternalTensor& t : outs_table) {
+      if (!plugin_host::output_slot(t.name))
+        return {RunStatus::Error, fmt::format("plugin: output '{}' has no place in ABI v{}", t.name, abi_), 0};
+      shm.n += bytes_of(t).second;
+    }
     outs.fd = ::memfd_create("ao-plugin-outputs", MFD_CLOEXEC);
     if (outs.fd < 0 || ::ftruncate(outs.fd, off_t(shm.n)) != 0)
       return {RunStatus::Error, fmt::format("plugin: cannot create {} bytes of shared output memory: {}", shm.n,
@@ -264,16 +282,12 @@ class PluginBackend : public Backend {
     }
     char* base = static_cast<char*>(shm.p);
     size_t at = 0;
-    auto place = [&](auto& v, size_t bytes) {
-      const plugin_host::Span s{at, bytes ? v.size() : 0};
-      if (bytes) std::memcpy(base + at, v.data(), bytes);
+    for (const ExternalTensor& t : outs_table) {
+      const auto [p, bytes] = bytes_of(t);
+      req.hdr.*plugin_host::output_slot(t.name) = {at, bytes / 4};  // every element is 4 bytes
+      if (bytes) std::memcpy(base + at, p, bytes);
       at += bytes;
-      return s;
-    };
-    req.hdr.topk = place(out.topk, topk_b);
-    req.hdr.scores = place(out.scores, scores_b);
-    req.hdr.o = place(out.o, o_b);
-    req.hdr.lse = place(out.lse, lse_b);
+    }
     req.hdr.outputs_total = shm.n;
     const int req_fd = req.finish();
     if (req_fd < 0) return {RunStatus::Error, "plugin: cannot prepare the request for its host: " + req.error(), 0};
@@ -286,10 +300,10 @@ class PluginBackend : public Backend {
     const std::string& m = f[2];
     switch (rc) {
       case AO_PLUGIN_OK:
-        if (topk_b) std::memcpy(out.topk.data(), base + req.hdr.topk.off, topk_b);
-        if (scores_b) std::memcpy(out.scores.data(), base + req.hdr.scores.off, scores_b);
-        if (o_b) std::memcpy(out.o.data(), base + req.hdr.o.off, o_b);
-        if (lse_b) std::memcpy(out.lse.data(), base + req.hdr.lse.off, lse_b);
+        for (const ExternalTensor& t : outs_table) {
+          const auto [p, bytes] = bytes_of(t);
+          if (bytes) std::memcpy(p, base + (req.hdr.*plugin_host::output_slot(t.name)).off, bytes);
+        }
         return {};
       case AO_PLUGIN_SKIP: return {RunStatus::Skipped, "plugin skipped: " + (m.empty() ? "no reason given" : m), 0};
       case AO_PLUGIN_ERROR: return {RunStatus::Error, "plugin error: " + (m.empty() ? "no message" : m), 0};
@@ -325,9 +339,10 @@ class PluginBackend : public Backend {
       throw BadInput("backend", "plugin:" + spec_, fmt::format("{}: {}", path_, f[2]));
     if (f.size() >= 3 && f[0] == kProbeMagic && f[1] == "broken") {
       broken_ = fmt::format("plugin {}: {}", path_, f[2]);
-    } else if (f.size() == 4 && f[0] == kProbeMagic && f[1] == "ok") {
+    } else if (f.size() == 5 && f[0] == kProbeMagic && f[1] == "ok") {
       version_ = f[2];
       unavailable_ = f[3];
+      abi_ = uint32_t(std::strtoul(f[4].c_str(), nullptr, 10));
     } else {
       broken_ = fmt::format("plugin {} {}", path_, no_verdict(res, opt_.timeout_s, "loading (dlopen, constructors, "
                                                                                   "ABI/name queries)"));
@@ -335,6 +350,7 @@ class PluginBackend : public Backend {
   }
 
   std::string spec_, path_, open_path_, knobs_, version_, unavailable_, broken_, host_;
+  uint32_t abi_ = 0;  // the library's ABI version (from the probe; 0 before)
   SubprocessOptions opt_;
 };
 

@@ -5,18 +5,19 @@
 //   fd 4  a sealed memfd: Request, then the strings, the layout's arrays and the inputs. The host maps it
 //         privately: a plugin that writes its inputs changes its own copy only.
 //   fd 5  (runs only) a memfd for the outputs, mapped shared, pre-filled with the sentinels.
-// Records: probe  {kProbeMagic, "ok", name, unavailable} | {kProbeMagic, "refused"|"broken", why}
+// Records: probe  {kProbeMagic, "ok", name, unavailable, abi version} | {kProbeMagic, "refused"|"broken", why}
 //          run    {kDoneMagic, status, message}   (a load failure: status AO_PLUGIN_ERROR, "loading failed: ...")
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 #include "attn_oracle/backends/plugin.h"
 
 namespace ao::plugin_host {
 
-inline constexpr char kRequestMagic[16] = "AO-PLUGIN-REQ-1";
-inline constexpr char kProbeMagic[] = "AO-PLUGIN-PROBE-1";
-inline constexpr char kDoneMagic[] = "AO-PLUGIN-DONE-1";
+inline constexpr char kRequestMagic[16] = "AO-PLUGIN-REQ-2";
+inline constexpr char kProbeMagic[] = "AO-PLUGIN-PROBE-2";
+inline constexpr char kDoneMagic[] = "AO-PLUGIN-DONE-2";
 inline constexpr char kProgramName[] = "attn-oracle-plugin-host";
 inline constexpr int kMessageFd = 3, kRequestFd = 4, kOutputsFd = 5;
 
@@ -33,10 +34,46 @@ struct Request {
   Span path, knobs, case_line;
   ao_layout layout;  // its pointers are placed by the host
   Span docs, segments;
-  Span q, k, v, w;            // fp32 inputs (n = 0: null)
-  Span topk, scores, o, lse;  // in the outputs memfd (n = 0: null)
+  // Inputs (n = 0: null), then outputs in the outputs memfd: the tensors of ao_tensors.
+  Span q, k, v, w, dout, fwd_o, fwd_lse, fwd_topk, target, predict, grad_loss;
+  Span topk, scores, o, lse, dq, dk, dv, dw, loss;
   uint64_t total;             // bytes of the request memfd
   uint64_t outputs_total;     // bytes of the outputs memfd
 };
+
+// The versions of plugin.h the host loads: a library of version 1 gets the version-1 prefix of ao_layout
+// (struct_size AO_LAYOUT_V1_SIZE) and forward cases only.
+inline constexpr uint32_t kOldestAbi = 1;
+inline constexpr bool abi_has_backward(uint32_t v) { return v >= 2; }
+
+// The Request field of each tensor the harness exchanges, by its name in the external tensor table
+// (external_inputs / external_outputs, external.h: the exec: files' names); null for a name without one.
+using SpanField = Span Request::*;
+inline SpanField input_slot(std::string_view name) {
+  if (name == "q") return &Request::q;
+  if (name == "k") return &Request::k;
+  if (name == "v") return &Request::v;
+  if (name == "w") return &Request::w;
+  if (name == "dout") return &Request::dout;
+  if (name == "o") return &Request::fwd_o;
+  if (name == "lse") return &Request::fwd_lse;
+  if (name == "topk") return &Request::fwd_topk;
+  if (name == "target") return &Request::target;
+  if (name == "predict") return &Request::predict;
+  if (name == "grad_loss") return &Request::grad_loss;
+  return nullptr;
+}
+inline SpanField output_slot(std::string_view name) {
+  if (name == "topk") return &Request::topk;
+  if (name == "scores") return &Request::scores;
+  if (name == "o") return &Request::o;
+  if (name == "lse") return &Request::lse;
+  if (name == "dq") return &Request::dq;
+  if (name == "dk") return &Request::dk;
+  if (name == "dv") return &Request::dv;
+  if (name == "dw") return &Request::dw;
+  if (name == "loss") return &Request::loss;
+  return nullptr;
+}
 
 }  // namespace ao::plugin_host

@@ -30,9 +30,9 @@ int send(std::initializer_list<std::string> fields) {
 
 std::string bounded(const char* s, size_t max) { return s ? std::string(s, ::strnlen(s, max)) : std::string(); }
 
-// dlopen and look the required symbols up, then check the ABI version. "" or what is wrong; `refused`
-// tells a documented refusal (no library, no symbol, another version) from a broken library.
-std::string load(const std::string& path, void*& handle, bool& refused) {
+// dlopen and look the required symbols up, then check the ABI version (`version`). "" or what is wrong;
+// `refused` tells a documented refusal (no library, no symbol, another version) from a broken library.
+std::string load(const std::string& path, void*& handle, bool& refused, uint32_t& version) {
   refused = true;
   handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -55,9 +55,11 @@ std::string load(const std::string& path, void*& handle, bool& refused) {
     }
   }
   const uint32_t v = reinterpret_cast<ao_plugin_abi_version_fn>(::dlsym(handle, "ao_plugin_abi_version"))();
-  if (v != AO_PLUGIN_ABI_VERSION)
-    return "plugin ABI version " + std::to_string(v) + " but this harness speaks version " +
-           std::to_string(AO_PLUGIN_ABI_VERSION) + " (rebuild the library against this attn_oracle/backends/plugin.h)";
+  version = v;
+  if (v < kOldestAbi || v > AO_PLUGIN_ABI_VERSION)
+    return "plugin ABI version " + std::to_string(v) + " but this harness speaks versions " +
+           std::to_string(kOldestAbi) + " to " + std::to_string(AO_PLUGIN_ABI_VERSION) +
+           " (rebuild the library against this attn_oracle/backends/plugin.h)";
   return {};
 }
 
@@ -96,7 +98,8 @@ int main() {
 
   void* h = nullptr;
   bool refused = false;
-  const std::string why = load(path, h, refused);
+  uint32_t version = 0;
+  const std::string why = load(path, h, refused, version);
   if (hdr.mode == kProbe) {
     if (!why.empty()) return send({kProbeMagic, refused ? "refused" : "broken", why});
     const std::string name = bounded(reinterpret_cast<ao_plugin_name_fn>(::dlsym(h, "ao_plugin_name"))(), 1024);
@@ -109,7 +112,7 @@ int main() {
         if (unavailable.empty()) unavailable = "the plugin reports it cannot run here (no reason given)";
       }
     }
-    return send({kProbeMagic, "ok", name, unavailable});
+    return send({kProbeMagic, "ok", name, unavailable, std::to_string(version)});
   }
   if (hdr.mode != kRun) fail("unknown request mode");
   if (!why.empty()) return send({kDoneMagic, std::to_string(AO_PLUGIN_ERROR), "loading failed: " + why});
@@ -121,14 +124,26 @@ int main() {
     return outs + s.off;
   };
   ao_layout al = hdr.layout;
+  // The library's own version of the layout (a version-1 library reads the prefix it knows).
+  al.abi_version = version;
+  al.struct_size = uint32_t(abi_has_backward(version) ? sizeof(ao_layout) : AO_LAYOUT_V1_SIZE);
+  if (al.pass != AO_PASS_FWD && !abi_has_backward(version))  // the library was replaced since the probe
+    return send({kDoneMagic, std::to_string(AO_PLUGIN_SKIP),
+                 "plugin ABI v" + std::to_string(version) + " carries the forward's tensors only"});
   al.docs = reinterpret_cast<const ao_doc*>(at(hdr.docs, sizeof(ao_doc)));
   al.segments = reinterpret_cast<const ao_segment*>(at(hdr.segments, sizeof(ao_segment)));
   al.case_line = line.c_str();
   if (uint64_t(al.num_docs) != hdr.docs.n || uint64_t(al.num_segments) != hdr.segments.n) fail("layout arrays disagree");
-  const ao_tensors t{reinterpret_cast<const float*>(at(hdr.q, 4)),   reinterpret_cast<const float*>(at(hdr.k, 4)),
-                     reinterpret_cast<const float*>(at(hdr.v, 4)),   reinterpret_cast<const float*>(at(hdr.w, 4)),
-                     reinterpret_cast<int32_t*>(out_at(hdr.topk, 4)), reinterpret_cast<float*>(out_at(hdr.scores, 4)),
-                     reinterpret_cast<float*>(out_at(hdr.o, 4)),      reinterpret_cast<float*>(out_at(hdr.lse, 4))};
+  auto in_f = [&](const Span& s) { return reinterpret_cast<const float*>(at(s, 4)); };
+  auto out_f = [&](const Span& s) { return reinterpret_cast<float*>(out_at(s, 4)); };
+  ao_tensors t{};
+  t.q = in_f(hdr.q), t.k = in_f(hdr.k), t.v = in_f(hdr.v), t.w = in_f(hdr.w);
+  t.topk = reinterpret_cast<int32_t*>(out_at(hdr.topk, 4));
+  t.scores = out_f(hdr.scores), t.o = out_f(hdr.o), t.lse = out_f(hdr.lse);
+  t.dout = in_f(hdr.dout), t.fwd_o = in_f(hdr.fwd_o), t.fwd_lse = in_f(hdr.fwd_lse);
+  t.fwd_topk = reinterpret_cast<const int32_t*>(at(hdr.fwd_topk, 4));
+  t.target = in_f(hdr.target), t.predict = in_f(hdr.predict), t.grad_loss = in_f(hdr.grad_loss);
+  t.dq = out_f(hdr.dq), t.dk = out_f(hdr.dk), t.dv = out_f(hdr.dv), t.dw = out_f(hdr.dw), t.loss = out_f(hdr.loss);
   auto run = reinterpret_cast<ao_plugin_run_fn>(::dlsym(h, "ao_plugin_run"));
   char msg[2048];
   std::memset(msg, 0, sizeof msg);

@@ -62,14 +62,61 @@ TEST(Plugin, ExamplePassesOnFreshCases) {
   }
 }
 
-TEST(Plugin, BackwardCasesAreSkippedWithTheAbisReason) {
-  // ABI v1 has no backward tensors: a pass=bwd case is declined before any library code runs, never
-  // handed to the library as a forward (whose empty outputs crashed the example) nor judged as unwritten.
-  for (const char* line : {"op=sdpa pass=bwd docs=30,20 hq=2 dim=16", "op=indexer pass=bwd docs=40 heads=2 dim=8 topk=4"}) {
-    const auto r = run_plugin(kPlugin, line);
-    EXPECT_EQ(r.verdict.kind, Verdict::Skipped) << format_result(r);
-    EXPECT_NE(r.verdict.reason.find("pass=bwd"), std::string::npos) << r.verdict.reason;
+// ABI v2 hands the backward's tensors (dO, the forward's O and LSE; the indexer's forward top-k, target,
+// predict, grad_loss) and takes the gradients back: the example's fp64 backward passes the gates on
+// padded THD, GQA, windows, CP ranks (dK/dV and d_index_k partials) and every loss_mean.
+TEST(Plugin, ExampleBackwardPassesOnFreshCases) {
+  const unsigned seed = std::random_device{}() % 100000;
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  for (const std::string& line :
+       {std::string(kSdpa) + std::to_string(seed) + " pass=bwd",
+        "op=sdpa pass=bwd docs=64,128 cp=2 rank=1 hq=4 hkv=1 dim=16 window=20 dtype=fp16 seed=" + std::to_string(seed),
+        "op=sdpa pass=bwd q_lens=16,1 kv_lens=40,9 q_pad=2,0 kv_pad=0,3 tail=5 mask=bottomright hq=2 hkv=2 dim=16 "
+        "dtype=fp32 seed=" + std::to_string(seed),
+        std::string(kIdxCp) + std::to_string(seed) + " pass=bwd",
+        "op=indexer pass=bwd docs=300 pad=4 heads=2 dim=16 topk=40 ratio=2 loss_mean=keyed dtype=fp32 seed=" +
+            std::to_string(seed),
+        "op=indexer pass=bwd docs=100,60 heads=4 dim=16 topk=8 loss_mean=sum seed=" + std::to_string(seed)}) {
+    auto r = run_plugin(kPlugin, line);
+    EXPECT_EQ(r.verdict.kind, Verdict::Pass) << format_result(r);
+    // Gradient rows were judged (a pass also means none was left unwritten).
+    const Metric* rows = r.verdict.find("rows_checked");
+    ASSERT_NE(rows, nullptr) << line;
+    EXPECT_GT(rows->value, 0.0) << line;
   }
+}
+
+// A library built against ABI v1 keeps running forward cases (it is handed v1's layout prefix); a backward
+// case is declined before any library code runs, never handed over without its tensors.
+TEST(Plugin, AbiV1LibraryRunsForwardAndDeclinesBackward) {
+  const std::string v1 = std::string("plugin:") + AO_EXAMPLE_PLUGIN_ABI1;
+  const auto fwd = run_plugin(v1, std::string(kSdpa) + "3");
+  EXPECT_EQ(fwd.verdict.kind, Verdict::Pass) << format_result(fwd);
+  for (const char* line : {"op=sdpa pass=bwd docs=30,20 hq=2 dim=16", "op=indexer pass=bwd docs=40 heads=2 dim=8 topk=4"}) {
+    const auto r = run_plugin(v1, line);
+    EXPECT_EQ(r.verdict.kind, Verdict::Skipped) << format_result(r);
+    EXPECT_NE(r.verdict.reason.find("ABI v1, which carries the forward's tensors only"), std::string::npos)
+        << r.verdict.reason;
+  }
+}
+
+// The plugin's backward defects carry the cpu-bug models' ids and fail the same metrics on the same case.
+TEST(Plugin, BackwardBugKnobsFailLikeTheirCpuModels) {
+  for (const auto& [bug, line] :
+       {std::pair<std::string, std::string>{"bwd-gqa-first-head", "op=sdpa pass=bwd docs=50,30 hq=4 hkv=2 dim=16 seed=7"},
+        {"dk-overwrite", "op=indexer pass=bwd docs=300 heads=4 dim=16 topk=32 seed=7"},
+        {"topleft-cp", "op=sdpa pass=bwd docs=64,128 cp=2 rank=1 hq=2 hkv=1 dim=16 seed=7"}}) {
+    SCOPED_TRACE(bug);
+    const auto plug = run_plugin(kPlugin + ":bug=" + bug, line);
+    const auto model = run_plugin("cpu-bug:" + bug, line);
+    ASSERT_EQ(plug.verdict.kind, Verdict::Fail) << format_result(plug);
+    ASSERT_EQ(model.verdict.kind, Verdict::Fail) << format_result(model);
+    EXPECT_EQ(failing_metrics(plug.verdict), failing_metrics(model.verdict));
+  }
+  const auto nan = run_plugin(kPlugin + ":fail=nan", "op=sdpa pass=bwd docs=30,20 hq=2 dim=16 seed=3");
+  ASSERT_EQ(nan.verdict.kind, Verdict::Fail) << format_result(nan);
+  EXPECT_TRUE(nan.verdict.find("dq_nonfinite_valid") && nan.verdict.find("dq_nonfinite_valid")->failed)
+      << format_result(nan);
 }
 
 // The oracle holds plugin knobs to the one grammar: `bug=` takes the cpu-bug ids only, foreign knobs keep
@@ -129,7 +176,7 @@ TEST(Plugin, NanOutputIsContamination) {
 
 TEST(PluginLoad, AbiMismatchMissingSymbolAndBadFilesAreNamed) {
   const std::string abi = load_error(std::string("plugin:") + AO_EXAMPLE_PLUGIN_ABI99);
-  EXPECT_NE(abi.find("plugin ABI version 99 but this harness speaks version 1"), std::string::npos) << abi;
+  EXPECT_NE(abi.find("plugin ABI version 99 but this harness speaks versions 1 to 2"), std::string::npos) << abi;
   const std::string norun = load_error(std::string("plugin:") + AO_EXAMPLE_PLUGIN_NORUN);
   EXPECT_NE(norun.find("missing required symbol 'ao_plugin_run'"), std::string::npos) << norun;
   const std::string missing = load_error("plugin:/nonexistent/libkernel.so");
@@ -175,7 +222,7 @@ TEST(PluginBisect, GitBisectRunNamesTheInjectedCommit) {
   EXPECT_NE(out.find("demo: bisect named the commit that introduced the bug"), std::string::npos) << out;
   EXPECT_NE(out.find("commit 5: work in progress (does not build) -> exit 125: skip: build failed"), std::string::npos) << out;
   EXPECT_NE(out.find("commit 6: builds, but against ABI 7 -> exit 125"), std::string::npos) << out;
-  EXPECT_NE(out.find("plugin ABI version 7 but this harness speaks version 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("plugin ABI version 7 but this harness speaks versions 1 to 2"), std::string::npos) << out;
   EXPECT_NE(out.find("commit 7: debug assert (crashes) -> exit 125"), std::string::npos) << out;
 }
 
@@ -404,7 +451,7 @@ TEST(Plugin, AbiVersionIsCheckedOnEveryRun) {
   std::filesystem::copy_file(AO_EXAMPLE_PLUGIN_ABI99, lib);
   const auto r = run_case(c, *be, *ref);
   EXPECT_EQ(r.verdict.kind, Verdict::Error) << format_result(r);
-  EXPECT_NE(r.verdict.reason.find("plugin ABI version 99 but this harness speaks version 1"), std::string::npos)
+  EXPECT_NE(r.verdict.reason.find("plugin ABI version 99 but this harness speaks versions 1 to 2"), std::string::npos)
       << r.verdict.reason;
 }
 

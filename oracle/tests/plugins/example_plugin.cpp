@@ -1,8 +1,11 @@
 // A CPU kernel library behind the plugin ABI (attn_oracle/backends/plugin.h): the DSA indexer and padded-THD
-// SDPA in plain C++ (fp64 accumulation), self-contained like a third-party library (it includes only
-// plugin.h). Tests and the bisect demo build it; knobs and env vars re-create defects:
+// SDPA, forward and backward, in plain C++ (fp64 accumulation), self-contained like a third-party library
+// (it includes only plugin.h). Tests and the bisect demo build it; knobs and env vars re-create defects,
+// each under the id of the cpu-bug model that re-creates the same answer:
 //   knob "bug=topleft-cp" or env AO_EXAMPLE_PLUGIN_BUG=topleft-cp: chunk-local causal mask (pos0 dropped);
-//   the id is the cpu-bug model's (cpu-bug:topleft-cp); another bug= id is refused with an error
+//   "bug=bwd-gqa-first-head": the SDPA backward's dK/dV of a GQA group from its first query head only;
+//   "bug=dk-overwrite": the indexer backward stores d_index_k instead of accumulating it (last row wins);
+//   another bug= id is refused with an error
 //   knobs "fail=error" / "fail=skip" / "fail=nan": return an error / decline / write NaN into O or scores
 //   env AO_EXAMPLE_PLUGIN_UNAVAILABLE=1: reports it cannot run here
 // Build-time variants for the loader's tests: -DAO_EXAMPLE_ABI=<n>, -DAO_EXAMPLE_OMIT_RUN.
@@ -135,6 +138,137 @@ void sdpa(const ao_layout* l, const ao_tensors* t, bool topleft) {
   }
 }
 
+// Zeros in the gradient rows of every valid K/V row (width elements per row): a CP rank's partial covers
+// the whole buffer, 0 where none of its queries attends a key.
+void zero_kv_rows(const ao_layout* l, float* g, int64_t width) {
+  for (int di = 0; di < l->num_docs; ++di)
+    std::fill(g + l->docs[di].kv_off * width, g + (l->docs[di].kv_off + l->docs[di].kv_len) * width, 0.f);
+}
+
+// dS = P (dP - D) with P = exp(s - lse) from the forward's LSE, D = rowsum(dO * O) from its O.
+void sdpa_backward(const ao_layout* l, const ao_tensors* t, bool topleft, bool gqa_first_head) {
+  const int Hq = l->hq, Hkv = l->hkv, D = l->dim, Dv = l->dim_v, G = Hq / Hkv;
+  std::vector<double> dk(size_t(l->kv_rows) * size_t(Hkv * D), 0.0), dv(size_t(l->kv_rows) * size_t(Hkv * Dv), 0.0);
+  std::vector<double> dq(static_cast<size_t>(D));
+  for (int si = 0; si < l->num_segments; ++si) {
+    const ao_segment& s = l->segments[si];
+    const ao_doc& d = l->docs[s.doc];
+    for (int64_t i = 0; i < s.valid; ++i) {
+      const int64_t r = s.row0 + i, orow = s.o_row0 + i, srow = s.stats_row0 + i;
+      int64_t lo, hi;
+      allowed(l, d, topleft ? i : s.pos0 + i, lo, hi);
+      for (int h = 0; h < Hq; ++h) {
+        const int kh = h / G;
+        const float* q = t->q + (r * Hq + h) * D;
+        const float* dout = t->dout + (r * Hq + h) * Dv;
+        const float* o = t->fwd_o + (orow * Hq + h) * Dv;
+        const double lse = t->fwd_lse[srow * Hq + h];
+        double rowsum = 0;
+        for (int x = 0; x < Dv; ++x) rowsum += double(dout[x]) * double(o[x]);
+        std::fill(dq.begin(), dq.end(), 0.0);
+        for (int64_t key = lo; key < hi; ++key) {
+          const int64_t kr = d.kv_off + key;
+          const float* k = t->k + (kr * Hkv + kh) * D;
+          const float* v = t->v + (kr * Hkv + kh) * Dv;
+          double dot = 0, dp = 0;
+          for (int e = 0; e < D; ++e) dot += double(q[e]) * double(k[e]);
+          for (int x = 0; x < Dv; ++x) dp += double(dout[x]) * double(v[x]);
+          const double p = std::exp(l->scale * dot - lse), ds = p * (dp - rowsum);
+          for (int e = 0; e < D; ++e) dq[size_t(e)] += l->scale * ds * double(k[e]);
+          if (gqa_first_head && h % G != 0) continue;
+          double* dkr = dk.data() + size_t((kr * Hkv + kh) * D);
+          double* dvr = dv.data() + size_t((kr * Hkv + kh) * Dv);
+          for (int e = 0; e < D; ++e) dkr[e] += l->scale * ds * double(q[e]);
+          for (int x = 0; x < Dv; ++x) dvr[x] += p * double(dout[x]);
+        }
+        for (int e = 0; e < D; ++e) t->dq[(r * Hq + h) * D + e] = float(dq[size_t(e)]);
+      }
+    }
+  }
+  zero_kv_rows(l, t->dk, int64_t(Hkv) * D);
+  zero_kv_rows(l, t->dv, int64_t(Hkv) * Dv);
+  for (int di = 0; di < l->num_docs; ++di) {
+    const ao_doc& d = l->docs[di];
+    for (int64_t e = d.kv_off * Hkv * D; e < (d.kv_off + d.kv_len) * Hkv * D; ++e) t->dk[e] = float(dk[size_t(e)]);
+    for (int64_t e = d.kv_off * Hkv * Dv; e < (d.kv_off + d.kv_len) * Hkv * Dv; ++e) t->dv[e] = float(dv[size_t(e)]);
+  }
+}
+
+// The KL indexer loss over the forward's top-k slots and its gradients (plugin.h, pass = AO_PASS_BWD).
+void indexer_backward(const ao_layout* l, const ao_tensors* t, bool dk_overwrite) {
+  const int H = l->heads, D = l->dim, K = l->topk;
+  int64_t valid = 0, keyed = 0;
+  for (int si = 0; si < l->num_segments; ++si)
+    for (int64_t i = 0; i < l->segments[si].valid; ++i) {
+      const int32_t* slots = t->fwd_topk + (l->segments[si].row0 + i) * K;
+      ++valid;
+      keyed += std::any_of(slots, slots + K, [](int32_t v) { return v >= 0; });
+    }
+  const double denom = l->loss_mean == AO_LOSS_MEAN_ROWS    ? double(std::max<int64_t>(l->q_rows, 1))
+                       : l->loss_mean == AO_LOSS_MEAN_VALID ? double(std::max<int64_t>(valid, 1))
+                       : l->loss_mean == AO_LOSS_MEAN_KEYED ? double(std::max<int64_t>(keyed, 1))
+                                                            : 1.0;
+  const double gscale = double(t->grad_loss[0]) / denom;
+  std::vector<double> dk(size_t(l->kv_rows) * size_t(D), 0.0), dz(static_cast<size_t>(K)), dkj(static_cast<size_t>(D));
+  double loss = 0;
+  for (int si = 0; si < l->num_segments; ++si) {
+    const ao_segment& s = l->segments[si];
+    for (int64_t i = 0; i < s.valid; ++i) {
+      const int64_t r = s.row0 + i;
+      const int32_t* slots = t->fwd_topk + r * K;
+      double sum_g = 0;
+      for (int j = 0; j < K; ++j) {
+        dz[size_t(j)] = 0;
+        if (slots[j] < 0) continue;
+        const double lt = std::clamp(std::log(double(t->target[r * K + j])), -100.0, 0.0);
+        const double lp = std::clamp(std::log(double(t->predict[r * K + j])), -100.0, 0.0);
+        loss += std::exp(lt) * (lt - lp);
+        dz[size_t(j)] = std::log(double(t->predict[r * K + j])) >= -100 ? -std::exp(lt) : 0.0;  // g_j
+        sum_g += dz[size_t(j)];
+      }
+      for (int j = 0; j < K; ++j)
+        if (slots[j] >= 0) dz[size_t(j)] = (dz[size_t(j)] - double(t->predict[r * K + j]) * sum_g) * gscale;
+      for (int h = 0; h < H; ++h) {
+        const float* q = t->q + (r * H + h) * D;
+        const double w = t->w[r * H + h];
+        double dw = 0;
+        std::vector<double> dq(static_cast<size_t>(D), 0.0);
+        for (int j = 0; j < K; ++j) {
+          if (slots[j] < 0) continue;
+          const float* k = t->k + int64_t(slots[j]) * D;
+          double a = 0;
+          for (int e = 0; e < D; ++e) a += double(q[e]) * double(k[e]);
+          dw += dz[size_t(j)] * l->scale * std::max(a, 0.0);
+          if (a > 0)
+            for (int e = 0; e < D; ++e) dq[size_t(e)] += dz[size_t(j)] * l->scale * w * double(k[e]);
+        }
+        t->dw[r * H + h] = float(dw);
+        for (int e = 0; e < D; ++e) t->dq[(r * H + h) * D + e] = float(dq[size_t(e)]);
+      }
+      for (int j = 0; j < K; ++j) {
+        if (slots[j] < 0) continue;
+        const float* k = t->k + int64_t(slots[j]) * D;
+        std::fill(dkj.begin(), dkj.end(), 0.0);
+        for (int h = 0; h < H; ++h) {
+          const float* q = t->q + (r * H + h) * D;
+          double a = 0;
+          for (int e = 0; e < D; ++e) a += double(q[e]) * double(k[e]);
+          if (a > 0)
+            for (int e = 0; e < D; ++e) dkj[size_t(e)] += dz[size_t(j)] * l->scale * double(t->w[r * H + h]) * double(q[e]);
+        }
+        double* dst = dk.data() + size_t(slots[j]) * size_t(D);
+        for (int e = 0; e < D; ++e) dst[e] = dk_overwrite ? dkj[size_t(e)] : dst[e] + dkj[size_t(e)];
+      }
+    }
+  }
+  zero_kv_rows(l, t->dk, D);
+  for (int di = 0; di < l->num_docs; ++di) {
+    const ao_doc& d = l->docs[di];
+    for (int64_t e = d.kv_off * D; e < (d.kv_off + d.kv_len) * D; ++e) t->dk[e] = float(dk[size_t(e)]);
+  }
+  if (t->loss) t->loss[0] = float(loss / denom);
+}
+
 }  // namespace
 #endif
 
@@ -153,7 +287,8 @@ int ao_plugin_unavailable(char* msg, size_t n) {
 
 #ifndef AO_EXAMPLE_OMIT_RUN
 int ao_plugin_run(const ao_layout* l, const ao_tensors* t, const char* knobs, char* msg, size_t n) {
-  if (l->abi_version != AO_PLUGIN_ABI_VERSION || l->struct_size != sizeof(ao_layout)) {
+  if (l->abi_version != AO_EXAMPLE_ABI ||
+      l->struct_size != (AO_EXAMPLE_ABI >= 2 ? sizeof(ao_layout) : AO_LAYOUT_V1_SIZE)) {
     std::snprintf(msg, n, "layout struct of another ABI (version %u, size %u)", l->abi_version, l->struct_size);
     return AO_PLUGIN_ERROR;
   }
@@ -168,18 +303,26 @@ int ao_plugin_run(const ao_layout* l, const ao_tensors* t, const char* knobs, ch
   const char* env = std::getenv("AO_EXAMPLE_PLUGIN_BUG");
   std::string bug = knob(knobs, "bug");
   if ((bug.empty() || bug == "none") && env) bug = env;
-  if (!bug.empty() && bug != "none" && bug != "topleft-cp") {
-    std::snprintf(msg, n, "this plugin re-creates bug=topleft-cp only, not bug=%s", bug.c_str());
+  if (!bug.empty() && bug != "none" && bug != "topleft-cp" && bug != "bwd-gqa-first-head" && bug != "dk-overwrite") {
+    std::snprintf(msg, n, "this plugin re-creates bug=topleft-cp|bwd-gqa-first-head|dk-overwrite only, not bug=%s",
+                  bug.c_str());
     return AO_PLUGIN_ERROR;
   }
   const bool topleft = bug == "topleft-cp";
-  if (l->op == AO_OP_INDEXER)
+  const bool bwd = AO_EXAMPLE_ABI >= 2 && l->pass == AO_PASS_BWD;
+  if (bwd && l->op == AO_OP_INDEXER)
+    indexer_backward(l, t, bug == "dk-overwrite");
+  else if (bwd)
+    sdpa_backward(l, t, topleft, bug == "bwd-gqa-first-head");
+  else if (l->op == AO_OP_INDEXER)
     indexer(l, t, topleft);
   else
     sdpa(l, t, topleft);
   if (has(knobs, "fail=nan") && l->num_segments > 0) {
     const ao_segment& s = l->segments[0];
-    if (l->op == AO_OP_SDPA)
+    if (bwd)
+      t->dq[s.row0 * (l->op == AO_OP_SDPA ? l->hq : l->heads) * l->dim] = std::numeric_limits<float>::quiet_NaN();
+    else if (l->op == AO_OP_SDPA)
       t->o[s.o_row0 * l->hq * l->dim_v] = std::numeric_limits<float>::quiet_NaN();
     else if (t->scores)
       t->scores[s.row0 * l->topk] = std::numeric_limits<float>::quiet_NaN();

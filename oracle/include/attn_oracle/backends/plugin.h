@@ -4,7 +4,8 @@
  * error naming it.
  *
  * Required:
- *   uint32_t ao_plugin_abi_version(void);          returns AO_PLUGIN_ABI_VERSION it was built with
+ *   uint32_t ao_plugin_abi_version(void);          returns AO_PLUGIN_ABI_VERSION it was built with (2; a
+ *                                                  library built against version 1 still runs forward cases)
  *   const char* ao_plugin_name(void);              short name and version, e.g. "my-indexer 1.2 (sm90)"
  *   int ao_plugin_run(const ao_layout*, const ao_tensors*, const char* knobs, char* msg, size_t msg_len);
  *       fills the outputs; returns AO_PLUGIN_OK, AO_PLUGIN_SKIP (msg = why it cannot serve the case)
@@ -12,14 +13,28 @@
  * Optional:
  *   int ao_plugin_unavailable(char* msg, size_t msg_len);   nonzero = cannot run here (no GPU, ...)
  *
- * Data (version 1): every pointer is host memory. Inputs are fp32 arrays holding values already
- * rounded to `dtype` (a bf16 kernel converts them exactly). Shapes, row-major:
+ * Data: every pointer is host memory. Inputs are fp32 arrays holding values already rounded to `dtype`
+ * (a bf16 kernel converts them exactly). Shapes, row-major (the exec: protocol's tensors, same names):
+ * pass = AO_PASS_FWD (version 1's only pass):
  *   indexer: q [q_rows, heads, dim], w [q_rows, heads], k [kv_rows, dim];
- *            topk [q_rows, topk] int32 (KV buffer rows, -1 fill), scores [q_rows, topk] (optional to fill)
+ *            out: topk [q_rows, topk] int32 (KV buffer rows, -1 fill), scores [q_rows, topk] (optional)
  *   sdpa:    q [q_rows, hq, dim], k [kv_rows, hkv, dim], v [kv_rows, hkv, dim_v];
- *            o [o_rows, hq, dim_v], lse [stats_rows, hq] (natural log, -inf for rows with no key)
- * Outputs arrive filled with a sentinel; write valid rows only (pad slots must stay untouched
- * unless pad_writes=allow). A GPU plugin copies to and from the device itself.
+ *            out: o [o_rows, hq, dim_v], lse [stats_rows, hq] (natural log, -inf for rows with no key)
+ * pass = AO_PASS_BWD (version 2), the forward's outputs handed in as a training step hands them over:
+ *   sdpa:    q, k, v as above; dout [q_rows, hq, dim_v]; fwd_o [o_rows, hq, dim_v] (O in the dtype),
+ *            fwd_lse [stats_rows, hq] (exact fp32); out: dq [q_rows, hq, dim], dk [kv_rows, hkv, dim],
+ *            dv [kv_rows, hkv, dim_v]. A CP rank's dk/dv is its partial over the whole K/V buffer (its own
+ *            queries' contributions; the framework's reduce-scatter sums the ranks'). Every valid K/V row
+ *            is written (0 where no query of this rank attends it); a row with no allowed key has dq 0.
+ *   indexer: q, w, k as above; fwd_topk [q_rows, topk] int32 (the exact forward's), target and predict
+ *            [q_rows, topk] (exact fp32 distributions over each row's slots; -1 slots hold poison),
+ *            grad_loss [1]; loss_mean names the mean the loss is divided by;
+ *            out: dq [q_rows, heads, dim], dk [kv_rows, dim] (a CP rank's partial, as for sdpa),
+ *            dw [q_rows, heads], loss [1] (optional). The loss and gradients: README "The indexer's
+ *            training path" / attn_oracle/reference/indexer_backward.h.
+ * Pointers a pass does not use are null. Outputs arrive filled with a sentinel; write valid rows only
+ * (pad slots must stay untouched unless pad_writes=allow; gradient rows of pad slots unless
+ * grad_pad_zero_allowed, when zeros are accepted too). A GPU plugin copies to and from the device itself.
  * Semantics of rows, segments and allowed keys: README.md / attn_oracle/layout/layout.h. In short: row i of a
  * segment sits at document position pos0 + i; a document's q tokens t sit at shift + t, shift = 0 for
  * top-left, and for bottom-right the queries are the document's last q_len positions, shift =
@@ -36,13 +51,15 @@
 extern "C" {
 #endif
 
-#define AO_PLUGIN_ABI_VERSION 1u
+#define AO_PLUGIN_ABI_VERSION 2u
 
 enum { AO_PLUGIN_OK = 0, AO_PLUGIN_ERROR = 1, AO_PLUGIN_SKIP = 2 };
 enum { AO_OP_INDEXER = 0, AO_OP_SDPA = 1 };
 enum { AO_DTYPE_F32 = 0, AO_DTYPE_BF16 = 1, AO_DTYPE_F16 = 2 };
 enum { AO_MASK_NONE = 0, AO_MASK_TOPLEFT = 1, AO_MASK_BOTTOMRIGHT = 2 };
 enum { AO_CP_ZIGZAG = 0, AO_CP_CONTIGUOUS = 1 };
+enum { AO_PASS_FWD = 0, AO_PASS_BWD = 1 };
+enum { AO_LOSS_MEAN_ROWS = 0, AO_LOSS_MEAN_VALID = 1, AO_LOSS_MEAN_KEYED = 2, AO_LOSS_MEAN_SUM = 3 };
 
 typedef struct ao_doc {
   int64_t q_len, kv_len;                  /* valid tokens */
@@ -74,13 +91,24 @@ typedef struct ao_layout {
   const ao_doc* docs;
   const ao_segment* segments;
   const char* case_line;     /* canonical case line, for messages */
+  /* version 2 (a version-1 library is handed struct_size = AO_LAYOUT_V1_SIZE and forward cases only) */
+  int32_t pass;                  /* AO_PASS_FWD | AO_PASS_BWD */
+  int32_t grad_pad_zero_allowed; /* bwd: gradient rows of pad slots may be zeroed (grad_pad=zero) */
+  int32_t loss_mean;             /* indexer bwd: AO_LOSS_MEAN_* (the loss's denominator: Q buffer rows,
+                                    valid rows, valid rows with a selected key, or 1) */
 } ao_layout;
+#define AO_LAYOUT_V1_SIZE offsetof(ao_layout, pass)
 
 typedef struct ao_tensors {
   const float *q, *k, *v, *w; /* v null for the indexer, w null for sdpa */
-  int32_t* topk;
+  int32_t* topk;              /* forward outputs */
   float* scores;
   float *o, *lse;
+  /* version 2: the backward's inputs and outputs (null under pass = AO_PASS_FWD) */
+  const float *dout, *fwd_o, *fwd_lse;          /* sdpa */
+  const int32_t* fwd_topk;                      /* indexer */
+  const float *target, *predict, *grad_loss;    /* indexer */
+  float *dq, *dk, *dv, *dw, *loss;              /* dv: sdpa; dw, loss: indexer */
 } ao_tensors;
 
 typedef uint32_t (*ao_plugin_abi_version_fn)(void);
