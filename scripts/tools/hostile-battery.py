@@ -612,20 +612,20 @@ def build(bin_path, bdir, full):
         A.append(Attack(13, f"--shard {v} (control)", ["fuzz", "--backend", "cpu-ref", "--shard", v, "--budget", "3",
                                                        "--no-save"], {0}))
 
-    # (14) fuzz dedup
-    secs = 30 if full else 10
-    A.append(Attack(14, f"fuzz {secs}s off-by-one-causal leaves a handful of files",
-                    ["fuzz", "--backend", "cpu-bug:off-by-one-causal", "--budget", f"{secs}s", "--seed", "1",
-                     "--out", "found"], {1}, limit=secs + 60,
-                    check=lambda r, c: (lambda n: None if 1 <= n <= 8 else f"{n} files saved")(
-                        len([f for f in os.listdir(os.path.join(c["dir"], "found")) if f.endswith(".case")])
-                        if os.path.isdir(os.path.join(c["dir"], "found")) else 0)))
-    A.append(Attack(14, "fuzz 8s topleft-cp leaves a handful of files",
-                    ["fuzz", "--backend", "cpu-bug:topleft-cp", "--budget", "8s", "--seed", "4", "--out", "found"],
-                    {1}, limit=70, quick=False,
-                    check=lambda r, c: (lambda n: None if 1 <= n <= 8 else f"{n} files saved")(
-                        len([f for f in os.listdir(os.path.join(c["dir"], "found")) if f.endswith(".case")])
-                        if os.path.isdir(os.path.join(c["dir"], "found")) else 0)))
+    # (14) fuzz dedup: a case budget (a time budget draws more cases, hence more signatures, on a faster
+    # machine), failures merged into a handful of files (at most 8, at most half the failures).
+    def few_files(r, c):
+        d = os.path.join(c["dir"], "found")
+        n = len([f for f in os.listdir(d) if f.endswith(".case")]) if os.path.isdir(d) else 0
+        m = re.search(r"fuzz-result cases=\d+ failed=(\d+)", r.out)
+        failed = int(m.group(1)) if m else 0
+        return None if 1 <= n <= 8 and 2 * n <= failed else f"{n} files saved for {failed} failures"
+    A.append(Attack(14, "fuzz 40 cases off-by-one-causal leaves a handful of files",
+                    ["fuzz", "--backend", "cpu-bug:off-by-one-causal", "--budget", "40", "--seed", "1",
+                     "--out", "found"], {1}, limit=120, check=few_files))
+    A.append(Attack(14, "fuzz 200 cases topleft-cp leaves a handful of files",
+                    ["fuzz", "--backend", "cpu-bug:topleft-cp", "--budget", "200", "--seed", "4", "--out", "found"],
+                    {1}, limit=120, quick=False, check=few_files))
 
     # (15) random malformed case lines (mutations of valid lines)
     rng = random.Random(20261203)
