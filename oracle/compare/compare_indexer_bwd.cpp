@@ -72,15 +72,6 @@ double judge_row(const float* x, const float* e, const float* gate, int cells, s
   return row_unwritten ? INFINITY : row_worst;
 }
 
-// Rows of a buffer outside `valid` (pad slots): Pad, or Clobbered when any element was written.
-void mark_pad_rows(CellMap& map, const std::vector<char>& valid, const std::vector<float>& t) {
-  const size_t w = t.size() / size_t(std::max<int64_t>(map.rows, 1));
-  for (int64_t r = 0; r < map.rows; ++r)
-    if (!valid[size_t(r)])
-      map.pad_row(r, std::any_of(t.begin() + long(size_t(r) * w), t.begin() + long(size_t(r + 1) * w),
-                                 [](float v) { return !is_sentinel(v); }));
-}
-
 }  // namespace
 
 Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
@@ -130,10 +121,10 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
     if (!g.dk_selected[j] && std::any_of(x, x + D, [](float v) { return !is_sentinel(v) && v != 0.f; }))
       ++unselected_written;
   }
-  const std::vector<char> qv = valid_rows(l, RowBuffer::Q);
-  mark_pad_rows(mq, qv, got.dq);
-  mark_pad_rows(mw, qv, got.dw);
-  mark_pad_rows(mk, kv, got.dk);
+  const JudgedRegion region(l);
+  region.mark_pad_rows(mq, region.output_of(&Outputs::dq), got);
+  region.mark_pad_rows(mw, region.output_of(&Outputs::dw), got);
+  region.mark_pad_rows(mk, region.output_of(&Outputs::dk), got);
   const bool loss_reported = !got.loss.empty() && !is_sentinel(got.loss[0]);
   double loss_ratio = 0;
   int64_t nonfinite = tq.nonfinite + tw.nonfinite + tk.nonfinite;
@@ -141,7 +132,6 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
     nonfinite += !std::isfinite(got.loss[0]);
     loss_ratio = err_ratio(got.loss[0], g.exact.loss[0], float(g.loss));
   }
-  const JudgedRegion region(l);
   const int64_t pad_written = region.clobbered_pad_slots(got);
   const bool forbid_pad = c.pad_writes == PadWrites::Forbid;
   auto ratio_metric = [](const char* name, double v, Headline h = Headline::No) {

@@ -170,19 +170,14 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   double max_abs_all = 0;
   std::vector<Metric> per_grad;
   auto maps = std::make_shared<std::vector<CellMap>>();
-  const std::vector<char> q_valid = valid_rows(l, RowBuffer::Q), kv_valid = valid_rows(l, RowBuffer::KV);
   for (size_t gi = 0; gi < 3; ++gi) {
     const Grad& g = grads[gi];
     const auto& rows = g.kv ? kvrows : qrows;
     const std::vector<float>&G = got.*g.t, &X = exact.*g.t, &E = emul.*g.t, &F = f32.*g.t;
     const size_t W = size_t(g.width), RW = size_t(g.heads) * W;
     CellMap& map = maps->emplace_back(g.name, g.kv, g.kv ? l.kv_rows : l.q_rows, g.heads);
-    const std::vector<char>& valid = g.kv ? kv_valid : q_valid;
-    for (int64_t r = 0; r < map.rows; ++r)
-      if (!valid[size_t(r)])
-        map.pad_row(r, std::any_of(G.begin() + long(size_t(r) * RW), G.begin() + long(size_t(r + 1) * RW), [&](float v) {
-          return !is_sentinel(v) && !(c.grad_pad == GradPad::Zero && v == 0.f);
-        }));
+    const int out_index = region.output_of(g.t);
+    region.mark_pad_rows(map, out_index, got);
     // The gradient's rms over the judged rows: the scale of its fp32 accumulation floor.
     double sum2 = 0;
     int64_t elems = 0;
@@ -232,9 +227,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
     }
     max_abs_all = std::max(max_abs_all, max_abs);
     const double rel = sum2 > 0 ? std::sqrt(diff2 / sum2) : std::sqrt(diff2);
-    int64_t clobbered = 0;
-    for (size_t o = 0; o < region.outputs().size(); ++o)
-      if (region.outputs()[o].floats == g.t) clobbered = region.clobbered_pad_slots(got, int(o));
+    const int64_t clobbered = out_index < 0 ? 0 : region.clobbered_pad_slots(got, out_index);
     per_grad.push_back(gated_metric(fmt::format("{}_violations", g.name), double(violations),
                                     fmt::format("== 0 (per row: 2 x emulation's err + floor; worst err/gate {:.3g}, "
                                                 "gate {:.3g})",

@@ -214,4 +214,16 @@ int64_t JudgedRegion::clobbered_pad_slots(const Outputs& got, int o) const {
   return n;
 }
 
+int JudgedRegion::output_of(std::vector<float> Outputs::*field) const {
+  for (size_t o = 0; o < specs_.size(); ++o)
+    if (specs_[o].floats == field) return int(o);
+  return -1;
+}
+
+void JudgedRegion::mark_pad_rows(CellMap& map, int o, const Outputs& got) const {
+  for (const PadRun& run : runs_)
+    if (run.output == o)
+      for (int64_t r = run.row0; r < run.row0 + run.rows; ++r) map.pad_row(r, row_written(size_t(o), r, got));
+}
+
 }  // namespace ao

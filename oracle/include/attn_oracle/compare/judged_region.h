@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "attn_oracle/inputs/tensors.h"
+#include "attn_oracle/verdict/verdict.h"
 
 namespace ao {
 
@@ -101,6 +102,11 @@ class JudgedRegion {
   int64_t clobbered_pad_slots(const Outputs& got) const;
   // Those of output o alone.
   int64_t clobbered_pad_slots(const Outputs& got, int o) const;
+  // The index in outputs() of the float output at `field` (-1: none).
+  int output_of(std::vector<float> Outputs::*field) const;
+  // Output o's pad units in a comparator's per-cell map (one map row per buffer row): Pad, or Clobbered
+  // where written (pad_written's rule: the sentinel, and zeros under grad_pad=zero, are no write).
+  void mark_pad_rows(CellMap& map, int o, const Outputs& got) const;
 
   const Layout& layout() const { return l_; }
   ValueMatch match() const { return m_; }
