@@ -258,7 +258,7 @@ void row_verdicts(std::string& o, const std::string& id, const RowAxis& ax, doub
   y += ax.sx >= 30 ? 34 : 20;
 }
 
-// The buffer-row axis: ticks at 0, n, `marks` and (small buffers) every row.
+// The buffer-row axis: ticks at 0, n, `ticks` (e.g. the documents' offsets) and (small buffers) every row.
 void row_ticks(std::string& o, const RowAxis& ax, double& y, int64_t n, std::vector<int64_t> ticks, const std::string& label) {
   ticks.push_back(0);
   ticks.push_back(n);
