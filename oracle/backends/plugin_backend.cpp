@@ -180,14 +180,21 @@ class PluginBackend : public Backend {
     return unavailable_;
   }
 
-  // A library built against ABI v1 knows the forward's tensors only: a backward case would hand it
-  // no dO/O/LSE inputs and no gradient outputs.
+  // A library built against ABI v1 knows the forward's tensors only (a backward case would hand it no
+  // dO/O/LSE inputs and no gradient outputs), and v1's layout cannot say the conventions v2 added: such a
+  // case is declined, never handed over with a key the library cannot see.
   std::string declines(const Layout& l) const override {
-    if (l.c.pass == Pass::Bwd && abi_ != 0 && !plugin_host::abi_has_backward(abi_))
-      return fmt::format("plugin: the library speaks ABI v{}, which carries the forward's tensors only (pass=bwd "
-                         "needs ABI v{}: rebuild it against this attn_oracle/backends/plugin.h)", abi_,
-                         AO_PLUGIN_ABI_VERSION);
-    return {};
+    if (abi_ == 0 || plugin_host::abi_has_backward(abi_)) return {};
+    const Case& c = l.c;
+    const char* key = c.pass == Pass::Bwd                                ? "pass=bwd"
+                      : c.window_right != 0                              ? "window_right"
+                      : c.window_convention != WindowConvention::Cudnn   ? "window_convention=fa"
+                      : c.empty_rows != EmptyRows::NegInf                ? "empty_rows=posinf"
+                      : c.op == Op::Indexer && c.ties == Ties::Strict    ? "ties=strict"
+                                                                         : nullptr;
+    if (!key) return {};
+    return fmt::format("plugin: the library speaks ABI v{}, whose layout and tensors cannot carry {} (ABI v{} does: "
+                       "rebuild it against this attn_oracle/backends/plugin.h)", abi_, key, AO_PLUGIN_ABI_VERSION);
   }
 
   RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
@@ -230,6 +237,13 @@ class PluginBackend : public Backend {
     al.num_segments = int32_t(segs.size());
     al.pass = c.pass == Pass::Bwd ? AO_PASS_BWD : AO_PASS_FWD;
     al.grad_pad_zero_allowed = c.grad_pad == GradPad::Zero;
+    al.window_right = c.window_right;
+    al.window_convention = c.window_convention == WindowConvention::Fa ? AO_WINDOW_FA : AO_WINDOW_CUDNN;
+    al.empty_rows_posinf = c.empty_rows == EmptyRows::PosInf;
+    al.ties_strict = c.ties == Ties::Strict;
+    al.num_splits = c.num_splits;
+    al.max_seqlen_q = l.max_seqlen_q;
+    al.max_seqlen_kv = l.max_seqlen_kv;
     al.loss_mean = c.loss_mean == LossMean::Rows    ? AO_LOSS_MEAN_ROWS
                    : c.loss_mean == LossMean::Valid ? AO_LOSS_MEAN_VALID
                    : c.loss_mean == LossMean::Keyed ? AO_LOSS_MEAN_KEYED

@@ -55,7 +55,12 @@ TEST(Plugin, ExamplePassesOnFreshCases) {
   for (const std::string& line :
        {std::string(kIdxCp) + std::to_string(seed), std::string(kSdpa) + std::to_string(seed),
         std::string("op=sdpa docs=64,128 cp=2 rank=1 hq=2 hkv=1 dim=16 window=20 dtype=fp16 seed=") + std::to_string(seed),
-        std::string("op=indexer docs=300 pad=4 heads=2 dim=16 topk=400 ratio=2 dtype=fp32 seed=") + std::to_string(seed)}) {
+        std::string("op=indexer docs=300 pad=4 heads=2 dim=16 topk=400 ratio=2 dtype=fp32 seed=") + std::to_string(seed),
+        // ABI v2's conventions: a right window bound, FlashAttention's left bound, +inf LSE of empty rows,
+        // strict top-k ties.
+        "op=sdpa q_lens=40,9 kv_lens=30,60 mask=bottomright window=5 window_right=3 window_convention=fa "
+        "empty_rows=posinf hq=2 hkv=1 dim=16 seed=" + std::to_string(seed),
+        "op=indexer docs=200 heads=2 dim=16 topk=24 ties=strict levels=4 seed=" + std::to_string(seed)}) {
     auto r = run_plugin(kPlugin, line);
     EXPECT_EQ(r.verdict.kind, Verdict::Pass) << format_result(r);
     EXPECT_EQ(r.backend_version, "example-cpu-plugin 1 (fp64 loops)");
@@ -87,16 +92,25 @@ TEST(Plugin, ExampleBackwardPassesOnFreshCases) {
 }
 
 // A library built against ABI v1 keeps running forward cases (it is handed v1's layout prefix); a backward
-// case is declined before any library code runs, never handed over without its tensors.
+// case, or one with a convention v1's layout cannot say, is declined before any library code runs.
 TEST(Plugin, AbiV1LibraryRunsForwardAndDeclinesBackward) {
   const std::string v1 = std::string("plugin:") + AO_EXAMPLE_PLUGIN_ABI1;
   const auto fwd = run_plugin(v1, std::string(kSdpa) + "3");
   EXPECT_EQ(fwd.verdict.kind, Verdict::Pass) << format_result(fwd);
-  for (const char* line : {"op=sdpa pass=bwd docs=30,20 hq=2 dim=16", "op=indexer pass=bwd docs=40 heads=2 dim=8 topk=4"}) {
+  for (const auto& [line, key] : std::vector<std::pair<std::string, std::string>>{
+           {"op=sdpa pass=bwd docs=30,20 hq=2 dim=16", "pass=bwd"},
+           {"op=indexer pass=bwd docs=40 heads=2 dim=8 topk=4", "pass=bwd"},
+           {"op=sdpa docs=30,20 window_right=4 hq=2 dim=16", "window_right"},
+           {"op=sdpa docs=30,20 window=4 window_convention=fa hq=2 dim=16", "window_convention=fa"},
+           {"op=sdpa q_lens=3 kv_lens=0 mask=bottomright empty_rows=posinf hq=2 dim=16", "empty_rows=posinf"},
+           {"op=indexer docs=40 heads=2 dim=8 topk=4 ties=strict", "ties=strict"}}) {
     const auto r = run_plugin(v1, line);
     EXPECT_EQ(r.verdict.kind, Verdict::Skipped) << format_result(r);
-    EXPECT_NE(r.verdict.reason.find("ABI v1, which carries the forward's tensors only"), std::string::npos)
+    EXPECT_NE(r.verdict.reason.find("ABI v1, whose layout and tensors cannot carry " + key), std::string::npos)
         << r.verdict.reason;
+    // The same case runs on the v2 library (the key reaches it) and passes.
+    const auto v2 = run_plugin(kPlugin, line);
+    EXPECT_EQ(v2.verdict.kind, Verdict::Pass) << format_result(v2);
   }
 }
 

@@ -42,7 +42,8 @@ std::string knob(const char* knobs, const std::string& name) {
   return list.substr(from, list.find(',', from) - from);
 }
 
-// Allowed keys [lo, hi) in document coordinates for a row at document position p.
+// Allowed keys [lo, hi) in document coordinates for a row at document position p (plugin.h's band; a
+// version-1 build knows the causal bound and the cuDNN-convention left window only).
 void allowed(const ao_layout* l, const ao_doc& d, int64_t p, int64_t& lo, int64_t& hi) {
   lo = 0;
   hi = d.kv_len;
@@ -50,10 +51,26 @@ void allowed(const ao_layout* l, const ao_doc& d, int64_t p, int64_t& lo, int64_
   if (l->op == AO_OP_INDEXER) {
     const int64_t n = p + 1 >= 0 ? (p + 1) / l->ratio : -((-(p + 1) + l->ratio - 1) / l->ratio);
     hi = std::clamp<int64_t>(n, 0, d.kv_len);
-  } else {
-    hi = std::clamp<int64_t>(p + 1, 0, d.kv_len);
-    if (l->window > 0) lo = std::clamp<int64_t>(p - l->window + 1, 0, hi);
+    return;
   }
+#if AO_EXAMPLE_ABI >= 2
+  const int64_t right = l->window_right;
+  const bool fa = l->window_convention == AO_WINDOW_FA;
+#else
+  const int64_t right = 0;
+  const bool fa = false;
+#endif
+  hi = right < 0 ? d.kv_len : std::clamp<int64_t>(p + 1 + right, 0, d.kv_len);
+  if (l->window > 0 || (l->window == 0 && fa)) lo = std::clamp<int64_t>(fa ? p - l->window : p - l->window + 1, 0, hi);
+}
+
+// The LSE of a row with no allowed key.
+float empty_lse(const ao_layout* l) {
+#if AO_EXAMPLE_ABI >= 2
+  if (l->empty_rows_posinf) return std::numeric_limits<float>::infinity();
+#endif
+  (void)l;
+  return -std::numeric_limits<float>::infinity();
 }
 
 void indexer(const ao_layout* l, const ao_tensors* t, bool topleft) {
@@ -111,7 +128,7 @@ void sdpa(const ao_layout* l, const ao_tensors* t, bool topleft) {
         float* o = t->o + (orow * Hq + h) * Dv;
         if (hi <= lo) {
           for (int e = 0; e < Dv; ++e) o[e] = 0.f;
-          t->lse[srow * Hq + h] = -std::numeric_limits<float>::infinity();
+          t->lse[srow * Hq + h] = empty_lse(l);
           continue;
         }
         p.assign(size_t(hi - lo), 0.0);

@@ -39,7 +39,9 @@
  * segment sits at document position pos0 + i; a document's q tokens t sit at shift + t, shift = 0 for
  * top-left, and for bottom-right the queries are the document's last q_len positions, shift =
  * kv_len*ratio - q_len (sdpa: kv_len - q_len), with and without CP (CP splits tokens t). Indexer keys
- * allowed at position p: s < clamp(floor((p+1)/ratio), 0, kv_len); sdpa: s <= p (window: s > p - window).
+ * allowed at position p: s < clamp(floor((p+1)/ratio), 0, kv_len); sdpa: s <= p + window_right (a right
+ * bound of -1: every key), and s > p - window (AO_WINDOW_FA: s >= p - window; window 0 under the cuDNN
+ * convention or -1: no left bound); mask none: every key.
  * Poison in input pad slots: NaN, +inf, or (poison=large) the dtype's largest finite value. */
 #ifndef ATTN_ORACLE_PLUGIN_H
 #define ATTN_ORACLE_PLUGIN_H
@@ -59,6 +61,7 @@ enum { AO_DTYPE_F32 = 0, AO_DTYPE_BF16 = 1, AO_DTYPE_F16 = 2 };
 enum { AO_MASK_NONE = 0, AO_MASK_TOPLEFT = 1, AO_MASK_BOTTOMRIGHT = 2 };
 enum { AO_CP_ZIGZAG = 0, AO_CP_CONTIGUOUS = 1 };
 enum { AO_PASS_FWD = 0, AO_PASS_BWD = 1 };
+enum { AO_WINDOW_CUDNN = 0, AO_WINDOW_FA = 1 };
 enum { AO_LOSS_MEAN_ROWS = 0, AO_LOSS_MEAN_VALID = 1, AO_LOSS_MEAN_KEYED = 2, AO_LOSS_MEAN_SUM = 3 };
 
 typedef struct ao_doc {
@@ -96,6 +99,14 @@ typedef struct ao_layout {
   int32_t grad_pad_zero_allowed; /* bwd: gradient rows of pad slots may be zeroed (grad_pad=zero) */
   int32_t loss_mean;             /* indexer bwd: AO_LOSS_MEAN_* (the loss's denominator: Q buffer rows,
                                     valid rows, valid rows with a selected key, or 1) */
+  /* version 2: the conventions version 1 could not express (a version-1 library is not handed a case
+     that uses them) and what a kernel is given beside the lengths */
+  int64_t window_right;          /* sdpa: right bound, 0 = causal s <= p, > 0: s <= p + window_right, -1: none */
+  int32_t window_convention;     /* sdpa: AO_WINDOW_CUDNN (left bound s > p - window) | AO_WINDOW_FA (s >= p - window) */
+  int32_t empty_rows_posinf;     /* sdpa: LSE of a row with no allowed key is +inf (else -inf); O = 0 either way */
+  int32_t ties_strict;           /* indexer: equal scores in ascending key-row order (else any valid set) */
+  int32_t num_splits;            /* sdpa split-KV splits a kernel is asked for (the exact result is the same) */
+  int64_t max_seqlen_q, max_seqlen_kv; /* the max_seqlen a kernel is given (>= every length) */
 } ao_layout;
 #define AO_LAYOUT_V1_SIZE offsetof(ao_layout, pass)
 
