@@ -37,7 +37,7 @@ if ! ao_runnable "$bin/attn-oracle"; then
     cp "$bin/gpu_backends/ao_cudnn_tests" "$bin/" ||
     { stamp "build failed (tail of build.log follows)"; tail -30 "$out/build.log"; }
 fi
-echo "binaries: $bin" >>"$out/env.txt"
+echo "binaries: ${bin/#$ao_root/<checkout>}" >>"$out/env.txt"  # no machine path in a report
 
 # ---- cuDNN libraries to run against --------------------------------------------------------------
 if [[ -z "${AO_CUDNN_LIBS:-}" ]]; then
