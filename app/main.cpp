@@ -10,6 +10,7 @@
 
 int main(int argc, char** argv) {
   using namespace ao;
+  install_fatal_signal_report();   // an in-process backend's crash names the case it ran
   install_write_error_handlers();  // a closed stdout or a file size limit: a write error, not a death
   set_cli_argv(argc, argv);
   CLI::App app{"attn-oracle: correctness oracle and differential fuzzer for attention kernels"};

@@ -22,7 +22,7 @@ std::string unsupported_reason(const Layout& l) {
   return {};
 }
 
-RaggedProblem make_ragged_problem(const Layout& l) {
+RaggedProblem make_ragged_problem(const Layout& l, bool derived_offsets) {
   const Case& c = l.c;
   RaggedProblem p;
   p.hq = c.hq;
@@ -55,6 +55,10 @@ RaggedProblem make_ragged_problem(const Layout& l) {
     e.o_row0 = s.o_row0;
     e.stats_row0 = s.stats_row0;
     e.kv_row0 = d.kv_off;
+    if (derived_offsets && !l.is_cp()) {  // cu_seqlens where the bound offsets belong
+      e.q_row0 = e.o_row0 = e.stats_row0 = d.packed_q_off;
+      e.kv_row0 = d.packed_kv_off;
+    }
     e.q_len = s.valid;
     e.kv_len = key_prefix && c.mask != MaskKind::None ? std::min(d.kv_len, s.pos0 + s.valid) : d.kv_len;
     p.entries.push_back(e);

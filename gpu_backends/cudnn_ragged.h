@@ -51,7 +51,9 @@ struct RaggedProblem {
 // Empty when cudnn-sdpa can express the case; otherwise why not (the backend's skip reason).
 std::string unsupported_reason(const Layout& l);
 // Precondition: unsupported_reason(l) is empty.
-RaggedProblem make_ragged_problem(const Layout& l);
+// derived_offsets: the offsets as prefix sums of the lengths instead of the bound ones (the
+// derived-offsets defect, re-created on real cuDNN output; cp == 1 only).
+RaggedProblem make_ragged_problem(const Layout& l, bool derived_offsets = false);
 // One line for logs and reports: "b=3 s_q=4 s_kv=4 hq=2 hkv=1 d=64 mask=topleft q_off=[0,256,...]".
 std::string describe(const RaggedProblem& p);
 

@@ -40,7 +40,11 @@ std::vector<KnobSpec> sdpa_knobs() {
                       "pass=bwd: bound the workspace by the buffers' rows (set_max_total_seq_len_q/kv, as "
                       "TransformerEngine does for THD); 0: leave them unset"),
           knob_choice("deterministic", {"0", "1"}, "pass=bwd: ask for the deterministic backward algorithm"),
-          knob_choice("log", {"0", "1"}, "print the problem, the implementation and the chosen plan to stderr")};
+          knob_choice("log", {"0", "1"}, "print the problem, the implementation and the chosen plan to stderr"),
+          bug_knob({"derived-offsets", "bwd-cp-dkv-overwrite"},
+                   "derived-offsets: every tensor's ragged offsets bound as prefix sums of the lengths "
+                   "(cudnn-frontend #737's lowering; cp=1); bwd-cp-dkv-overwrite: pass=bwd on a CP rank: each "
+                   "batch entry's dK/dV stored on the host instead of added")};
 }
 
 SdpaOptions sdpa_options(const Knobs& k) {
@@ -53,6 +57,8 @@ SdpaOptions sdpa_options(const Knobs& k) {
   o.max_total = k.flag("max_total");
   o.deterministic = k.flag("deterministic");
   o.log = k.flag("log");
+  o.derived_offsets = k.get("bug") == "derived-offsets";
+  o.cp_dkv_overwrite = k.get("bug") == "bwd-cp-dkv-overwrite";
   return o;
 }
 
@@ -304,7 +310,10 @@ class CudnnSdpa : public Backend {
       return fmt::format("cudnnCreate failed: {}", cudnnGetErrorString(handle().status));
     return {};
   }
-  std::string declines(const Layout& l) const override { return unsupported_reason(l); }
+  std::string declines(const Layout& l) const override {
+    if (opt_.derived_offsets && l.is_cp()) return "bug=derived-offsets re-creates the cp=1 lowering (no CP rank)";
+    return unsupported_reason(l);
+  }
 
   RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
     try {
@@ -347,7 +356,7 @@ class CudnnSdpa : public Backend {
   RunStatus run_forward(const Layout& l, const Inputs& in, Outputs& out) {
     using namespace graph_parts;
     const Case& c = l.c;
-    const RaggedProblem p = make_ragged_problem(l);
+    const RaggedProblem p = make_ragged_problem(l, opt_.derived_offsets);
     if (p.batch() == 0) return {};  // no valid query row: nothing to compute, outputs stay sentinels
     const int64_t sq = p.max_q, skv = p.max_kv, hq = p.hq, hkv = p.hkv, d = p.d, dv = p.dv;
     std::string why;
@@ -418,7 +427,7 @@ class CudnnSdpa : public Backend {
   RunStatus run_backward(const Layout& l, const Inputs& in, Outputs& out) {
     using namespace graph_parts;
     const Case& c = l.c;
-    const RaggedProblem p = make_ragged_problem(l);
+    const RaggedProblem p = make_ragged_problem(l, opt_.derived_offsets);
     const GradKvPlacement kv = grad_kv_placement(l, p);
     auto zero_uncovered = [&] {
       const size_t wk = size_t(p.hkv * p.d), wv = size_t(p.hkv * p.dv);
@@ -519,7 +528,7 @@ class CudnnSdpa : public Backend {
               float& o = dst[row * size_t(w) + size_t(x)];
               const float v = src[size_t((kv.row0[e] + j) * w + x)];
               if (is_sentinel(v) || (!first && is_sentinel(o))) o = sentinel_float();  // unwritten stays unwritten
-              else o = first ? v : o + v;
+              else o = first || opt_.cp_dkv_overwrite ? v : o + v;
             }
           }
         }

@@ -48,6 +48,10 @@ struct SdpaOptions {
   bool max_total = true;
   bool deterministic = false;
   bool log = false;
+  // Re-created defects (bug=<id>, the cpu-bug models' ids): derived-offsets binds every tensor's ragged
+  // offsets as prefix sums of the lengths (cudnn-frontend #737's lowering; not under CP);
+  // bwd-cp-dkv-overwrite stores each CP entry's dK/dV on the host instead of adding it.
+  bool derived_offsets = false, cp_dkv_overwrite = false;
 };
 
 // The knobs above, for the registry (attn_oracle/backends/knobs.h), and the options they set.

@@ -54,13 +54,17 @@ TEST(CudnnSdpa, ZigzagCpRankAsKeyPrefixes) {
   EXPECT_EQ(r.verdict.kind, Verdict::Pass) << format_result(r);
 }
 
-TEST(CudnnSdpa, RealOutputsFailAgainstAReferenceThatIgnoresTheOffsets) {
-  // The comparison has teeth on real cuDNN output: judged by a reference that addresses sequences by
-  // prefix(lens) (the cudnn-frontend #737 lowering), correct cuDNN output must fail.
+TEST(CudnnSdpa, RealOutputsWithDerivedOffsetsFail) {
+  // Teeth on real cuDNN output (the SDPA verdict is taken against the comparator's exact answer, so a
+  // buggy --vs cannot show them): cuDNN given prefix(lens) offsets (the cudnn-frontend #737 lowering,
+  // bug=derived-offsets) must fail on padded THD, and equal the knobless run where offsets are packed.
   NEED_CUDNN("cudnn-sdpa");
-  auto bug = make_backend("cpu-bug:derived-offsets");
-  const auto r = run(*backend, *bug, "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16 seed=11");
+  auto derived = make_backend("cudnn-sdpa:bug=derived-offsets");
+  const char* padded = "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 dtype=bf16 seed=11";
+  EXPECT_EQ(run(*backend, *ref, padded).verdict.kind, Verdict::Pass);
+  const auto r = run(*derived, *ref, padded);
   EXPECT_EQ(r.verdict.kind, Verdict::Fail) << format_result(r);
+  EXPECT_EQ(run(*derived, *ref, "op=sdpa lens=3,2,4 dtype=bf16 seed=11").verdict.kind, Verdict::Pass);
 }
 
 TEST(CudnnSdpa, DeclinedGraphsAreSkippedWithCudnnsMessage) {
@@ -100,11 +104,14 @@ TEST(CudnnSdpa, BackwardOnPaddedThdGqaAndCpRanks) {
   }
 }
 
-TEST(CudnnSdpa, RealGradientsFailAgainstAReferenceThatOverwritesCpPartials) {
-  // Teeth on real cuDNN gradients: a reference that keeps one zigzag chunk's dK/dV instead of their sum
-  // must disagree with cuDNN's (host-summed) answer.
+TEST(CudnnSdpa, RealGradientsWithOverwrittenCpPartialsFail) {
+  // Teeth on real cuDNN gradients: keeping one zigzag chunk's dK/dV instead of their sum
+  // (bug=bwd-cp-dkv-overwrite, the host's accumulation stored) must fail where the sum passes.
   NEED_CUDNN("cudnn-sdpa");
-  auto bug = make_backend("cpu-bug:bwd-cp-dkv-overwrite");
-  const auto r = run(*backend, *bug, "op=sdpa pass=bwd docs=64,32 cp=2 rank=0 hq=2 dim=64 seed=46");
+  const char* line = "op=sdpa pass=bwd docs=64,32 cp=2 rank=0 hq=2 dim=64 seed=46";
+  auto overwrite = make_backend("cudnn-sdpa:bug=bwd-cp-dkv-overwrite");
+  EXPECT_EQ(run(*backend, *ref, line).verdict.kind, Verdict::Pass);
+  const auto r = run(*overwrite, *ref, line);
   EXPECT_EQ(r.verdict.kind, Verdict::Fail) << format_result(r);
+  EXPECT_NE(r.verdict.reason.find("dk_violations"), std::string::npos) << r.verdict.reason;
 }

@@ -1,5 +1,7 @@
 #include "attn_oracle/pipeline/trial.h"
 
+#include "attn_oracle/internal/interrupt.h"
+
 #include <atomic>
 
 #include <fmt/format.h>
@@ -27,7 +29,9 @@ TrialRun Trial::run(Backend& b) {
   TrialRun r;
   r.backend = sanitize_utf8(b.name());
   r.out = make_sentinel_outputs(l_);
+  set_work_in_flight(r.backend + " on " + print_case(l_.c));
   r.status = run_backend(b, l_, in_, r.out);
+  set_work_in_flight("");
   if (auto what = changed_input(l_, in_, pristine_, make_case_inputs); !what.empty()) {
     r.wrote_input = sanitize_utf8(what);
     in_ = make_case_inputs(l_);  // deterministic: the pristine inputs again, for every later run and judgement

@@ -10,7 +10,14 @@
 //    request (SIGPIPE), so a run whose output nobody reads ends soon, with its report files written.
 //    Handlers, not SIG_IGN: an exec'ed backend starts with the default dispositions.
 //  * interrupted(): polled by every loop that waits on foreign code or iterates over cases.
+//  * install_fatal_signal_report(): called by the CLI at start. A fatal signal in the harness itself
+//    (SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGABRT: an in-process backend such as a GPU library crashing)
+//    first writes "attn-oracle: fatal signal <NAME> while running <work>" to stderr, with the work
+//    set_work_in_flight last named (Trial::run: the backend and the case line), then dies by that signal
+//    through the handler that was there before (a sanitizer's report, else the default action). A fuzz
+//    campaign's summary comes at its end; this line is what names the case that killed it.
 #pragma once
+#include <string_view>
 
 namespace ao {
 
@@ -21,5 +28,9 @@ void install_write_error_handlers();
 int interrupted();
 // Tests: forget a recorded request.
 void reset_interrupt();
+
+void install_fatal_signal_report();
+// What the harness is running now (cut at 4 KiB); "" for nothing.
+void set_work_in_flight(std::string_view what);
 
 }  // namespace ao
