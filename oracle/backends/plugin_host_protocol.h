@@ -8,6 +8,7 @@
 // Records: probe  {kProbeMagic, "ok", name, unavailable, abi version} | {kProbeMagic, "refused"|"broken", why}
 //          run    {kDoneMagic, status, message}   (a load failure: status AO_PLUGIN_ERROR, "loading failed: ...")
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -48,32 +49,28 @@ inline constexpr bool abi_has_backward(uint32_t v) { return v >= 2; }
 
 // The Request field of each tensor the harness exchanges, by its name in the external tensor table
 // (external_inputs / external_outputs, external.h: the exec: files' names); null for a name without one.
+// The forward's outputs o, lse and topk are the backward's inputs fwd_o, fwd_lse and fwd_topk.
 using SpanField = Span Request::*;
-inline SpanField input_slot(std::string_view name) {
-  if (name == "q") return &Request::q;
-  if (name == "k") return &Request::k;
-  if (name == "v") return &Request::v;
-  if (name == "w") return &Request::w;
-  if (name == "dout") return &Request::dout;
-  if (name == "o") return &Request::fwd_o;
-  if (name == "lse") return &Request::fwd_lse;
-  if (name == "topk") return &Request::fwd_topk;
-  if (name == "target") return &Request::target;
-  if (name == "predict") return &Request::predict;
-  if (name == "grad_loss") return &Request::grad_loss;
+struct Slot {
+  std::string_view name;
+  SpanField field;
+};
+inline constexpr Slot kInputSlots[] = {
+    {"q", &Request::q},           {"k", &Request::k},           {"v", &Request::v},
+    {"w", &Request::w},           {"dout", &Request::dout},     {"o", &Request::fwd_o},
+    {"lse", &Request::fwd_lse},   {"topk", &Request::fwd_topk}, {"target", &Request::target},
+    {"predict", &Request::predict}, {"grad_loss", &Request::grad_loss}};
+inline constexpr Slot kOutputSlots[] = {
+    {"topk", &Request::topk}, {"scores", &Request::scores}, {"o", &Request::o},   {"lse", &Request::lse},
+    {"dq", &Request::dq},     {"dk", &Request::dk},         {"dv", &Request::dv}, {"dw", &Request::dw},
+    {"loss", &Request::loss}};
+template <size_t N>
+SpanField slot_of(const Slot (&table)[N], std::string_view name) {
+  for (const Slot& s : table)
+    if (s.name == name) return s.field;
   return nullptr;
 }
-inline SpanField output_slot(std::string_view name) {
-  if (name == "topk") return &Request::topk;
-  if (name == "scores") return &Request::scores;
-  if (name == "o") return &Request::o;
-  if (name == "lse") return &Request::lse;
-  if (name == "dq") return &Request::dq;
-  if (name == "dk") return &Request::dk;
-  if (name == "dv") return &Request::dv;
-  if (name == "dw") return &Request::dw;
-  if (name == "loss") return &Request::loss;
-  return nullptr;
-}
+inline SpanField input_slot(std::string_view name) { return slot_of(kInputSlots, name); }
+inline SpanField output_slot(std::string_view name) { return slot_of(kOutputSlots, name); }
 
 }  // namespace ao::plugin_host

@@ -155,11 +155,12 @@ void sdpa(const ao_layout* l, const ao_tensors* t, bool topleft) {
   }
 }
 
-// Zeros in the gradient rows of every valid K/V row (width elements per row): a CP rank's partial covers
-// the whole buffer, 0 where none of its queries attends a key.
-void zero_kv_rows(const ao_layout* l, float* g, int64_t width) {
+// Stores the fp64 gradient `g` (width elements per K/V row) into every valid K/V row of `out`: a CP rank's
+// partial covers the whole buffer, 0 where none of its queries reaches a key; pad slots stay untouched.
+void store_kv_rows(const ao_layout* l, const std::vector<double>& g, float* out, int64_t width) {
   for (int di = 0; di < l->num_docs; ++di)
-    std::fill(g + l->docs[di].kv_off * width, g + (l->docs[di].kv_off + l->docs[di].kv_len) * width, 0.f);
+    for (int64_t e = l->docs[di].kv_off * width; e < (l->docs[di].kv_off + l->docs[di].kv_len) * width; ++e)
+      out[e] = float(g[size_t(e)]);
 }
 
 // dS = P (dP - D) with P = exp(s - lse) from the forward's LSE, D = rowsum(dO * O) from its O.
@@ -202,13 +203,8 @@ void sdpa_backward(const ao_layout* l, const ao_tensors* t, bool topleft, bool g
       }
     }
   }
-  zero_kv_rows(l, t->dk, int64_t(Hkv) * D);
-  zero_kv_rows(l, t->dv, int64_t(Hkv) * Dv);
-  for (int di = 0; di < l->num_docs; ++di) {
-    const ao_doc& d = l->docs[di];
-    for (int64_t e = d.kv_off * Hkv * D; e < (d.kv_off + d.kv_len) * Hkv * D; ++e) t->dk[e] = float(dk[size_t(e)]);
-    for (int64_t e = d.kv_off * Hkv * Dv; e < (d.kv_off + d.kv_len) * Hkv * Dv; ++e) t->dv[e] = float(dv[size_t(e)]);
-  }
+  store_kv_rows(l, dk, t->dk, int64_t(Hkv) * D);
+  store_kv_rows(l, dv, t->dv, int64_t(Hkv) * Dv);
 }
 
 // The KL indexer loss over the forward's top-k slots and its gradients (plugin.h, pass = AO_PASS_BWD).
@@ -227,6 +223,7 @@ void indexer_backward(const ao_layout* l, const ao_tensors* t, bool dk_overwrite
                                                             : 1.0;
   const double gscale = double(t->grad_loss[0]) / denom;
   std::vector<double> dk(size_t(l->kv_rows) * size_t(D), 0.0), dz(static_cast<size_t>(K)), dkj(static_cast<size_t>(D));
+  std::vector<double> dw(static_cast<size_t>(H)), dq(size_t(H) * size_t(D));
   double loss = 0;
   for (int si = 0; si < l->num_segments; ++si) {
     const ao_segment& s = l->segments[si];
@@ -245,44 +242,34 @@ void indexer_backward(const ao_layout* l, const ao_tensors* t, bool dk_overwrite
       }
       for (int j = 0; j < K; ++j)
         if (slots[j] >= 0) dz[size_t(j)] = (dz[size_t(j)] - double(t->predict[r * K + j]) * sum_g) * gscale;
-      for (int h = 0; h < H; ++h) {
-        const float* q = t->q + (r * H + h) * D;
-        const double w = t->w[r * H + h];
-        double dw = 0;
-        std::vector<double> dq(static_cast<size_t>(D), 0.0);
-        for (int j = 0; j < K; ++j) {
-          if (slots[j] < 0) continue;
-          const float* k = t->k + int64_t(slots[j]) * D;
-          double a = 0;
-          for (int e = 0; e < D; ++e) a += double(q[e]) * double(k[e]);
-          dw += dz[size_t(j)] * l->scale * std::max(a, 0.0);
-          if (a > 0)
-            for (int e = 0; e < D; ++e) dq[size_t(e)] += dz[size_t(j)] * l->scale * w * double(k[e]);
-        }
-        t->dw[r * H + h] = float(dw);
-        for (int e = 0; e < D; ++e) t->dq[(r * H + h) * D + e] = float(dq[size_t(e)]);
-      }
+      // One pass over (slot, head): a = q_h . k_j feeds d_weights, d_index_q and the slot's d_index_k.
+      std::fill(dw.begin(), dw.end(), 0.0);
+      std::fill(dq.begin(), dq.end(), 0.0);
       for (int j = 0; j < K; ++j) {
         if (slots[j] < 0) continue;
         const float* k = t->k + int64_t(slots[j]) * D;
+        const double g = dz[size_t(j)] * l->scale;
         std::fill(dkj.begin(), dkj.end(), 0.0);
         for (int h = 0; h < H; ++h) {
           const float* q = t->q + (r * H + h) * D;
+          const double w = t->w[r * H + h];
           double a = 0;
           for (int e = 0; e < D; ++e) a += double(q[e]) * double(k[e]);
-          if (a > 0)
-            for (int e = 0; e < D; ++e) dkj[size_t(e)] += dz[size_t(j)] * l->scale * double(t->w[r * H + h]) * double(q[e]);
+          dw[size_t(h)] += g * std::max(a, 0.0);
+          if (a <= 0) continue;
+          for (int e = 0; e < D; ++e) {
+            dq[size_t(h * D + e)] += g * w * double(k[e]);
+            dkj[size_t(e)] += g * w * double(q[e]);
+          }
         }
         double* dst = dk.data() + size_t(slots[j]) * size_t(D);
         for (int e = 0; e < D; ++e) dst[e] = dk_overwrite ? dkj[size_t(e)] : dst[e] + dkj[size_t(e)];
       }
+      for (int h = 0; h < H; ++h) t->dw[r * H + h] = float(dw[size_t(h)]);
+      for (int64_t e = 0; e < int64_t(H) * D; ++e) t->dq[r * H * D + e] = float(dq[size_t(e)]);
     }
   }
-  zero_kv_rows(l, t->dk, D);
-  for (int di = 0; di < l->num_docs; ++di) {
-    const ao_doc& d = l->docs[di];
-    for (int64_t e = d.kv_off * D; e < (d.kv_off + d.kv_len) * D; ++e) t->dk[e] = float(dk[size_t(e)]);
-  }
+  store_kv_rows(l, dk, t->dk, D);
   if (t->loss) t->loss[0] = float(loss / denom);
 }
 
