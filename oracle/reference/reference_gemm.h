@@ -89,4 +89,25 @@ void gemm_ab(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, 
 #endif
 }
 
+// C[m x n] = alpha * A^T * B + beta * C, A stored [k x m], B [k x n]   (all row-major)
+template <class T>
+void gemm_atb(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T beta,
+              T* C, int64_t ldc) {
+#if AO_BLAS
+  if constexpr (sizeof(T) == 4)
+    AO_BLAS_FN(cblas_sgemm)(CblasRowMajor, CblasTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
+                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
+  else
+    AO_BLAS_FN(cblas_dgemm)(CblasRowMajor, CblasTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
+                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
+#else
+  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using S = Eigen::OuterStride<>;
+  Eigen::Map<const M, 0, S> a(A, k, m, S(lda)), b(B, k, n, S(ldb));
+  Eigen::Map<M, 0, S> c(C, m, n, S(ldc));
+  if (beta == T(0)) c.noalias() = alpha * (a.transpose() * b);
+  else { c *= beta; c.noalias() += alpha * (a.transpose() * b); }
+#endif
+}
+
 }  // namespace ao::detail

@@ -2,9 +2,9 @@
 // row's allowed keys (read through the bound K/V offsets), softmax, O = P V, LSE = max + log(sum).
 // Rows with no allowed key: O = 0, LSE = -inf (+inf under empty_rows=posinf). Memory is O(rows_block * keys of one document).
 // The two products go through reference_gemm.h (OpenBLAS or Eigen), reading fp32 K/V in place
-// through their head stride. A row whose allowed scores are all finite takes the vectorised softmax;
-// one with NaN/Inf among them takes the scalar path, whose NaN semantics are the contract the
-// poisoning metrics rely on (NaN is skipped by the max, then poisons the sum and the row).
+// through their head stride. A row whose allowed scores are all finite takes the vectorised softmax
+// (reference_softmax.h); one with NaN/Inf among them takes the scalar path, whose NaN semantics are the
+// contract the poisoning metrics rely on (NaN is skipped by the max, then poisons the sum and the row).
 // Split-KV (ReferenceSeams::key_splits): a finite row's allowed keys are cut at the document's key splits
 // [j*S, (j+1)*S), S = ceil(max_seqlen_kv / num_splits); each split gives a partial state (O_j, LSE_j)
 // and the states are merged left to right as a combine kernel does (merge_partials).
@@ -17,6 +17,7 @@
 #include "reference_gemm.h"
 #include "attn_oracle/reference/reference_scratch.h"
 #include "reference_rows.h"
+#include "reference_softmax.h"
 #include "reference_runtime.h"
 
 namespace ao {
@@ -78,7 +79,6 @@ T merge_partials(const std::vector<T>& lse, std::vector<T>& w, bool guard) {
 
 template <class T>
 void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& seams) {
-  using Row = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
   const Case& c = l.c;
   const int Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
   const T scale = T(l.scale);
@@ -186,9 +186,9 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
             const int64_t a = std::max(sp.lo, kr.lo), b = std::min(sp.hi, kr.hi);
             if (a >= b) continue;
             cols.push_back({sp.at + a - sp.lo, sp.at + b - sp.lo});
-            Row seg(srow + cols.back().first, b - a);
-            finite = finite && seg.isFinite().all();
-            if (finite) mx = std::max(mx, seg.maxCoeff());
+            T m = ninf;
+            finite = finite && detail::finite_max(srow + cols.back().first, b - a, m);
+            if (finite) mx = std::max(mx, m);
           }
           const int64_t lrow = seams.stats_write_row(l, rows[size_t(i)]);
           const int64_t orow = seams.o_write_row(l, rows[size_t(i)]);
@@ -259,9 +259,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
             int64_t at = 0;
             for (const auto& [a, b] : cols) {
               std::fill(srow + at, srow + a, T(0));
-              Row seg(srow + a, b - a);
-              seg = (seg - mx).exp();
-              sum += seg.sum();
+              sum += detail::exp_shift_sum(srow + a, b - a, mx);
               at = b;
             }
             std::fill(srow + at, srow + nkeys, T(0));
@@ -290,7 +288,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
             std::fill(srow, srow + ldS, T(0));
             continue;
           }
-          Row(srow, nkeys) /= sum;
+          detail::divide_row(srow, nkeys, sum);
           T lse = mx + std::log(sum);
           lse /= lse_div;
           out.lse[size_t(lrow * Hq + h)] = float(lse);

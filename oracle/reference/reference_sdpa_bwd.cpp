@@ -19,6 +19,7 @@
 
 #include "reference_gemm.h"
 #include "reference_rows.h"
+#include "reference_softmax.h"
 #include "reference_runtime.h"
 #include "attn_oracle/reference/reference.h"
 
@@ -149,11 +150,19 @@ struct Run {
       const auto [lo, hi] = cols[size_t(i)];
       T* p = P.data() + i * n;
       T* ds = dS.data() + i * n;
+      if (std::isfinite(lse)) {  // exp(-inf - lse) = 0 off the allowed keys, guard or not
+        const int64_t a0 = std::min(lo, n), e0 = std::min(hi, n);  // a range may start past the tile
+        std::fill(p, p + a0, T(0));
+        detail::exp_shift(p + a0, e0 - a0, lse);
+        std::fill(p + e0, p + n, T(0));
+      } else {
+        for (int64_t s = 0; s < n; ++s) {
+          const bool allowed = s >= lo && s < hi && !skip;
+          p[s] = allowed || !guard ? std::exp((allowed ? p[s] : ninf) - lse) : T(0);
+        }
+      }
       for (int64_t s = 0; s < n; ++s) {
-        const bool allowed = s >= lo && s < hi && !skip;
-        const T pv = allowed || !guard ? std::exp((allowed ? p[s] : ninf) - lse) : T(0);
-        p[s] = pv;
-        ds[s] = pv * (ds[s] - x.d[size_t(i)]);
+        ds[s] = p[s] * (ds[s] - x.d[size_t(i)]);
         if (emulate) {
           p[s] = T(round_to(l.c.dtype, float(p[s])));
           ds[s] = T(round_to(l.c.dtype, float(ds[s])));
@@ -209,7 +218,7 @@ struct Run {
     touched.assign(size_t(n), 0);
     const bool sum_group = seams.dkv_sums_group(l), sum_segments = seams.dkv_sums_segments(l);
     RowsOfHead x;
-    std::vector<T> K, V, P, dS, tk, tv, Pt, dSt;
+    std::vector<T> K, V, P, dS, tk, tv;
     std::vector<char> seg_touched;
     // A segment's contributions go to tk/tv first; they are added (or, without the segment sum, replace
     // what earlier segments gave the keys this segment reaches).
@@ -235,19 +244,11 @@ struct Run {
           load_kv(in.v, Dv, kvh, a, e, V);
           if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
           const int64_t R = int64_t(b.rows.size()), m = e - a;
-          // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q (as A^T B: the transposes through gemm_ab
-          // on packed copies keep to the two GEMM shapes of reference_gemm.h).
-          Pt.resize(size_t(m * R));
-          dSt.resize(size_t(m * R));
-          for (int64_t i = 0; i < R; ++i)
-            for (int64_t s = 0; s < m; ++s) {
-              Pt[size_t(s * R + i)] = P[size_t(i * m + s)];
-              dSt[size_t(s * R + i)] = dS[size_t(i * m + s)];
-            }
+          // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.
           T* tvp = tv.data() + ((a - k0) * Hkv + kvh) * Dv;
           T* tkp = tk.data() + ((a - k0) * Hkv + kvh) * D;
-          detail::gemm_ab<T>(m, Dv, R, T(1), Pt.data(), R, x.dout.data(), Dv, T(1), tvp, int64_t(Hkv) * Dv);
-          detail::gemm_ab<T>(m, D, R, dk_scale, dSt.data(), R, x.q.data(), D, T(1), tkp, int64_t(Hkv) * D);
+          detail::gemm_atb<T>(m, Dv, R, T(1), P.data(), m, x.dout.data(), Dv, T(1), tvp, int64_t(Hkv) * Dv);
+          detail::gemm_atb<T>(m, D, R, dk_scale, dS.data(), m, x.q.data(), D, T(1), tkp, int64_t(Hkv) * D);
           std::fill(seg_touched.begin() + (a - k0), seg_touched.begin() + (e - k0), char(1));
         }
       }
