@@ -169,7 +169,7 @@ std::vector<int64_t> doc_lengths(ChoiceSource& R, const Profile& P, int64_t scal
   const bool several = E.on(Focus::Split) || E.on(Focus::Metadata) || E.on(Focus::Decode) || E.on(Focus::Compressed);
   std::vector<double> shape_w(20, 1.0);
   if (several) std::fill(shape_w.begin(), shape_w.begin() + 9, 0.15);
-  if (E.on(Focus::Compressed)) std::fill(shape_w.begin() + 15, shape_w.begin() + 18, 3.0);  // 5-24 documents
+  if (E.on(Focus::Compressed)) std::fill(shape_w.begin() + 15, shape_w.begin() + 18, 8.0);  // 5-24 documents
   const int64_t shape = long_rows ? -1 : R.integer_weighted(0, 19, 0, shape_w);
   if (shape < 0) {  // long rows: one document past max_doc, sometimes followed by a few short ones
     lens.push_back(R.pick<int64_t>({P.max_doc + 1, P.max_doc + 64, (P.max_doc + P.long_doc) / 2, P.long_doc}));
@@ -263,8 +263,10 @@ void choose_cp(ChoiceSource& R, const Profile& P, Case& c) {
 void choose_padding(ChoiceSource& R, Case& c, const Emphasis& E) {
   const size_t B = c.q_lens.size();
   // Padded or explicit offsets where boundary metadata is emphasised.
-  const int64_t mode = R.integer_weighted(0, 9, 0, E.on(Focus::Metadata) ? std::vector<double>{0.05, 0.05, 0.05, 0.05, 1, 1, 1, 1, 1, 0.2}
-                                                                          : std::vector<double>(10, 1.0));
+  // Explicit offsets rarely where compression is emphasised (its documents' lengths are evened out last).
+  const int64_t mode = R.integer_weighted(0, 9, 0, E.on(Focus::Metadata)     ? std::vector<double>{0.05, 0.05, 0.05, 0.05, 1, 1, 1, 1, 1, 0.2}
+                                                   : E.on(Focus::Compressed) ? std::vector<double>{1, 1, 1, 1, 1, 1, 1, 0.05, 0.05, 0.05}
+                                                                             : std::vector<double>(10, 1.0));
   auto gaps = [&] {
     std::vector<int64_t> g(B);
     for (auto& x : g) x = gap(R);
@@ -321,7 +323,8 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   // Input distributions that reach the catalog's triggers (value_distributions.h); clustered scores are
   // about long rows (radix-bin candidate buffers), so they mostly come with the long-row family; zero
   // plateaus are ties, so they come with the tie family too.
-  if (R.chance(E.on(Focus::Values) ? 0.9 : E.on(Focus::LongRows) ? 0.7 : E.on(Focus::Ties) ? 0.5 : op == Op::Indexer ? 0.12 : 0.06))
+  if (R.chance(E.on(Focus::Values) ? 0.9 : E.on(Focus::LongRows) ? 0.7 : E.on(Focus::Ties) ? 0.5 : E.on(Focus::Compressed) ? 0.03
+               : op == Op::Indexer ? 0.12 : 0.06))
     c.values = op == Op::Indexer ? R.pick_weighted<Values>({Values::Extreme, Values::Plateau, Values::Clustered},
                                                            {E.on(Focus::Ties) ? 0.1 : 1.0, 1,
                                                             E.on(Focus::LongRows) ? 8.0 : E.on(Focus::Values) ? 0.3 : E.on(Focus::Ties) ? 0.1 : 1.0})
@@ -354,7 +357,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
                  : E.on(Focus::Window) || E.on(Focus::Sentinel) || E.on(Focus::LongRows) ? 0.02
                                                                 : 0.08))
       for (auto& q : c.q_lens) q = 1;
-    if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.1, 0.5))) {  // chunked / suffix prefill: queries start at start_pos
+    if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.5 : E.on(Focus::Compressed) ? 0.02 : 0.1)) {  // chunked / suffix prefill: queries start at start_pos
       c.start_pos = R.pick<int64_t>({0, 1, 16, 64, 1000});
       if (R.chance(0.7, true))  // the K/V holds the earlier chunks too
         for (size_t b = 0; b < c.kv_lens.size(); ++b)
@@ -373,7 +376,7 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   // decode tiles; a causal mask where windows or key compression need one.
   std::vector<double> mask_w(10, 1.0);
   if (E.on(Focus::Window)) mask_w = {0.1, 0.1, 0.1, 0.1, 1, 1, 1, 1, 1, 0};
-  if (E.on(Focus::Compressed)) mask_w = {0.1, 0.1, 0.1, 0.1, 1, 1, 1, 1, 1, 0};  // decode rows see keys under bottom-right
+  if (E.on(Focus::Compressed)) mask_w = {0.02, 0.02, 0.02, 0.02, 1, 1, 1, 1, 1, 0};  // decode rows see keys under bottom-right
   if (E.on(Focus::Sentinel) || (E.on(Focus::Cp) && op == Op::Sdpa)) mask_w[9] = 0;
   if (E.on(Focus::Decode)) mask_w[9] = op == Op::Sdpa ? 27 : 9;
   if (E.on(Focus::LongRows)) mask_w[9] = 0;  // long rows need the causal key range past 4096
@@ -462,13 +465,21 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
   c.dtype = R.pick<DType>({DType::F32, DType::BF16, DType::F16}, 1);  // shrinks to bf16, the default
   c.poison = R.pick<Poison>({Poison::NaN, Poison::Inf, Poison::Large, Poison::None});
   if (R.chance(0.1)) c.precision = Precision::F64;
-  if (op == Op::Indexer && R.chance(E.p(Focus::Ties, 0.15, 0.9))) c.levels = R.pick<uint32_t>({2, 16, 1024});
+  // Quantised inputs (ties), rarely where compression is emphasised: a tie at the k-th score hides a
+  // wrong last key from the tie-aware recall.
+  if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.9 : E.on(Focus::Compressed) ? 0.02 : 0.15))
+    c.levels = R.pick<uint32_t>({2, 16, 1024});
   // Strict tie order matters only where ties exist (quantised inputs, zero plateaus).
   if (op == Op::Indexer && R.chance(E.on(Focus::Ties) ? 0.95 : c.levels > 0 || c.values == Values::Plateau ? 0.25 : 0.02))
     c.ties = Ties::Strict;
   // The indexer's training path: the loss's denominator as callers differ, a scale the gradient chain carries.
   const auto training = [&](double p) { return opt.pass ? all_bwd : R.chance(p); };
-  if (op == Op::Indexer && training(E.on(Focus::Ties) ? 0.5 : E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.4 : 0.15)) {
+  // Rarely where compression is emphasised: its defects are the forward's (the backward models are measured
+  // with a backward campaign, where every case is a backward case).
+  if (op == Op::Indexer && training(E.on(Focus::Ties)                            ? 0.5
+                                    : E.on(Focus::Cp) || E.on(Focus::Metadata) ? 0.4
+                                    : E.on(Focus::Compressed)                  ? 0.03
+                                                                               : 0.15)) {
     c.pass = Pass::Bwd;
     c.loss_mean = R.pick<LossMean>({LossMean::Rows, LossMean::Valid, LossMean::Keyed, LossMean::Sum});
     if (R.chance(0.3)) c.scale = R.pick<double>({0.25, 0.5});
@@ -482,6 +493,15 @@ Case generate_case(ChoiceSource& R, const GenOptions& opt) {
     if (R.chance(0.2)) c.grad_pad = GradPad::Zero;
   }
   if (R.chance(0.05)) c.pad_writes = PadWrites::Allow;
+  // Compressed keys of the longest document's length for every non-empty one where compression is
+  // emphasised: the pack's one top-k (drawn from the longest row) is then the same share of every row's
+  // keys, so each decode row is a chance that a wrong last key moves its selection (with lengths of 1 to
+  // 300, most rows had fewer keys than k and selected them all). Drawn last, so that only these cases'
+  // input seeds move; the longest length, max_seqlen_kv, top-k and the gaps between documents stay valid.
+  if (c.ratio > 1 && c.kv_offsets.empty() && R.chance(E.p(Focus::Compressed, 0.05, 0.9))) {
+    const int64_t longest_kv = *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
+    for (auto& kv : c.kv_lens) kv = kv > 0 ? longest_kv : 0;
+  }
   c.seed = R.integer(1, 1000000);
 
   // Sample rows when the rank's query rows x keys would make the CPU oracle slow.

@@ -393,13 +393,13 @@ void expect_kept_mid_shrink(const CampaignOptions& o, const CampaignSummary& s, 
 }  // namespace
 
 TEST(FuzzCampaign, ADeadlineMidShrinkSavesTheSmallestFailingCaseSoFar) {
-  // Runs of 0.3 s and a 1 s budget: case #0 (4 documents under CP) fails at 0.3 s; its shrink, 5 runs
-  // to the minimum when nothing cuts it, starts at most 3 runs before the deadline stops it.
+  // Runs of 0.3 s and a 0.7 s budget: case #0 (4 documents under CP) fails at 0.3 s; its shrink, 3 runs
+  // to the minimum when nothing cuts it, starts at most 2 runs before the deadline stops it.
   const fs::path dir = fresh_dir("deadline-mid-shrink");
   CampaignOptions o;
   o.backend = failing_exec(dir, "sleep 0.3");
   o.seed = 5;
-  o.budget = {1.0, 0};
+  o.budget = {0.7, 0};
   o.confirm_runs = 0;
   o.shrink_runs = 1000;
   o.out_dir = (dir / "found").string();
