@@ -6,6 +6,8 @@
 # device call's `carry` (the folder itself is over the carry limit). scripts/device/cpu-bench.sh unpacks it.
 # Usage: scripts/device/cpu-bench-pack.sh [BUILD_DIR=build-bench]   (an existing build dir is only rebuilt)
 set -euo pipefail
+# Its own binary folder, so that packing or unpacking it leaves the GPU campaigns' .deps/device-bin alone.
+export AO_BIN_DIR=${AO_BIN_DIR:-.deps/cpu-bench-bin}
 # shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:-build-bench}

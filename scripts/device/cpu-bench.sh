@@ -8,6 +8,8 @@
 set -uo pipefail
 out=${1:?OUT}
 mode=${2:-}
+# Its own binary folder, so that packing or unpacking it leaves the GPU campaigns' .deps/device-bin alone.
+export AO_BIN_DIR=${AO_BIN_DIR:-.deps/cpu-bench-bin}
 # shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if [[ -f .deps/cpu-bench.tar.xz ]]; then rm -rf "$ao_bin"; mkdir -p "$ao_bin"; tar -C "$ao_bin" -xJf .deps/cpu-bench.tar.xz; fi
