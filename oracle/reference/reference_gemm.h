@@ -47,67 +47,50 @@ inline std::string blas_config() {
 }
 #endif
 
-// C[m x n] = alpha * A[m x k] * B[n x k]^T + beta * C   (all row-major, leading dims lda/ldb/ldc)
-template <class T>
-void gemm_abt(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
-              T beta, T* C, int64_t ldc) {
+// C[m x n] = alpha * op(A) * op(B) + beta * C, all row-major: op(A) is m x k (A stored k x m when TA),
+// op(B) is k x n (B stored n x k when TB). One body for every transpose pair, OpenBLAS and Eigen alike.
+template <bool TA, bool TB, class T>
+void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C,
+          int64_t ldc) {
 #if AO_BLAS
+  const auto ta = TA ? CblasTrans : CblasNoTrans, tb = TB ? CblasTrans : CblasNoTrans;
   if constexpr (sizeof(T) == 4)
-    AO_BLAS_FN(cblas_sgemm)(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), alpha, A,
-                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
+    AO_BLAS_FN(cblas_sgemm)(CblasRowMajor, ta, tb, blasint(m), blasint(n), blasint(k), alpha, A, blasint(lda), B,
+                            blasint(ldb), beta, C, blasint(ldc));
   else
-    AO_BLAS_FN(cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(m), blasint(n), blasint(k), alpha, A,
-                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
+    AO_BLAS_FN(cblas_dgemm)(CblasRowMajor, ta, tb, blasint(m), blasint(n), blasint(k), alpha, A, blasint(lda), B,
+                            blasint(ldb), beta, C, blasint(ldc));
 #else
   using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using S = Eigen::OuterStride<>;
-  Eigen::Map<const M, 0, S> a(A, m, k, S(lda)), b(B, n, k, S(ldb));
+  Eigen::Map<const M, 0, S> a(A, TA ? k : m, TA ? m : k, S(lda)), b(B, TB ? n : k, TB ? k : n, S(ldb));
   Eigen::Map<M, 0, S> c(C, m, n, S(ldc));
-  if (beta == T(0)) c.noalias() = alpha * (a * b.transpose());
-  else { c *= beta; c.noalias() += alpha * (a * b.transpose()); }
+  const auto run = [&](const auto& opa, const auto& opb) {
+    if (beta == T(0)) c.noalias() = alpha * (opa * opb);
+    else { c *= beta; c.noalias() += alpha * (opa * opb); }
+  };
+  if constexpr (TA && TB) run(a.transpose(), b.transpose());
+  else if constexpr (TA) run(a.transpose(), b);
+  else if constexpr (TB) run(a, b.transpose());
+  else run(a, b);
 #endif
 }
 
-// C[m x n] = alpha * A[m x k] * B[k x n] + beta * C   (all row-major)
-template <class T>
+// The three shapes the references use, by name.
+template <class T>  // C = alpha * A[m x k] * B[n x k]^T + beta * C
+void gemm_abt(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T beta,
+              T* C, int64_t ldc) {
+  gemm<false, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+template <class T>  // C = alpha * A[m x k] * B[k x n] + beta * C
 void gemm_ab(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T beta,
              T* C, int64_t ldc) {
-#if AO_BLAS
-  if constexpr (sizeof(T) == 4)
-    AO_BLAS_FN(cblas_sgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
-                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
-  else
-    AO_BLAS_FN(cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
-                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
-#else
-  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using S = Eigen::OuterStride<>;
-  Eigen::Map<const M, 0, S> a(A, m, k, S(lda)), b(B, k, n, S(ldb));
-  Eigen::Map<M, 0, S> c(C, m, n, S(ldc));
-  if (beta == T(0)) c.noalias() = alpha * (a * b);
-  else { c *= beta; c.noalias() += alpha * (a * b); }
-#endif
+  gemm<false, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
-
-// C[m x n] = alpha * A^T * B + beta * C, A stored [k x m], B [k x n]   (all row-major)
-template <class T>
+template <class T>  // C = alpha * A^T * B + beta * C, A stored [k x m], B [k x n]
 void gemm_atb(int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T beta,
               T* C, int64_t ldc) {
-#if AO_BLAS
-  if constexpr (sizeof(T) == 4)
-    AO_BLAS_FN(cblas_sgemm)(CblasRowMajor, CblasTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
-                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
-  else
-    AO_BLAS_FN(cblas_dgemm)(CblasRowMajor, CblasTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), alpha, A,
-                blasint(lda), B, blasint(ldb), beta, C, blasint(ldc));
-#else
-  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using S = Eigen::OuterStride<>;
-  Eigen::Map<const M, 0, S> a(A, k, m, S(lda)), b(B, k, n, S(ldb));
-  Eigen::Map<M, 0, S> c(C, m, n, S(ldc));
-  if (beta == T(0)) c.noalias() = alpha * (a.transpose() * b);
-  else { c *= beta; c.noalias() += alpha * (a.transpose() * b); }
-#endif
+  gemm<true, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace ao::detail
