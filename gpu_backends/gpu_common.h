@@ -8,7 +8,8 @@
 
 namespace ao::gpu {
 
-// Empty when a CUDA device is usable; otherwise why not (reported as the backend's skip reason).
+// Empty when a CUDA device is usable; otherwise why not (reported as the backend's skip reason): no
+// device, or this process's CUDA context lost to a sticky error (check()).
 std::string unavailable_reason();
 // "NVIDIA H200, driver 580.xx, runtime 13.0" (for reports).
 std::string device_description();
@@ -17,6 +18,8 @@ struct CudaError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws CudaError naming the call; a sticky error (the context is lost: an illegal address or instruction,
+// a launch failure, ...) is also remembered, and unavailable_reason() names it from then on.
 void check(cudaError_t e, const char* call, const char* file, int line);
 
 }  // namespace ao::gpu

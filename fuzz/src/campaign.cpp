@@ -73,6 +73,18 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   const std::string backend_id =
       opt.backend_object ? opt.backend : normalize_backend_spec(opt.backend, SpecForm::Portable);
   CampaignSummary s;
+  // A backend that goes unavailable mid-campaign (an in-process GPU library whose CUDA context was lost:
+  // every later CUDA call of the process fails) would turn each later run into a skip and each shrink
+  // step into noise, and a shrunk "failure" of a dead context into a corpus file: the campaign ends at the
+  // case that saw it go, names it, and keeps nothing shrunk after the loss.
+  const bool backend_up = backend->unavailable_reason().empty(), vs_up = vs->unavailable_reason().empty();
+  auto lost = [&]() -> std::string {
+    if (backend_up)
+      if (std::string why = backend->unavailable_reason(); !why.empty()) return why;
+    if (vs_up)
+      if (std::string why = vs->unavailable_reason(); !why.empty()) return "--vs " + why;
+    return {};
+  };
   std::map<std::string, size_t> by_signature;  // -> index into s.unique
   std::map<std::string, std::string> known;    // signature -> file that existed before the campaign
   if (!opt.out_dir.empty()) {
@@ -171,12 +183,19 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if ((s.interrupted = interrupted()) != 0) break;  // a run cut short proves nothing: not counted
     ++s.cases;
     s.verdicts.add(r.verdict.kind);
-    if (r.verdict.kind == Verdict::Fail || r.verdict.kind == Verdict::Error) {
+    const bool bad = r.verdict.kind == Verdict::Fail || r.verdict.kind == Verdict::Error;
+    if (bad) {
       s.failing_indices.push_back(index);
       if (s.first_failure_case < 0) {
         s.first_failure_case = int64_t(k + 1);
         s.first_failure_seconds = elapsed();
       }
+    }
+    if (std::string why = lost(); !why.empty()) {
+      s.backend_lost = fmt::format("at case #{} ({}): {}", index, print_case(g.c), why);
+      break;
+    }
+    if (bad) {
       const double ts = elapsed();
       FoundCase f;
       f.index = index;
@@ -221,6 +240,10 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
         s.interrupted = interrupted();
       }
       s.shrink_seconds += elapsed() - ts;
+      if (std::string why = lost(); !why.empty()) {
+        s.backend_lost = fmt::format("while confirming or shrinking case #{} ({}): {}", index, print_case(g.c), why);
+        break;
+      }
       if (auto it = by_signature.find(f.signature); it == by_signature.end()) {
         if (!opt.out_dir.empty()) {
           DirLock lock(opt.out_dir);  // shards sharing --out: the check and the write are one step
@@ -290,6 +313,10 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
       s.verdicts[Verdict::Skipped], s.invalid);
   if (s.interrupted != 0)
     out += fmt::format("  INTERRUPTED by signal {}: the counts cover the cases that finished\n", s.interrupted);
+  if (!s.backend_lost.empty())
+    out += fmt::format("  BACKEND LOST {}\n  the campaign stopped there: no later run of this process would run the "
+                       "kernel; run that case alone, in a fresh process\n",
+                       escape_comment_text(s.backend_lost));
   for (const auto& l : s.invalid_lines) out += "  INVALID " + l + "\n";
   if (s.nondeterministic > 0)
     out += fmt::format("  NONDETERMINISTIC: {} of {} unique case(s) did not fail on every run of the backend "
@@ -329,16 +356,17 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   }
   out += fmt::format("fuzz-result cases={} failed={} unique={} merged={} merged_per_case={} skipped={} invalid={} "
                      "first_failure_case={} first_failure_seconds={:.3f} seconds={:.3f} longest_run_seconds={:.3f} "
-                     "interrupted={} nondeterministic={} unsaved={}\n",
+                     "interrupted={} nondeterministic={} unsaved={} backend_lost={}\n",
                      s.cases, s.verdicts.bad(), s.unique.size(), merged, per_case.empty() ? "-" : per_case,
                      s.verdicts[Verdict::Skipped],
                      s.invalid, s.first_failure_case, s.first_failure_seconds, s.seconds, s.longest_run_seconds,
-                     s.interrupted, s.nondeterministic, s.unsaved);
+                     s.interrupted, s.nondeterministic, s.unsaved, s.backend_lost.empty() ? 0 : 1);
   return out;
 }
 
 int campaign_exit_code(const CampaignSummary& s) {
-  return s.invalid > 0 ? 1 : s.verdicts.exit_code();  // a generator bug fails the campaign too
+  // A generator bug fails the campaign too, and so does a backend lost mid-campaign.
+  return s.invalid > 0 || !s.backend_lost.empty() ? 1 : s.verdicts.exit_code();
 }
 
 }  // namespace ao

@@ -101,6 +101,96 @@ TEST(FuzzCampaign, FindsShrinksAndSavesABugModelFailure) {
   fs::remove_all(dir);
 }
 
+namespace {
+// A backend that loses its process's device context at its n-th run, the way an in-process GPU library
+// does after an illegal instruction: that run is an error, and from then on it is unavailable (every
+// later CUDA call would fail). Runs after the loss are counted: the campaign must make none.
+class LosesItsContext : public Backend {
+ public:
+  LosesItsContext(const std::string& spec, int lose_at_run) : inner_(make_backend(spec)), lose_at_(lose_at_run) {}
+  std::string name() const override { return "loses-context"; }
+  std::string unavailable_reason() const override {
+    return lost_ ? "the device context of this process was lost (illegal instruction)" : "";
+  }
+  std::string declines(const Layout& l) const override { return inner_->declines(l); }
+  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
+    if (lost_) {
+      ++runs_after_loss;
+      return {RunStatus::Error, "illegal instruction (a later call of a lost context)", 0};
+    }
+    if (++runs == lose_at_) {
+      lost_ = true;
+      return {RunStatus::Error, "illegal instruction", 0};
+    }
+    return inner_->run(l, in, out);
+  }
+  int runs = 0, runs_after_loss = 0;
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  int lose_at_;
+  bool lost_ = false;
+};
+
+size_t case_files_in(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".case" ? 1 : 0;
+  return n;
+}
+}  // namespace
+
+TEST(FuzzCampaign, ABackendLostMidCampaignEndsItAtThatCaseAndKeepsNothingShrunk) {
+  const fs::path dir = fresh_dir("campaign-lost");
+  CampaignOptions o;
+  o.backend = "loses-context";
+  o.seed = 5;
+  o.budget = {0, 60};
+  o.out_dir = dir.string();
+  auto b = std::make_shared<LosesItsContext>("cpu-ref", 7);
+  o.backend_object = b;
+  std::ostringstream err;
+  const CampaignSummary s = run_campaign(o, err);
+  // The seventh run is the case that saw the loss: counted as an error, not shrunk, not saved, named.
+  EXPECT_EQ(b->runs, 7);
+  EXPECT_EQ(b->runs_after_loss, 0);
+  EXPECT_EQ(s.verdicts.bad(), 1);
+  EXPECT_TRUE(s.unique.empty());
+  EXPECT_EQ(case_files_in(dir), 0u);
+  EXPECT_LT(s.cases, 60u);
+  ASSERT_EQ(s.failing_indices.size(), 1u);
+  EXPECT_EQ(s.backend_lost.rfind(fmt::format("at case #{} (", s.failing_indices[0]), 0), 0u) << s.backend_lost;
+  EXPECT_NE(s.backend_lost.find("illegal instruction"), std::string::npos);
+  EXPECT_EQ(campaign_exit_code(s), 1);
+  const std::string text = format_summary(o, s);
+  EXPECT_NE(text.find("BACKEND LOST at case #"), std::string::npos) << text;
+  EXPECT_NE(text.find("backend_lost=1"), std::string::npos) << text;
+
+  // Lost while a real failure is being confirmed: the runs before the loss found it, but what the
+  // shrinker would keep after it is noise, so nothing is kept. First, how many runs reach the failure.
+  CampaignOptions probe = one_failure(dir);
+  probe.confirm_runs = 0;
+  probe.shrink_runs = 0;
+  probe.out_dir.clear();
+  auto counter = std::make_shared<LosesItsContext>("cpu-bug:topleft-cp", 0);
+  probe.backend = "loses-context";
+  probe.backend_object = counter;
+  const CampaignSummary first = run_campaign(probe, err);
+  ASSERT_EQ(first.verdicts.bad(), 1) << format_summary(probe, first);
+  EXPECT_TRUE(first.backend_lost.empty());
+  EXPECT_NE(format_summary(probe, first).find("backend_lost=0"), std::string::npos);
+  CampaignOptions mid = one_failure(dir);
+  mid.backend = "loses-context";
+  auto late = std::make_shared<LosesItsContext>("cpu-bug:topleft-cp", counter->runs + 2);
+  mid.backend_object = late;
+  const CampaignSummary m = run_campaign(mid, err);
+  EXPECT_EQ(late->runs_after_loss, 0);
+  EXPECT_TRUE(m.unique.empty());
+  EXPECT_EQ(case_files_in(dir), 0u);
+  EXPECT_EQ(m.backend_lost.rfind("while confirming or shrinking case #", 0), 0u) << m.backend_lost;
+  EXPECT_EQ(campaign_exit_code(m), 1);
+  fs::remove_all(dir);
+}
+
 TEST(FuzzCampaign, ExactReferenceFindsNothing) {
   CampaignOptions o;
   o.backend = "cpu-ref";

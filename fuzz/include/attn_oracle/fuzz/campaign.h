@@ -42,6 +42,9 @@ struct CampaignSummary {
   double first_failure_seconds = -1;      // wall time until the first failure was seen (before shrinking)
   uint64_t nondeterministic = 0;          // unique cases marked nondeterministic
   uint64_t unsaved = 0;                   // unique cases that could not be saved
+  // Where and why the backend (or --vs) stopped being available mid-campaign (an in-process GPU library
+  // whose CUDA context was lost); empty if it did not. The campaign ends there.
+  std::string backend_lost;
 };
 
 CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err);
