@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/tools/bench.sh on the device host's CPU (the GPU is not used): the same table at each thread count
 # (default 2, the project's machine, then every core), each from one run. Writes OUT/env.txt (versions, CPU
-# model and flags, BLAS), OUT/table_t<T>.md and the raw results under OUT/t<T>/.
+# model and flags, BLAS), OUT/table_t<T>.md and the raw results of each, OUT/t<T>/ and t<T>.err, in OUT/raw.tgz.
 # Usage: scripts/device/cpu-bench.sh OUT [--quick]   (env: THREADS="2 16", REPS=2, LIMIT_S per table=600)
 # Binaries: scripts/device/cpu-bench-pack.sh's .deps/cpu-bench.tar.xz, carried and unpacked here into the
 # binary folder of scripts/device/lib.sh; python with numpy and torch: PY (default the image's torch venv).
@@ -31,3 +31,6 @@ for t in ${THREADS:-2 $(nproc)}; do
   echo "threads $t: rc $?, wall $(( $(date +%s) - t0 )) s" | tee -a "$out/env.txt"
   cat "$out/table_t$t.md"
 done
+# What comes back from a device call is limited in file count and depth: the raw results go back as one
+# archive beside the tables (an 8-thread table was lost to that limit once).
+( cd "$out" && tar -czf raw.tgz t[0-9]* && rm -rf t[0-9]* )

@@ -10,7 +10,7 @@
 # Usage (repo root): scripts/device/cudnn-bwd-fuzz.sh OUT "torch:tests torch:diag torch:fuzz:3:240:small ..."
 #   AO_BIN_DIR (scripts/device/lib.sh): attn-oracle + ao_cudnn_tests from scripts/device/cudnn-pack.sh
 #   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:<dir>" (default: searched as cudnn-campaign.sh does)
-# Writes OUT/env.txt, OUT/<tag>-<job>.txt per job, OUT/found/ (shrunk failures, gate reports).
+# Writes OUT/env.txt, OUT/<tag>-<job>.txt per job, OUT/found.tgz (shrunk failures, gate reports).
 set -uo pipefail
 # shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -72,4 +72,7 @@ for job in $jobs; do
     *) stamp "$job: unknown job" ;;
   esac
 done
+# One archive for the shrunk cases and gate reports (what comes back from a device call is limited in file
+# count and folder depth).
+tar -czf "$out/found.tgz" -C "$out" found && rm -rf "$out/found"
 stamp done
