@@ -141,11 +141,9 @@ size_t case_files_in(const fs::path& dir) {
 
 TEST(FuzzCampaign, ABackendLostMidCampaignEndsItAtThatCaseAndKeepsNothingShrunk) {
   const fs::path dir = fresh_dir("campaign-lost");
-  CampaignOptions o;
+  CampaignOptions o = one_failure(dir);
   o.backend = "loses-context";
-  o.seed = 5;
   o.budget = {0, 60};
-  o.out_dir = dir.string();
   auto b = std::make_shared<LosesItsContext>("cpu-ref", 7);
   o.backend_object = b;
   std::ostringstream err;
