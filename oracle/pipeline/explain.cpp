@@ -34,9 +34,16 @@ std::vector<std::string> Explanation::best() const {
 }
 
 std::string Explanation::headline() const {
-  if (outcome == NothingToExplain)
+  if (outcome == NothingToExplain) {
+    // Under the kernel tolerance "nothing" is not equality: a gate finer than that tolerance (a backward
+    // gradient's, on a row of tiny values) can fail where explain sees no difference to explain.
+    if (match_rule.rfind("kernel tolerance", 0) == 0)
+      return fmt::format("nothing to explain within the kernel tolerance: {}'s outputs are within it of the "
+                         "reference's on every checked row and pad slot (a gate finer than it may still fail)",
+                         backend);
     return fmt::format("nothing to explain: {}'s outputs equal the reference's on every checked row and pad slot",
                        backend);
+  }
   if (ranked.empty() || ranked[0].reproduced + ranked[0].pad_reproduced == 0)
     return fmt::format("no known defect reproduces this (no model reproduces any of the {} wrong rows{})", wrong_rows,
                        wrong_pad_slots ? fmt::format(" and {} clobbered pad slots", wrong_pad_slots) : "");

@@ -81,7 +81,13 @@ TEST(Explain, NothingToExplainWhenTheBackendEqualsTheReference) {
   EXPECT_EQ(e.outcome, Explanation::NothingToExplain);
   EXPECT_EQ(e.wrong_rows, 0);
   EXPECT_EQ(e.n_best, 0u);
-  EXPECT_NE(e.headline().find("nothing to explain"), std::string::npos);
+  EXPECT_NE(e.headline().find("nothing to explain: cpu-ref's outputs equal the reference's"), std::string::npos)
+      << e.headline();
+  // Matched within the kernel tolerance, no difference is not equality, and the headline says so.
+  Explanation k = e;
+  k.match_rule = explain_match_rule(ValueMatch::Kernel);
+  EXPECT_NE(k.headline().find("within the kernel tolerance"), std::string::npos) << k.headline();
+  EXPECT_EQ(k.headline().find("equal"), std::string::npos) << k.headline();
 }
 
 // Models that decline the op (or the pass) are skipped, not scored.
