@@ -9,7 +9,7 @@
 #                          repeats.
 # Usage (repo root): scripts/device/cudnn-bwd-fuzz.sh OUT "torch:tests torch:diag torch:fuzz:3:240:small ..."
 #   AO_BIN_DIR (scripts/device/lib.sh): attn-oracle + ao_cudnn_tests from scripts/device/cudnn-pack.sh
-#   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:<dir>" (default: searched as cudnn-campaign.sh does)
+#   AO_CUDNN_LIBS="sys:/usr/lib/x86_64-linux-gnu torch:<dir>" (default: lib.sh's ao_cudnn_libs)
 # Writes OUT/env.txt, OUT/<tag>-<job>.txt per job, OUT/found.tgz (shrunk failures, gate reports).
 set -uo pipefail
 # shellcheck source=scripts/device/lib.sh
@@ -22,13 +22,7 @@ stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 ao_versions >"$out/env.txt" 2>&1
 ao_use_bin
 bin=$ao_bin
-if [[ -z "${AO_CUDNN_LIBS:-}" ]]; then
-  sys=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
-  [[ -n "$sys" ]] && AO_CUDNN_LIBS="sys:$(dirname "$(readlink -f "$sys")")"
-  for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
-    [[ -e "$d/libcudnn.so.9" ]] && AO_CUDNN_LIBS="${AO_CUDNN_LIBS:-} torch:$d"
-  done
-fi
+AO_CUDNN_LIBS=${AO_CUDNN_LIBS:-$(ao_cudnn_libs)}
 declare -A libdir
 for e in ${AO_CUDNN_LIBS:-}; do
   libdir[${e%%:*}]=${e#*:}

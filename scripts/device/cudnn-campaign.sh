@@ -40,15 +40,7 @@ fi
 echo "binaries: ${bin/#$ao_root/<checkout>}" >>"$out/env.txt"  # no machine path in a report
 
 # ---- cuDNN libraries to run against --------------------------------------------------------------
-if [[ -z "${AO_CUDNN_LIBS:-}" ]]; then
-  AO_CUDNN_LIBS=""
-  sys=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
-  [[ -z "$sys" ]] && sys=$(ls /usr/local/cuda/lib64/libcudnn.so.9 /usr/lib/x86_64-linux-gnu/libcudnn.so.9 2>/dev/null | head -1)
-  [[ -n "$sys" ]] && AO_CUDNN_LIBS="sys:$(dirname "$(readlink -f "$sys")")"
-  for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
-    [[ -e "$d/libcudnn.so.9" ]] && AO_CUDNN_LIBS="$AO_CUDNN_LIBS torch:$d"
-  done
-fi
+AO_CUDNN_LIBS=${AO_CUDNN_LIBS:-$(ao_cudnn_libs)}
 echo "cudnn libraries: $AO_CUDNN_LIBS" >>"$out/env.txt"
 
 # ---- the three questions as cases --------------------------------------------------------------

@@ -7,7 +7,7 @@
 #             script fills it here (ao_pack), the device call carries it, a campaign runs from it:
 #             attn-oracle and the test binaries beside it, lib/ with the shared libraries they link that a
 #             device image without Debian's -dev packages lacks.
-# and defines ao_runnable, ao_use_bin, ao_pack and ao_versions (below).
+# and defines ao_runnable, ao_use_bin, ao_pack, ao_cudnn_libs and ao_versions (below).
 ao_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ao_root" || exit 1
 ao_bin=${AO_BIN_DIR:-.deps/device-bin}
@@ -44,6 +44,19 @@ ao_pack() {
     done
   done
   du -sh "$ao_bin"; ls "$ao_bin" "$ao_bin/lib"
+}
+
+# ao_cudnn_libs: the cuDNN libraries a campaign runs against, as "sys:<dir> torch:<dir>": the system's
+# libcudnn.so.9 and the one in PyTorch's wheel, where found.
+ao_cudnn_libs() {
+  local sys d libs=""
+  sys=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
+  [[ -z "$sys" ]] && sys=$(ls /usr/local/cuda/lib64/libcudnn.so.9 /usr/lib/x86_64-linux-gnu/libcudnn.so.9 2>/dev/null | head -1)
+  [[ -n "$sys" ]] && libs="sys:$(dirname "$(readlink -f "$sys")")"
+  for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
+    [[ -e "$d/libcudnn.so.9" ]] && libs="$libs torch:$d"
+  done
+  echo "$libs"
 }
 
 # ao_versions: the version header every campaign writes first: date, commit, GPU (name, driver, memory),
