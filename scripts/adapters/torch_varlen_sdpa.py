@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`exec:` adapter: PyTorch attention over the padded-THD case, read through the bound ragged offsets.
 
-  usage: torch_varlen_sdpa.py [--impl varlen|sdpa] CASE_DIR
+  usage: torch_varlen_sdpa.py [--impl varlen|sdpa] [--sdpa-backend auto|math|efficient|cudnn|flash] CASE_DIR
   --impl varlen: torch.nn.attention.varlen.varlen_attn (Flash Attention, fp16/bf16) on the packed valid
                  rows of every query segment; causal = bottom-right alignment over keys cropped to
                  pos0+valid (window_size=(-1,0), or (window-1,0) with a sliding window); LSE from the
@@ -9,6 +9,8 @@
   --impl sdpa:   torch.nn.functional.scaled_dot_product_attention per segment with the exact boolean
                  mask (any dtype; PyTorch picks the kernel); it returns no LSE, so the LSE is computed by
                  the adapter in fp32 from the same inputs (that check then tests the adapter, not SDPA).
+                 --sdpa-backend pins the kernel PyTorch may pick (torch.nn.attention.sdpa_kernel; the
+                 backward follows the forward's choice); one that cannot serve the case is a skip.
 Outputs are written only at valid rows (through o/stats offsets); pad slots keep the sentinel.
 pass=bwd: the same forward calls under autograd, then backward with the case's dO (the adapter's own
 forward, not the case's O/LSE: PyTorch's kernels take no external O); dQ at valid rows, dK/dV summed over
@@ -30,11 +32,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ao_exec import CaseMeta, log_timing, main, skip, unmapped_window_reason  # noqa: E402
 
 
-def kernel(buffers, inputs, impl="varlen", device="cuda"):
+SDPA_BACKENDS = ("auto", "math", "efficient", "cudnn", "flash")
+
+
+def kernel(buffers, inputs, impl="varlen", device="cuda", sdpa_backend="auto"):
     """The adapter's kernel call on `buffers` (an exec: CaseDir or an attn_oracle.Case) and `inputs`
     (float32 arrays by name): {"o", "lse"} as float32 host arrays."""
     if impl not in ("varlen", "sdpa"):
         raise ValueError(f"torch_varlen_sdpa: unknown impl {impl!r} (varlen | sdpa)")
+    if sdpa_backend not in SDPA_BACKENDS:
+        raise ValueError(f"torch_varlen_sdpa: unknown sdpa_backend {sdpa_backend!r} ({' | '.join(SDPA_BACKENDS)})")
+    if sdpa_backend != "auto" and impl != "sdpa":
+        raise ValueError(f"torch_varlen_sdpa: sdpa_backend={sdpa_backend} needs impl=sdpa")
     case = CaseMeta.of(buffers)
     if case.op != "sdpa":
         skip("torch_varlen_sdpa: serves op=sdpa only")
@@ -125,7 +134,14 @@ def kernel(buffers, inputs, impl="varlen", device="cuda"):
             o[s["o_row0"]:s["o_row0"] + s["valid"]] = out[cq[j]:cq[j + 1]].float()
             lse[s["stats_row0"]:s["stats_row0"] + s["valid"]] = l[cq[j]:cq[j + 1]].float()
     else:
+        import contextlib
+
         import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        def pinned():  # a fresh context per call (sdpa_kernel's cannot be entered twice)
+            return contextlib.nullcontext() if sdpa_backend == "auto" else sdpa_kernel(
+                {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                 "cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[sdpa_backend])
         for s, key_hi in zip(segs, spans):
             d = case.docs[s["doc"]]
             n = s["valid"]
@@ -142,8 +158,15 @@ def kernel(buffers, inputs, impl="varlen", device="cuda"):
             qb = q[s["row0"]:s["row0"] + n].transpose(0, 1)[None]            # [1, hq, n, D]
             kb = k[d["kv_off"]:d["kv_off"] + kh].transpose(0, 1)[None]      # [1, hkv, S, D]
             vb = v[d["kv_off"]:d["kv_off"] + kh].transpose(0, 1)[None]
-            ob = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=allowed[None, None], scale=case.scale,
-                                                enable_gqa=(g > 1))
+            try:
+                with pinned():
+                    ob = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=allowed[None, None],
+                                                        scale=case.scale, enable_gqa=(g > 1))
+            except RuntimeError as e:
+                if sdpa_backend == "auto":
+                    raise
+                skip(f"torch_varlen_sdpa: the {sdpa_backend} kernel declined the case: "
+                     f"{str(e).splitlines()[0] if str(e) else type(e).__name__}")
             if bwd:
                 outs.append(ob)
                 grads.append(dout[s["row0"]:s["row0"] + n].transpose(0, 1)[None])
@@ -162,7 +185,8 @@ def kernel(buffers, inputs, impl="varlen", device="cuda"):
     if dev.type == "cuda":
         torch.cuda.synchronize()
     secs = time.perf_counter() - t0
-    log_timing("torch_varlen_sdpa", secs, case=case.meta["case"], impl=impl, torch=torch.__version__)
+    log_timing("torch_varlen_sdpa", secs, case=case.meta["case"], impl=impl, sdpa_backend=sdpa_backend,
+               torch=torch.__version__)
     if bwd:
         return gradients(case, buffers, segs, {n: t.grad for n, t in leaves.items()})
     return {"o": o.cpu().numpy().astype(np.float32), "lse": lse.cpu().numpy().astype(np.float32)}
@@ -185,10 +209,11 @@ def gradients(case, buffers, segs, grad):
 def run(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--impl", default="varlen", choices=["varlen", "sdpa"])
+    ap.add_argument("--sdpa-backend", default="auto", choices=SDPA_BACKENDS)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
-    return main(kernel, [a.case_dir], impl=a.impl, device=a.device)
+    return main(kernel, [a.case_dir], impl=a.impl, device=a.device, sdpa_backend=a.sdpa_backend)
 
 
 if __name__ == "__main__":
