@@ -75,9 +75,17 @@ struct Run {
   const Inputs& in;
   const ReferenceSeams& seams;
   int Hq, Hkv, D, Dv;
-  T scale, dq_scale, dk_scale;
+  T scale;
+  // The emulation folds the softmax scale into dS before rounding it (ds_fold), so its dQ/dK products
+  // take 1; otherwise dS is unscaled and the products take the seams' scales.
+  T ds_fold, dq_scale, dk_scale;
   bool guard;
-  bool emulate;  // a flash backward's rounding: P and dS rounded to the dtype before their products
+  // A flash backward's rounding: P and scale * dS rounded to the dtype before their products, and under
+  // GQA each query head's dK/dV rounded to the dtype before the group's sum. Folding the scale first is
+  // the coarser choice (scaled dS of rows with small P fall into fp16's subnormals), and so is rounding
+  // every head: cuDNN makes both (its fp16 dK errors, matched to three digits in
+  // reports/gpu/backward-diagnosis-h100-2026-12-05/); a kernel that makes neither errs less.
+  bool emulate;
   std::vector<Block> blocks;
 
   const std::vector<float>& dout;  // dO: in.dout, or the comparator's weights in its place
@@ -85,7 +93,8 @@ struct Run {
   Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false,
       const std::vector<float>* dout_ = nullptr)
       : l(l_), in(in_), seams(s_), Hq(l_.c.hq), Hkv(l_.c.hkv), D(l_.c.dim), Dv(l_.c.dim_v), scale(T(l_.scale)),
-        dq_scale(T(s_.dq_scale(l_))), dk_scale(T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
+        ds_fold(emulate_ ? T(s_.dk_scale(l_)) : T(1)), dq_scale(emulate_ ? T(1) : T(s_.dq_scale(l_))),
+        dk_scale(emulate_ ? T(1) : T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
         emulate(emulate_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout) {}
 
   // The block's rows for head h: Q, dO, the saved LSE and D = rowsum(dO o O).
@@ -165,7 +174,7 @@ struct Run {
         ds[s] = p[s] * (ds[s] - x.d[size_t(i)]);
         if (emulate) {
           p[s] = T(round_to(l.c.dtype, float(p[s])));
-          ds[s] = T(round_to(l.c.dtype, float(ds[s])));
+          ds[s] = T(round_to(l.c.dtype, float(ds[s] * ds_fold)));
         }
       }
     }
@@ -217,8 +226,9 @@ struct Run {
     dv.assign(size_t(n * Hkv * Dv), T(0));
     touched.assign(size_t(n), 0);
     const bool sum_group = seams.dkv_sums_group(l), sum_segments = seams.dkv_sums_segments(l);
+    const bool round_heads = emulate && l.group() > 1;  // each head's partial apart (hk/hv), then rounded
     RowsOfHead x;
-    std::vector<T> K, V, P, dS, tk, tv;
+    std::vector<T> K, V, P, dS, tk, tv, hk, hv;
     std::vector<char> seg_touched;
     // A segment's contributions go to tk/tv first; they are added (or, without the segment sum, replace
     // what earlier segments gave the keys this segment reaches).
@@ -233,6 +243,10 @@ struct Run {
       for (int h = 0; h < Hq; ++h) {
         if (!sum_group && h % l.group() != 0) continue;
         const int kvh = seams.kv_head(l, h);
+        if (round_heads) {
+          hk.assign(size_t(n * D), T(0));
+          hv.assign(size_t(n * Dv), T(0));
+        }
         for (size_t t = p; t < q; ++t) {
           const Block& b = blocks[pairs[t].first];
           const size_t j = pairs[t].second;
@@ -245,12 +259,20 @@ struct Run {
           if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
           const int64_t R = int64_t(b.rows.size()), m = e - a;
           // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.
-          T* tvp = tv.data() + ((a - k0) * Hkv + kvh) * Dv;
-          T* tkp = tk.data() + ((a - k0) * Hkv + kvh) * D;
-          detail::gemm_atb<T>(m, Dv, R, T(1), P.data(), m, x.dout.data(), Dv, T(1), tvp, int64_t(Hkv) * Dv);
-          detail::gemm_atb<T>(m, D, R, dk_scale, dS.data(), m, x.q.data(), D, T(1), tkp, int64_t(Hkv) * D);
+          T* tvp = round_heads ? hv.data() + (a - k0) * Dv : tv.data() + ((a - k0) * Hkv + kvh) * Dv;
+          T* tkp = round_heads ? hk.data() + (a - k0) * D : tk.data() + ((a - k0) * Hkv + kvh) * D;
+          const int64_t ldv = round_heads ? Dv : int64_t(Hkv) * Dv, ldk = round_heads ? D : int64_t(Hkv) * D;
+          detail::gemm_atb<T>(m, Dv, R, T(1), P.data(), m, x.dout.data(), Dv, T(1), tvp, ldv);
+          detail::gemm_atb<T>(m, D, R, dk_scale, dS.data(), m, x.q.data(), D, T(1), tkp, ldk);
           std::fill(seg_touched.begin() + (a - k0), seg_touched.begin() + (e - k0), char(1));
         }
+        if (round_heads)
+          for (int64_t s = 0; s < n; ++s) {
+            for (int e = 0; e < D; ++e)
+              tk[size_t((s * Hkv + kvh) * D + e)] += T(round_to(l.c.dtype, float(hk[size_t(s * D + e)])));
+            for (int e = 0; e < Dv; ++e)
+              tv[size_t((s * Hkv + kvh) * Dv + e)] += T(round_to(l.c.dtype, float(hv[size_t(s * Dv + e)])));
+          }
       }
       for (int64_t s = 0; s < n; ++s) {
         if (!seg_touched[size_t(s)]) continue;

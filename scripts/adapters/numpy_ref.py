@@ -150,14 +150,16 @@ def sdpa(case, inputs, topleft_bug):
     return {"o": o, "lse": lse}
 
 
-def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None):
+def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None, fold_scale=False, round_heads=False):
     """SDPA's backward from its definition (README "The backward pass"), per segment and query head:
     P = exp(scale QK^T - lse) from the given LSE over the allowed keys, D = rowsum(dO o O) from the given O,
     dV += P^T dO, dS = P o (dO V^T - D), dQ = scale dS K, dK += scale dS^T Q; GQA heads summed into their
     K/V head; rows without a key (infinite LSE) contribute nothing. Only valid rows are written (pad
     slots as given); dK/dV cover every K/V row of a document (under CP: this rank's partial).
     ft = np.float32 computes like an fp32 kernel; tile: keys in tiles of that many (a flash kernel's
-    accumulation order), else one dense product; rnd: P and dS rounded (to the dtype) before their products."""
+    accumulation order), else one dense product; rnd: P and dS rounded (to the dtype) before their products;
+    fold_scale: scale * dS is rounded (and the products take 1), round_heads: each query head's dK/dV is
+    rounded before its GQA group's sum (the two rounding choices cuDNN's SDPA backward makes)."""
     rnd = rnd or (lambda a: a)
     q, k, v, dout, o_in, lse_in = (inputs[n].astype(ft) for n in ("q", "k", "v", "dout", "o", "lse"))
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
@@ -181,6 +183,8 @@ def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None):
             lse = np.where(live, lse, ft(0))
             dsum = (do * o_in[or0:or0 + n, h, :]).sum(axis=1, dtype=ft)
             dqh = np.zeros(qs.shape, dtype=ft)
+            hk = np.zeros((kl, k.shape[2]), dtype=ft)  # this head's dK/dV of the document's keys
+            hv = np.zeros((kl, v.shape[2]), dtype=ft)
             step = tile or max(kl, 1)
             for a in range(0, kl, step):
                 b = min(a + step, kl)
@@ -188,11 +192,19 @@ def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None):
                 mask = allowed[:, a:b] & live[:, None]
                 s_ = (qs @ kt.T) * scale
                 p_ = np.where(mask, np.exp(np.where(mask, s_ - lse[:, None], ft(0))), ft(0)).astype(ft)
-                gv[ko + a:ko + b, kh, :] += rnd(p_).T @ do
                 ds = (p_ * ((do @ vt.T) - dsum[:, None])).astype(ft)
-                dqh += (rnd(ds) @ kt) * scale
-                gk[ko + a:ko + b, kh, :] += (rnd(ds).T @ qs) * scale
+                if fold_scale:
+                    dsr = rnd((ds * scale).astype(ft))
+                    dqh += dsr @ kt
+                    hk[a:b] += dsr.T @ qs
+                else:
+                    dqh += (rnd(ds) @ kt) * scale
+                    hk[a:b] += (rnd(ds).T @ qs) * scale
+                hv[a:b] += rnd(p_).T @ do
             dq[r0:r0 + n, h, :] = dqh
+            part = rnd if round_heads and g > 1 else (lambda a: a)
+            gk[ko:ko + kl, kh, :] += part(hk)
+            gv[ko:ko + kl, kh, :] += part(hv)
     for d in case.docs:
         sl = slice(d["kv_off"], d["kv_off"] + d["kv_len"])
         dk[sl], dv[sl] = gk[sl], gv[sl]

@@ -3,7 +3,7 @@
 kernels whose rounding differs from the oracle's own fp32 emulation, to show that the derived gates
 (README "How the tolerances are derived") pass correct fp32 arithmetic without a false failure.
 
-  usage: numpy_sdpa_fp32.py [--impl dense|online] [--tile N] [--round] CASE_DIR
+  usage: numpy_sdpa_fp32.py [--impl dense|online] [--tile N] [--round | --cudnn-rounding] CASE_DIR
     dense:  S = scale * Q K^T over the row's allowed keys, one max, exp, sum, P V / sum
     online: FlashAttention's online softmax over key tiles of N (default 64): running max, rescaled
             running sum and accumulator, one division at the end
@@ -11,7 +11,10 @@ kernels whose rounding differs from the oracle's own fp32 emulation, to show tha
             the running max, for online), O rounded to the dtype (a no-op for fp32)
 Under pass=bwd: dQ/dK/dV in float32 from the given O and LSE (numpy_ref.sdpa_backward's formulas), dense
 (one product per segment and head) or online (key tiles of N, the accumulation order of a flash
-backward); --round rounds P and dS to the dtype before their products, like such kernels.
+backward); --round rounds P and dS to the dtype before their products, like such kernels;
+--cudnn-rounding rounds as cuDNN's SDPA backward does (its GPU output matched to three digits): scale * dS
+rounded (fp16 subnormals for small scaled dS), each query head's dK/dV rounded before the GQA sum, and
+dQ/dK/dV written in the dtype.
 Indexer cases are declined (skipped). In process (attn_oracle, python/): `kernel(case, inputs, impl=...,
 tile=..., round_=...)` is the same call.
 """
@@ -90,16 +93,22 @@ def sdpa(case, buffers, inputs, impl, tile, rnd):
     return {"o": o, "lse": lse}
 
 
-def kernel(buffers, inputs, impl="dense", tile=64, round_=False):
+def kernel(buffers, inputs, impl="dense", tile=64, round_=False, cudnn_rounding=False):
     """The adapter's kernel call on `buffers` (an exec: CaseDir or an attn_oracle.Case) and `inputs`."""
     if impl not in ("dense", "online") or tile < 1:
         raise ValueError(f"numpy_sdpa_fp32: impl must be dense|online and tile >= 1, got {impl!r}, {tile}")
     case = CaseMeta.of(buffers)
     if case.op != "sdpa":
         skip("numpy_sdpa_fp32: SDPA only")
-    rnd = rounder(case.meta["dtype"] if round_ else "fp32")
+    rnd = rounder(case.meta["dtype"] if round_ or cudnn_rounding else "fp32")
     if case.meta.get("pass", "fwd") == "bwd":
-        return sdpa_backward(CaseBuffers(case, buffers), inputs, F, tile if impl == "online" else None, rnd)
+        out = sdpa_backward(CaseBuffers(case, buffers), inputs, F, tile if impl == "online" else None, rnd,
+                            fold_scale=cudnn_rounding, round_heads=cudnn_rounding)
+        if not cudnn_rounding:
+            return out
+        # Written in the dtype; pad slots keep the sentinel bit for bit.
+        return {n: np.where(a.view(np.uint32) != np.asarray(buffers.output(n), dtype=F).view(np.uint32), rnd(a), a)
+                for n, a in out.items()}
     with np.errstate(over="raise", invalid="raise"):
         return sdpa(case, buffers, inputs, impl, tile, rnd)
 
@@ -110,11 +119,12 @@ def run(argv):
     ap.add_argument("--impl", default="dense", choices=["dense", "online"])
     ap.add_argument("--tile", type=int, default=64)
     ap.add_argument("--round", action="store_true")
+    ap.add_argument("--cudnn-rounding", action="store_true")
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
     if a.tile < 1:
         ap.error(f"--tile must be >= 1, got {a.tile}")
-    return main(kernel, [a.case_dir], impl=a.impl, tile=a.tile, round_=a.round)
+    return main(kernel, [a.case_dir], impl=a.impl, tile=a.tile, round_=a.round, cudnn_rounding=a.cudnn_rounding)
 
 
 if __name__ == "__main__":

@@ -133,6 +133,29 @@ class SdpaBackward(CaseDirTest):
                 self.assertEqual(r.returncode, 0, f"{line} {b}\n{r.stdout}{r.stderr}")
                 self.assertIn("PASS", r.stdout)
 
+    def test_cudnn_rounding_passes_and_a_few_ulps_on_one_key_row_fail(self):
+        """cuDNN's SDPA backward rounds scale * dS (small scaled dS fall into fp16's subnormals) and each query
+        head's dK/dV before the GQA sum: a numpy backward making those two choices gave cuDNN's worst dK
+        err/gate on eight single-row fp16 cases to three digits, 1.15 and 1.04 on the two its fuzz found
+        against an emulation that made neither. The emulation makes both: they pass (both failed before),
+        and 16 fp16 ulps added to one dK element still fail."""
+        cudnn = f"exec:{sys.executable} {self.NUMPY_SDPA} --impl online --tile 64 --cudnn-rounding"
+        for line in ["op=sdpa q_lens=1 kv_lens=1985 mask=none hq=2 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd",
+                     "op=sdpa q_lens=1 kv_lens=1984 mask=bottomright hq=2 hkv=1 dtype=fp16 seed=286822 pass=bwd",
+                     "op=sdpa q_lens=1 kv_lens=1985 mask=none hq=8 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd",
+                     "op=sdpa pass=bwd docs=300,77 pad=3 hq=4 hkv=2 dim=32 dtype=fp16 seed=3",
+                     "op=sdpa pass=bwd docs=256 cp=2 rank=1 hq=4 hkv=1 dim=64 seed=5"]:
+            r = repro(line, cudnn)
+            self.assertEqual(r.returncode, 0, f"{line}\n{r.stdout}{r.stderr}")
+        case = self.case("op=sdpa q_lens=1 kv_lens=1985 mask=none hq=2 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd")
+        script = os.path.join(case.path, "..", "bump_dk.py")
+        with open(script, "w") as f:
+            f.write(BUMP_DK.format(adapter=self.NUMPY_SDPA))
+        r = repro("op=sdpa q_lens=1 kv_lens=1985 mask=none hq=2 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd",
+                  f"exec:{sys.executable} {script}")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("dk_violations", r.stdout)
+
     def test_zeroed_pad_rows_fail_untouched_and_pass_zero(self):
         line = self.LINES[0]
         case = self.case(line)
@@ -167,6 +190,20 @@ for r in range(dq.shape[0]):
     if r not in valid:
         dq[r] = 0
 np.save(path, dq)
+"""
+
+# An exec: adapter: numpy_sdpa_fp32's backward with cuDNN's rounding, then 16 fp16 ulps added to the dK
+# element of the first key row (head 0, element 0).
+BUMP_DK = """import subprocess, sys, os, json
+import numpy as np
+d = sys.argv[1]
+subprocess.run([sys.executable, {adapter!r}, "--impl", "online", "--cudnn-rounding", d], check=True)
+m = json.load(open(os.path.join(d, "meta.json")))
+path = os.path.join(d, m["outputs"]["dk"]["file"])
+dk = np.load(path)
+x = np.float16(dk[0, 0, 0])
+dk[0, 0, 0] = np.float32(x) + 16 * np.float32(np.spacing(x))
+np.save(path, dk)
 """
 
 
