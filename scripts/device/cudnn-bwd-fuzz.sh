@@ -4,6 +4,7 @@
 #   tests                  ao_cudnn_tests (the knobs' and the backward's unit tests)
 #   diag                   gate scripts/device/cudnn-bwd-diag.case under cudnn-sdpa:log=1 (the plan each
 #                          case got, and which variant of the NaN case still fails)
+#   gate:FILE              gate FILE (a case file of the repository) under cudnn-sdpa:log=1
 #   fuzz:SEED:SECONDS:DIMS fuzz --op sdpa --pass bwd; when the harness dies of a signal, the case its
 #                          fatal-signal report names is run again alone (gate, log=1) to see whether it
 #                          repeats.
@@ -34,7 +35,7 @@ for job in $jobs; do
   tag=${job%%:*}; what=${job#*:}
   if [[ -z "${libdir[$tag]:-}" ]]; then stamp "$job: no cuDNN tagged $tag; skipped"; continue; fi
   export LD_LIBRARY_PATH="${libdir[$tag]}${base_ld:+:$base_ld}"
-  name=$(echo "$tag-$what" | tr ':' '-')
+  name=$(echo "$tag-${what##*/}" | tr ':' '-')
   log=$out/$name.txt
   stamp "$job"
   case $what in
@@ -45,6 +46,10 @@ for job in $jobs; do
       timeout 300 "$bin/attn-oracle" gate scripts/device/cudnn-bwd-diag.case --backend cudnn-sdpa:log=1 \
         --report-dir "$out/found/diag-$tag" >"$log" 2>&1
       echo "exit: $?" >>"$log"; grep -E "^(PASS|FAIL|SKIP)" "$log" | cut -c1-160 ;;
+    gate:*)
+      timeout 300 "$bin/attn-oracle" gate "${what#gate:}" --backend cudnn-sdpa:log=1 \
+        --report-dir "$out/found/gate-$tag-$(basename "${what#gate:}" .case)" >"$log" 2>&1
+      echo "exit: $?" >>"$log"; grep -E "^(PASS|FAIL|SKIP|ERROR)|fatal signal|exit:" "$log" | cut -c1-200 ;;
     fuzz:*)
       IFS=: read -r _ seed secs dims <<<"$what"
       args=(fuzz --backend cudnn-sdpa --op sdpa --pass bwd --seed "$seed" --dims "${dims:-small}"
