@@ -1,7 +1,8 @@
 // SDPA backward comparator (pass=bwd): dQ on the checked valid rows, dK and dV on every valid K/V row
 // (the judged region's value rows), against the exact answer it recomputes (the backward reference in
-// fp64 on the same inputs), an emulation of a flash backward (fp32 accumulation, P and dS rounded to
-// the dtype before their products: reference.h emulate_sdpa_bwd) and the reference in fp32 (the error
+// fp64 on the same inputs), an emulation of a flash backward (fp32 accumulation, P and scale * dS
+// rounded to the dtype before their products, each GQA head's dK/dV rounded before the group's sum:
+// reference.h emulate_sdpa_bwd) and the reference in fp32 (the error
 // of an honest fp32 backward: cancellation in dP - D); a row's emulation error is the larger of the
 // two. Per gradient:
 //  * <g>_violations: (row, head) pairs whose max |g - exact| exceeds the gate 2 x (the emulation's error

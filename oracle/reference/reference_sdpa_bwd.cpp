@@ -8,7 +8,8 @@
 // which saved rows are read and where the gradients land.
 //
 // Memory stays linear (no S x S): two passes over tiles that recompute P from the saved LSE, as flash
-// backward kernels do. Pass A, over row blocks: dQ of each block's rows. Pass B, over aligned blocks of
+// backward kernels do. Pass A, over row blocks: dQ of each block's rows, its keys in chunks (a block's P
+// and dS stay kRowBlock x kKeyChunk). Pass B, over aligned blocks of
 // K/V buffer rows: each key block's dK/dV from the row blocks whose key spans meet it, in row block
 // order. Both passes are parallel over their blocks and the sums run in a fixed order, so the result
 // does not depend on the thread count. Every valid row contributes (dK/dV of a key need every row that
@@ -27,8 +28,11 @@ namespace ao {
 
 namespace {
 
-constexpr size_t kRowBlock = 64;
-constexpr int64_t kKeyBlock = 64;
+constexpr size_t kRowBlock = 128;
+constexpr int64_t kKeyBlock = 256;
+constexpr int64_t kKeyChunk = 512;  // pass A's keys per product
+// 128 x 512 and 256-key tiles: 1.32x faster than 64 x whole span and 64-key tiles on the 32k pack
+// (reports/cpu/sdpa-bwd-blocks-2026-12-05/), where small tiles left sgemm's packing a large share.
 
 // A run of keys of one row block: KV buffer rows base + [lo, hi), the union of its rows' range j.
 struct Span {
@@ -201,11 +205,14 @@ struct Run {
           for (size_t j = 0; j < b.spans.size(); ++j) {
             const Span& sp = b.spans[j];
             if (sp.hi <= sp.lo) continue;
-            const int64_t a = sp.base + sp.lo, e = sp.base + sp.hi;
-            load_kv(in.k, D, kvh, a, e, K);
-            load_kv(in.v, Dv, kvh, a, e, V);
-            if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
-            detail::gemm_ab<T>(R, D, e - a, dq_scale, dS.data(), e - a, K.data(), D, T(1), acc.data(), D);
+            // Key chunks of the span, so the block's P and dS stay R x kKeyChunk whatever the document.
+            for (int64_t a = sp.base + sp.lo; a < sp.base + sp.hi; a += kKeyChunk) {
+              const int64_t e = std::min(a + kKeyChunk, sp.base + sp.hi);
+              load_kv(in.k, D, kvh, a, e, K);
+              load_kv(in.v, Dv, kvh, a, e, V);
+              if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
+              detail::gemm_ab<T>(R, D, e - a, dq_scale, dS.data(), e - a, K.data(), D, T(1), acc.data(), D);
+            }
           }
           if (!guard)  // no allowed key and no span: exp(s - lse) over a masked tile still gives NaN
             for (int64_t i = 0; i < R; ++i)

@@ -19,8 +19,9 @@ void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const R
 // The same (exact seams) with `dout` read in place of in.dout: the comparator's weighted column sums
 // of P, without a copy of the inputs.
 void reference_sdpa_bwd_with_dout(const Layout& l, const Inputs& in, const std::vector<float>& dout, Outputs& out);
-// An emulation of a flash backward in the case dtype (fp32 accumulation; P and dS rounded to the dtype
-// before the products that take them): what the backward's gates are derived from (compare_sdpa_bwd).
+// An emulation of a flash backward in the case dtype (fp32 accumulation; P and scale * dS rounded to the
+// dtype before the products that take them; under GQA each query head's dK/dV rounded before the group's
+// sum): what the backward's gates are derived from (compare_sdpa_bwd).
 void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out);
 
 // A case's inputs: make_inputs, and under pass=bwd what the backward takes from the forward (sdpa: O and
