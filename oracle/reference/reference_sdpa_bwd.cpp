@@ -86,7 +86,8 @@ struct Run {
   bool guard;
   // A flash backward's rounding: P and scale * dS rounded to the dtype before their products, and under
   // GQA each query head's dK/dV rounded to the dtype before the group's sum. Folding the scale first is
-  // the coarser choice (scaled dS of rows with small P fall into fp16's subnormals), and so is rounding
+  // the coarser choice for a scale below 1, as 1/sqrt(d) is (scaled dS of rows with small P fall into
+  // fp16's subnormals), and so is rounding
   // every head: cuDNN makes both (its fp16 dK errors, matched to three digits in
   // reports/gpu/backward-diagnosis-h100-2026-12-05/); a kernel that makes neither errs less.
   bool emulate;
