@@ -140,19 +140,18 @@ class SdpaBackward(CaseDirTest):
         against an emulation that made neither. The emulation makes both: they pass (both failed before),
         and 16 fp16 ulps added to one dK element still fail."""
         cudnn = f"exec:{sys.executable} {self.NUMPY_SDPA} --impl online --tile 64 --cudnn-rounding"
-        for line in ["op=sdpa q_lens=1 kv_lens=1985 mask=none hq=2 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd",
+        one_row = "op=sdpa q_lens=1 kv_lens=1985 mask=none hq=2 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd"
+        for line in [one_row,
                      "op=sdpa q_lens=1 kv_lens=1984 mask=bottomright hq=2 hkv=1 dtype=fp16 seed=286822 pass=bwd",
                      "op=sdpa q_lens=1 kv_lens=1985 mask=none hq=8 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd",
                      "op=sdpa pass=bwd docs=300,77 pad=3 hq=4 hkv=2 dim=32 dtype=fp16 seed=3",
                      "op=sdpa pass=bwd docs=256 cp=2 rank=1 hq=4 hkv=1 dim=64 seed=5"]:
             r = repro(line, cudnn)
             self.assertEqual(r.returncode, 0, f"{line}\n{r.stdout}{r.stderr}")
-        case = self.case("op=sdpa q_lens=1 kv_lens=1985 mask=none hq=2 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd")
-        script = os.path.join(case.path, "..", "bump_dk.py")
+        script = os.path.join(self.case(one_row).path, "..", "bump_dk.py")
         with open(script, "w") as f:
             f.write(BUMP_DK.format(adapter=self.NUMPY_SDPA))
-        r = repro("op=sdpa q_lens=1 kv_lens=1985 mask=none hq=2 hkv=1 dim=16 dim_v=8 dtype=fp16 pass=bwd",
-                  f"exec:{sys.executable} {script}")
+        r = repro(one_row, f"exec:{sys.executable} {script}")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("dk_violations", r.stdout)
 

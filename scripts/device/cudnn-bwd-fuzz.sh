@@ -2,8 +2,8 @@
 # cudnn-sdpa backward on the device, one call: a list of jobs, each against one of the cuDNN libraries found
 # (the system one, PyTorch's wheel one), run in order until the call's time is spent.
 #   tests                  ao_cudnn_tests (the knobs' and the backward's unit tests)
-#   diag                   gate scripts/device/cudnn-bwd-diag.case under cudnn-sdpa:log=1 (the plan each
-#                          case got, and which variant of the NaN case still fails)
+#   diag                   gate:scripts/device/cudnn-bwd-diag.case (the plan each case got, and which
+#                          variant of the NaN case still fails)
 #   gate:FILE              gate FILE (a case file of the repository) under cudnn-sdpa:log=1
 #   fuzz:SEED:SECONDS:DIMS fuzz --op sdpa --pass bwd; when the harness dies of a signal, the case its
 #                          fatal-signal report names is run again alone (gate, log=1) to see whether it
@@ -38,14 +38,11 @@ for job in $jobs; do
   name=$(echo "$tag-${what##*/}" | tr ':' '-')
   log=$out/$name.txt
   stamp "$job"
+  [[ $what == diag ]] && what=gate:scripts/device/cudnn-bwd-diag.case  # named "<tag>-diag" all the same
   case $what in
     tests)
       timeout 300 "$bin/ao_cudnn_tests" >"$log" 2>&1
       echo "exit: $?" >>"$log"; tail -4 "$log" ;;
-    diag)
-      timeout 300 "$bin/attn-oracle" gate scripts/device/cudnn-bwd-diag.case --backend cudnn-sdpa:log=1 \
-        --report-dir "$out/found/diag-$tag" >"$log" 2>&1
-      echo "exit: $?" >>"$log"; grep -E "^(PASS|FAIL|SKIP)" "$log" | cut -c1-160 ;;
     gate:*)
       timeout 300 "$bin/attn-oracle" gate "${what#gate:}" --backend cudnn-sdpa:log=1 \
         --report-dir "$out/found/gate-$tag-$(basename "${what#gate:}" .case)" >"$log" 2>&1
