@@ -20,8 +20,8 @@
 //    relative error ~2 u_32 L_i from their fp32 rounding (exp2 of a scaled logit in a flash kernel,
 //    another order in the emulation; L_i reaches 1e5 under values=extreme), which adds 2 L_i to
 //    sqrt(d_v) above for dQ and dK, and to dV sum_i P_ij 2 L_i max |dO_i|. The sums over i are column
-//    sums of P, weighted, taken from one more backward in fp64 whose dO carries the weights in its first
-//    two elements (dV = P^T dO);
+//    sums of P, weighted, taken from dV = P^T dO alone in fp64 (reference_sdpa_bwd_dv), dO carrying the
+//    weights in its first two elements;
 //  * <g>_rel_l2: ||g - exact|| / ||exact|| (informational);
 //  * <g>_nonfinite_valid: NaN/Inf (not the sentinel) in a judged row (gate 0);
 //  * <g>_clobbered_pad_slots: rows of the gradient's buffer outside its value rows that were written
@@ -96,7 +96,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
       }
   const int group = c.hq / c.hkv;
   // Per (row, head): dQ's floor (dP - D and P rounding) and the weights of dK's and dV's floors, whose
-  // column sums of P come from dV[j][0..1] of a backward with dO_i = (w_dk / max, w_dv / max, 0, ...)
+  // column sums of P come from dV[j][0..1] = (P^T dO)[j][0..1] with dO_i = (w_dk / max, w_dv / max, 0, ...)
   // (scaled so that no weight overflows the float input). Every valid row: each one reaches dK and dV,
   // also the rows that rows=N leaves out of dQ's judged rows.
   std::vector<int64_t> all_rows;
@@ -138,7 +138,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
         }
       }
     Outputs cols = make_sentinel_outputs(l);
-    reference_sdpa_bwd_with_dout(lx, in, weighted, cols);
+    reference_sdpa_bwd_dv(lx, in, weighted, int(sets.size()), cols);
     std::vector<std::vector<double>> out(sets.size(), std::vector<double>(size_t(l.kv_rows) * size_t(c.hkv), 0));
     for (int64_t j : kvrows)
       for (int kh = 0; kh < c.hkv; ++kh)

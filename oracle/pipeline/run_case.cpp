@@ -1,5 +1,8 @@
 #include "attn_oracle/pipeline/run_case.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "attn_oracle/internal/interrupt.h"
@@ -15,12 +18,18 @@ std::shared_ptr<const Layout> layout_without_rows(const Layout& l) {
   return std::make_shared<const Layout>(std::move(d));
 }
 bool failed(const Verdict& v) { return v.kind == Verdict::Fail || v.kind == Verdict::Error; }
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
 CaseResult run_case(const Case& c, Backend& backend, Backend& vs, const LayoutLimits& lim, bool keep_artifacts,
                     bool explain) {
+  const auto t0 = Clock::now();
   Trial t(c, lim);
-  return run_trial(t, backend, vs, keep_artifacts, explain);
+  const double inputs_seconds = seconds_since(t0);
+  CaseResult res = run_trial(t, backend, vs, keep_artifacts, explain);
+  res.inputs_seconds = inputs_seconds;
+  return res;
 }
 
 CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifacts, bool explain) {
@@ -30,16 +39,22 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
   res.backend = sanitize_utf8(backend.name());
   res.vs = sanitize_utf8(vs.name());
   res.backend_version = sanitize_utf8(backend.version());
+  auto t0 = Clock::now();
   TrialRun got = t.run(backend);
   res.backend_seconds = got.status.seconds;
+  res.input_checks_seconds = std::max(0.0, seconds_since(t0) - got.status.seconds);
   if (auto v = Trial::unjudged(got)) {  // the reference runs only where there is something to judge
     res.verdict = std::move(*v);
     if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
     return res;
   }
+  t0 = Clock::now();
   TrialRun ref = t.run(vs);
   res.ref_seconds = ref.status.seconds;
+  res.input_checks_seconds += std::max(0.0, seconds_since(t0) - ref.status.seconds);
+  t0 = Clock::now();
   res.verdict = t.judge(got, ref);
+  res.judge_seconds = seconds_since(t0);
   if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
   // Before keep_artifacts moves the outputs. Not after a stop request: explaining runs every bug model,
   // and the user asked to stop after the case in flight, whose verdict stands.
@@ -63,7 +78,8 @@ std::string format_result(const CaseResult& r) {
       s += fmt::format("    row {:>8}  doc {:>3}  chunk {:>3}  pos {:>8}  {:.4g}\n", w.row, w.doc, w.chunk, w.pos,
                        w.value);
   }
-  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s\n", r.backend_seconds, r.ref_seconds);
+  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, input checks {:.3f} s, judge {:.3f} s\n",
+                   r.backend_seconds, r.ref_seconds, r.inputs_seconds, r.input_checks_seconds, r.judge_seconds);
   if (r.explanation) s += "explain: " + format_explanation(*r.explanation, 3);
   return s;
 }

@@ -16,6 +16,7 @@
 // sees it), whatever rows=N samples: the backward costs the whole case.
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 
 #include "reference_gemm.h"
@@ -94,13 +95,16 @@ struct Run {
   std::vector<Block> blocks;
 
   const std::vector<float>& dout;  // dO: in.dout, or the comparator's weights in its place
+  // 0: the whole backward. Else only dV = P^T dO, of dO's first dv_only columns (the comparator's column
+  // sums of P): no dQ pass, no dP, dS or dK, 2 of the backward's 7 products, one of them thin.
+  int dv_only;
 
   Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false,
-      const std::vector<float>* dout_ = nullptr)
+      const std::vector<float>* dout_ = nullptr, int dv_only_ = 0)
       : l(l_), in(in_), seams(s_), Hq(l_.c.hq), Hkv(l_.c.hkv), D(l_.c.dim), Dv(l_.c.dim_v), scale(T(l_.scale)),
         ds_fold(emulate_ ? T(s_.dk_scale(l_)) : T(1)), dq_scale(emulate_ ? T(1) : T(s_.dq_scale(l_))),
         dk_scale(emulate_ ? T(1) : T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
-        emulate(emulate_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout) {}
+        emulate(emulate_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout), dv_only(dv_only_) {}
 
   // The block's rows for head h: Q, dO, the saved LSE and D = rowsum(dO o O).
   struct RowsOfHead {
@@ -157,7 +161,7 @@ struct Run {
     P.resize(size_t(R * n));
     dS.resize(size_t(R * n));
     detail::gemm_abt<T>(R, n, D, scale, x.q.data(), D, K.data(), D, T(0), P.data(), n);
-    detail::gemm_abt<T>(R, n, Dv, T(1), x.dout.data(), Dv, V.data(), Dv, T(0), dS.data(), n);  // dP
+    if (!dv_only) detail::gemm_abt<T>(R, n, Dv, T(1), x.dout.data(), Dv, V.data(), Dv, T(0), dS.data(), n);  // dP
     for (int64_t i = 0; i < R; ++i) {
       const T lse = x.lse[size_t(i)];
       const bool skip = std::isinf(lse) && guard;
@@ -175,7 +179,7 @@ struct Run {
           p[s] = allowed || !guard ? std::exp((allowed ? p[s] : ninf) - lse) : T(0);
         }
       }
-      for (int64_t s = 0; s < n; ++s) {
+      for (int64_t s = 0; s < n && !dv_only; ++s) {
         ds[s] = p[s] * (ds[s] - x.d[size_t(i)]);
         if (emulate) {
           p[s] = T(round_to(l.c.dtype, float(p[s])));
@@ -263,15 +267,15 @@ struct Run {
           if (a >= e) continue;
           load_rows(b, h, x);
           load_kv(in.k, D, kvh, a, e, K);
-          load_kv(in.v, Dv, kvh, a, e, V);
+          if (!dv_only) load_kv(in.v, Dv, kvh, a, e, V);
           if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
           const int64_t R = int64_t(b.rows.size()), m = e - a;
           // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.
           T* tvp = round_heads ? hv.data() + (a - k0) * Dv : tv.data() + ((a - k0) * Hkv + kvh) * Dv;
           T* tkp = round_heads ? hk.data() + (a - k0) * D : tk.data() + ((a - k0) * Hkv + kvh) * D;
           const int64_t ldv = round_heads ? Dv : int64_t(Hkv) * Dv, ldk = round_heads ? D : int64_t(Hkv) * D;
-          detail::gemm_atb<T>(m, Dv, R, T(1), P.data(), m, x.dout.data(), Dv, T(1), tvp, ldv);
-          detail::gemm_atb<T>(m, D, R, dk_scale, dS.data(), m, x.q.data(), D, T(1), tkp, ldk);
+          detail::gemm_atb<T>(m, dv_only ? dv_only : Dv, R, T(1), P.data(), m, x.dout.data(), Dv, T(1), tvp, ldv);
+          if (!dv_only) detail::gemm_atb<T>(m, D, R, dk_scale, dS.data(), m, x.q.data(), D, T(1), tkp, ldk);
           std::fill(seg_touched.begin() + (a - k0), seg_touched.begin() + (e - k0), char(1));
         }
         if (round_heads)
@@ -298,8 +302,8 @@ struct Run {
   void operator()(Outputs& out) const {
     // dQ: stored row by row in order (a model whose dQ rows collide stores the last deterministically).
     std::vector<std::vector<T>> dq_blocks;
-    dq(dq_blocks);
-    for (size_t bi = 0; bi < blocks.size(); ++bi)
+    if (!dv_only) dq(dq_blocks);
+    for (size_t bi = 0; bi < dq_blocks.size(); ++bi)
       for (size_t i = 0; i < blocks[bi].rows.size(); ++i) {
         const int64_t w = seams.dq_write_row(l, blocks[bi].rows[i]);
         for (int64_t e = 0; e < int64_t(Hq) * D; ++e)
@@ -329,7 +333,7 @@ struct Run {
         const int64_t k = kb * kKeyBlock + s;
         if (!valid[size_t(k)] && !touched[size_t(kb)][size_t(s)]) continue;
         const int64_t w = seams.dkv_write_row(l, k);
-        for (int64_t e = 0; e < int64_t(Hkv) * D; ++e)
+        for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only; ++e)
           out.dk[size_t(w * Hkv * D + e)] = float(dk[size_t(kb)][size_t(s * Hkv * D + e)]);
         for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e)
           out.dv[size_t(w * Hkv * Dv + e)] = float(dv[size_t(kb)][size_t(s * Hkv * Dv + e)]);
@@ -347,12 +351,13 @@ void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const R
     Run<float>(l, in, seams)(out);
 }
 
-void reference_sdpa_bwd_with_dout(const Layout& l, const Inputs& in, const std::vector<float>& dout, Outputs& out) {
+void reference_sdpa_bwd_dv(const Layout& l, const Inputs& in, const std::vector<float>& dout, int cols, Outputs& out) {
+  if (cols < 1 || cols > l.c.dim_v) throw std::invalid_argument("reference_sdpa_bwd_dv: cols outside [1, dim_v]");
   detail::BlasSingleThread blas_in_caller;
   if (l.c.precision == Precision::F64)
-    Run<double>(l, in, exact_seams(), false, &dout)(out);
+    Run<double>(l, in, exact_seams(), false, &dout, cols)(out);
   else
-    Run<float>(l, in, exact_seams(), false, &dout)(out);
+    Run<float>(l, in, exact_seams(), false, &dout, cols)(out);
 }
 
 void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out) {

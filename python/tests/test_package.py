@@ -80,6 +80,10 @@ def test_numpy_reference_passes_in_process(line):
     v = attn_oracle.Case(line).run(numpy_ref.kernel)
     assert v.passed, v.message()
     assert v.metrics and all(m.gated or not m.failed for m in v.metrics)
+    # The stages' wall times: the judgement ran (the comparator with its exact answer) and took time;
+    # the inputs were made before the run (Case holds the trial), so none is counted against it.
+    assert v.judge_seconds > 0 and v.backend_seconds > 0 and v.input_checks_seconds >= 0
+    assert v.inputs_seconds == 0
 
 
 def test_judge_of_outputs_computed_outside_and_report_dir(tmp_path):

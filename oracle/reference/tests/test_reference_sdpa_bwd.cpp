@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -110,6 +111,50 @@ TEST(SdpaBwdReference, MatchesNaiveDenseBackward) {
     for (size_t r = 0; r < kvv.size(); ++r)
       if (!kvv[r]) { EXPECT_TRUE(is_sentinel(out.dk[r * size_t(l.c.hkv * l.c.dim)])) << "dk pad row " << r; }
   }
+}
+
+// dV alone (the comparator's column sums of P): dO's first `cols` columns replaced by fresh random
+// weights, out.dv's first `cols` columns against the naive backward's dV on those weights, the other
+// columns 0, dQ and dK left as handed over (sentinels), and a column count outside [1, dim_v] refused.
+TEST(SdpaBwdReference, DvAloneIsTheNaiveDvOfItsColumns) {
+  std::mt19937_64 g(20261205);
+  for (int t = 0; t < 30; ++t) {
+    const std::string line = random_bwd_line(g);
+    SCOPED_TRACE(line);
+    const Layout l = make_layout(parse_case(line));
+    Inputs in = make_case_inputs(l);
+    const int Dv = l.c.dim_v, cols = 1 + int(g() % 2);
+    std::uniform_real_distribution<float> w(0.f, 1.f);
+    std::vector<float> weights(in.dout.size(), 0.f);
+    for (size_t i = 0; i < weights.size(); ++i)
+      if (int(i % size_t(Dv)) < cols) weights[i] = w(g);
+    Outputs out = make_sentinel_outputs(l);
+    reference_sdpa_bwd_dv(l, in, weights, cols, out);
+    in.dout = weights;
+    const Grads want = naive_bwd(l, in);
+    const auto kvv = valid_rows(l, RowBuffer::KV);
+    std::vector<float> got_cols;
+    std::vector<double> want_cols;
+    for (size_t i = 0; i < out.dv.size(); ++i) {
+      const size_t e = i % size_t(Dv), r = i / size_t(l.c.hkv * Dv);
+      if (!kvv[r]) continue;
+      if (int(e) < cols) {
+        got_cols.push_back(out.dv[i]);
+        want_cols.push_back(want.dv[i]);
+      } else if (out.dv[i] != 0.f) {
+        ADD_FAILURE() << "dv column " << e << " of row " << r << " is " << out.dv[i] << ", not 0";
+        break;
+      }
+    }
+    expect_close(got_cols, want_cols, std::vector<char>(got_cols.size(), 1), 1, "dv columns");
+    for (float x : out.dq) ASSERT_TRUE(is_sentinel(x)) << "dq written";
+    for (float x : out.dk) ASSERT_TRUE(is_sentinel(x)) << "dk written";
+  }
+  const Layout l = make_layout(parse_case("op=sdpa pass=bwd docs=20 hq=2 hkv=1 dim=8"));
+  const Inputs in = make_case_inputs(l);
+  Outputs out = make_sentinel_outputs(l);
+  EXPECT_THROW(reference_sdpa_bwd_dv(l, in, in.dout, 0, out), std::invalid_argument);
+  EXPECT_THROW(reference_sdpa_bwd_dv(l, in, in.dout, l.c.dim_v + 1, out), std::invalid_argument);
 }
 
 // A CP rank's dK/dV is its partial over the all-gathered K/V buffer: the ranks' partials sum to the

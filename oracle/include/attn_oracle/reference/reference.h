@@ -16,9 +16,10 @@ void reference_sdpa(const Layout& l, const Inputs& in, Outputs& out, const Refer
 // The SDPA backward (pass=bwd): dQ of every valid row, dK/dV of every valid K/V row (a CP rank's partial),
 // from the saved O and LSE in `in` (see reference_sdpa_bwd.cpp).
 void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& s = exact_seams());
-// The same (exact seams) with `dout` read in place of in.dout: the comparator's weighted column sums
-// of P, without a copy of the inputs.
-void reference_sdpa_bwd_with_dout(const Layout& l, const Inputs& in, const std::vector<float>& dout, Outputs& out);
+// dV = P^T dO alone (exact seams), of the first `cols` columns of `dout`, read in place of in.dout: the
+// comparator's weighted column sums of P, without a copy of the inputs or the rest of the backward.
+// out.dv holds them in its first `cols` columns (zeros in the others); out.dq and out.dk are untouched.
+void reference_sdpa_bwd_dv(const Layout& l, const Inputs& in, const std::vector<float>& dout, int cols, Outputs& out);
 // An emulation of a flash backward in the case dtype (fp32 accumulation; P and scale * dS rounded to the
 // dtype before the products that take them; under GQA each query head's dK/dV rounded before the group's
 // sum): what the backward's gates are derived from (compare_sdpa_bwd).
