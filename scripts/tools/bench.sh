@@ -53,6 +53,19 @@ for d in "${docs[@]}"; do
     --backend cpu-ref >"$out/check_$d.txt" 2>"$out/check_$d.time" || true
 done
 
+# SDPA checks (repro --backend cpu-ref, /usr/bin/time -v): the forward on sampled rows of a 32k pack and of
+# a 131k CP rank, and a whole backward; the time line splits the check into its stages.
+sdpa_checks=("op=sdpa docs=32768 hq=32 hkv=8 dim=128 rows=256"
+             "op=sdpa docs=65536,65536 cp=32 rank=31 hq=32 hkv=8 dim=128 rows=64"
+             "op=sdpa docs=8192 hq=8 hkv=2 dim=128 pass=bwd")
+((quick)) && sdpa_checks=("op=sdpa docs=8192 hq=32 hkv=8 dim=128 rows=256" "op=sdpa docs=2048 hq=8 hkv=2 dim=128 pass=bwd")
+for i in "${!sdpa_checks[@]}"; do
+  echo "bench: SDPA check ${sdpa_checks[$i]} ..." >&2
+  echo "${sdpa_checks[$i]}" >"$out/sdpa_check_$i.case"
+  # shellcheck disable=SC2086  # the case line is key=value words
+  /usr/bin/time -v "$ao" repro ${sdpa_checks[$i]} --backend cpu-ref >"$out/sdpa_check_$i.txt" 2>"$out/sdpa_check_$i.time" || true
+done
+
 # What a user would otherwise write, same case shape, same run. numpy: Debian's, on OpenBLAS; the two
 # OPENBLAS_* variables (set on some machines for old OpenBLAS builds) are unset for this command only.
 echo "bench: numpy baseline, doc=$side ..." >&2
