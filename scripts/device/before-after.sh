@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Two CPU builds of attn-oracle side by side on the device host's CPU cores (the GPU is not used): a
 # refactor or generator change is judged against the commit before it in the same run, on the same
-# machine. Three measurements:
+# machine. Four measurements:
 #   1. the reference benchmark (ao_bench: the indexer and SDPA references and OpenBLAS sgemm/dgemm,
 #      interleaved repetitions), run by each build in turn, REPS times, with the ratio to sgemm taken
 #      within each build's own run;
 #   2. scripts/tools/fuzz-detection.sh over every cpu-bug model (SEEDS seeds, BUDGET each, one
 #      single-threaded campaign per core) by each build: cases and seconds to the first failure;
-#   3. `gate corpus` for cpu-ref and every cpu-bug model by each build: the verdict lines must be identical.
+#   3. `gate corpus` for cpu-ref and every cpu-bug model by each build: the verdict lines must be identical;
+#   4. full checks (repro --backend cpu-ref, the SDPA cases of scripts/tools/bench.sh) by each build in turn,
+#      REPS times at each of CHECK_THREADS: wall, the time line's stages, peak RSS, the verdict lines
+#      (scripts/device/checks-table.py).
 # Usage: scripts/device/before-after.sh OUT BEFORE_DIR AFTER_DIR
 #   (each DIR: attn-oracle and ao_bench, the shared libraries they need in DIR/lib or in the binary folder's
 #    lib/ (AO_BIN_DIR of lib.sh: pack one build there with ao_pack, then copy both builds' binaries into
 #    DIR/before and DIR/after, so that the libraries travel once); carried;
-#    env: SEEDS=10 BUDGET=60s JOBS=nproc REPS=3 BENCH_THREADS=nproc CORPUS=corpus, STEPS="detect gate bench")
-# Writes OUT/env.txt, OUT/bench.md, OUT/detection-before.md, OUT/detection-after.md, OUT/gate-diff.txt and the raw benchmark
-# JSON (OUT/bench-before.json, OUT/bench-after.json).
+#    env: SEEDS=10 BUDGET=60s JOBS=nproc REPS=3 BENCH_THREADS=nproc CORPUS=corpus, STEPS="detect gate bench",
+#    CHECK_THREADS="2 nproc" for STEPS="checks")
+# Writes OUT/env.txt, OUT/bench.md, OUT/detection-before.md, OUT/detection-after.md, OUT/gate-diff.txt, OUT/checks.md
+# and the raw results (OUT/bench-before.json, OUT/bench-after.json, OUT/checks.tgz).
 set -uo pipefail
 out=${1:?OUT} before=${2:?BEFORE_DIR} after=${3:?AFTER_DIR}
 # shellcheck source=scripts/device/lib.sh
@@ -114,6 +118,30 @@ print(f"\nmedians over {reps} alternating runs of each build (ao_bench --reps=1)
 EOF
   rm -f "$out"/bench-before-[0-9]*.json "$out"/bench-after-[0-9]*.json
   cat "$out/bench.md"
+fi
+
+if [[ " $steps " == *" checks "* ]]; then
+  checks=("op=sdpa docs=32768 hq=32 hkv=8 dim=128 rows=256"
+          "op=sdpa docs=65536,65536 cp=32 rank=31 hq=32 hkv=8 dim=128 rows=64"
+          "op=sdpa docs=8192 hq=8 hkv=2 dim=128 pass=bwd")
+  mkdir -p "$out/checks"
+  for t in ${CHECK_THREADS:-2 $(nproc)}; do
+    for r in $(seq 1 "${REPS:-3}"); do
+      for i in "${!checks[@]}"; do
+        for side in before after; do
+          d=$before; [[ $side == after ]] && d=$after
+          stamp "check $side t$t rep $r: ${checks[$i]}"
+          f=$out/checks/$side.t$t.c$i.r$r
+          echo "${checks[$i]}" > "$f.case"
+          # shellcheck disable=SC2086  # the case line is key=value words
+          OMP_NUM_THREADS=$t /usr/bin/time -v "$d/attn-oracle" repro ${checks[$i]} --backend cpu-ref > "$f.txt" 2> "$f.time"
+        done
+      done
+    done
+  done
+  python3 scripts/device/checks-table.py "$out/checks" > "$out/checks.md"
+  ( cd "$out" && tar -czf checks.tgz checks && rm -rf checks )
+  cat "$out/checks.md"
 fi
 
 stamp "done"
