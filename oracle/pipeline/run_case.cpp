@@ -42,7 +42,7 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
   auto t0 = Clock::now();
   TrialRun got = t.run(backend);
   res.backend_seconds = got.status.seconds;
-  res.input_checks_seconds = std::max(0.0, seconds_since(t0) - got.status.seconds);
+  res.run_setup_seconds = std::max(0.0, seconds_since(t0) - got.status.seconds);
   if (auto v = Trial::unjudged(got)) {  // the reference runs only where there is something to judge
     res.verdict = std::move(*v);
     if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
@@ -51,7 +51,7 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
   t0 = Clock::now();
   TrialRun ref = t.run(vs);
   res.ref_seconds = ref.status.seconds;
-  res.input_checks_seconds += std::max(0.0, seconds_since(t0) - ref.status.seconds);
+  res.run_setup_seconds += std::max(0.0, seconds_since(t0) - ref.status.seconds);
   t0 = Clock::now();
   res.verdict = t.judge(got, ref);
   res.judge_seconds = seconds_since(t0);
@@ -78,8 +78,8 @@ std::string format_result(const CaseResult& r) {
       s += fmt::format("    row {:>8}  doc {:>3}  chunk {:>3}  pos {:>8}  {:.4g}\n", w.row, w.doc, w.chunk, w.pos,
                        w.value);
   }
-  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, input checks {:.3f} s, judge {:.3f} s\n",
-                   r.backend_seconds, r.ref_seconds, r.inputs_seconds, r.input_checks_seconds, r.judge_seconds);
+  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, outputs + input checks {:.3f} s, judge {:.3f} s\n",
+                   r.backend_seconds, r.ref_seconds, r.inputs_seconds, r.run_setup_seconds, r.judge_seconds);
   if (r.explanation) s += "explain: " + format_explanation(*r.explanation, 3);
   return s;
 }

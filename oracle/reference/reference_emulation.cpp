@@ -56,8 +56,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
   {
     std::vector<double> Qd, Qa, S, P2, Kd, Ka, Vd, Va, V2, X, M, Q2;
     std::vector<float> Qf, S32, E;
-    std::vector<double> sum;
-    std::vector<float> sum32;
+    std::vector<double> sum, mx, sabs;
+    std::vector<float> sum32, mx32;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const auto& block = blocks[size_t(task / (int64_t(Hkv) * groups))];
@@ -85,12 +85,15 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
         if (x.keys == 0) x.lse = -std::numeric_limits<double>::infinity();  // O = 0 in both answers
       }
       if (n == 0) continue;
-      const int64_t ldS = n;
+      const int64_t kc = std::min(kKeyChunk, n);  // the chunks' scores: SR x kc, whatever the document
       Qd.resize(size_t(SR * D)); Qa.resize(size_t(SR * D)); Qf.resize(size_t(SR * D));
-      S.resize(size_t(SR * ldS)); P2.resize(size_t(SR * ldS)); S32.resize(size_t(SR * ldS));
+      S.resize(size_t(SR * kc)); P2.resize(size_t(SR * kc)); S32.resize(size_t(SR * kc));
       X.resize(size_t(SR * Dv)); M.resize(size_t(SR * Dv)); Q2.resize(size_t(SR * Dv)); E.resize(size_t(SR * Dv));
-      sum.resize(size_t(SR));
-      sum32.resize(size_t(SR));
+      sum.assign(size_t(SR), 0.0);
+      sum32.assign(size_t(SR), 0.f);
+      mx.assign(size_t(SR), -INFINITY);
+      mx32.assign(size_t(SR), -INFINITY);
+      sabs.assign(size_t(SR), 0.0);
       for (int64_t j = 0; j < SR; ++j)
         for (int d = 0; d < D; ++d) {
           const float q = in.q[size_t((rows[size_t(j % R)] * Hq + h0 + j / R) * D + d)];
@@ -98,10 +101,13 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           Qd[size_t(j * D + d)] = q;
           Qa[size_t(j * D + d)] = std::fabs(double(q));
         }
-      // Scores: exact (fp64), emulated (fp32 GEMM, then the scale), and |q|.|k| (P2 holds it for now).
-      for (int64_t c0 = 0; c0 < n; c0 += kKeyChunk) {
-        const int64_t cn = std::min(kKeyChunk, n - c0);
+      // Scores of keys [c0, c0 + cn): emulated (fp32 GEMM, then the scale) and, unless fp32_only, exact (fp64)
+      // and |q|.|k| (in P2).
+      auto scores = [&](int64_t c0, int64_t cn, bool fp32_only) {
         const float* kp = in.k.data() + ((base + lo + c0) * Hkv + kvh) * D;
+        detail::gemm_abt<float>(SR, cn, D, 1.f, Qf.data(), D, kp, int64_t(Hkv) * D, 0.f, S32.data(), cn);
+        for (int64_t x = 0; x < SR * cn; ++x) S32[size_t(x)] *= scale32;
+        if (fp32_only) return;
         Kd.resize(size_t(cn * D));
         Ka.resize(size_t(cn * D));
         for (int64_t s = 0; s < cn; ++s)
@@ -109,45 +115,73 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
             Kd[size_t(s * D + d)] = kp[s * Hkv * D + d];
             Ka[size_t(s * D + d)] = std::fabs(double(kp[s * Hkv * D + d]));
           }
-        detail::gemm_abt<double>(SR, cn, D, scale, Qd.data(), D, Kd.data(), D, 0.0, S.data() + c0, ldS);
-        detail::gemm_abt<double>(SR, cn, D, scale, Qa.data(), D, Ka.data(), D, 0.0, P2.data() + c0, ldS);
-        detail::gemm_abt<float>(SR, cn, D, 1.f, Qf.data(), D, kp, int64_t(Hkv) * D, 0.f, S32.data() + c0, ldS);
-      }
-      // Softmax per row over its own range; outside it the weights are 0.
+        detail::gemm_abt<double>(SR, cn, D, scale, Qd.data(), D, Kd.data(), D, 0.0, S.data(), cn);
+        detail::gemm_abt<double>(SR, cn, D, scale, Qa.data(), D, Ka.data(), D, 0.0, P2.data(), cn);
+      };
+      // Each row's own keys [a, b) within the chunk [c0, c0 + cn), as chunk columns.
+      auto own = [&](int64_t j, int64_t c0, int64_t cn) {
+        const int64_t a = kr[size_t(j % R)].lo - lo - c0, b = kr[size_t(j % R)].hi - lo - c0;
+        return std::pair<int64_t, int64_t>{std::clamp<int64_t>(a, 0, cn), std::clamp<int64_t>(b, 0, cn)};
+      };
+      // Two passes over key chunks, so the scratch stays SR x kKeyChunk: the rows' maxima of the fp32
+      // scores (the emulation's), then the softmax weights (the scores recomputed) and their products with V,
+      // accumulated chunk by chunk in key order. The exact weights exp(s - m) take the fp32 maximum as m:
+      // the softmax does not depend on the shift, and s - m stays within fp32's rounding of the scores
+      // above 0 (no overflow). A row whose fp32 scores overflowed (m32 = inf) takes its exact maximum, from
+      // one more pass over the fp64 scores.
+      auto row_maxima = [&](bool fp32_only) {
+        for (int64_t c0 = 0; c0 < n; c0 += kKeyChunk) {
+          const int64_t cn = std::min(kKeyChunk, n - c0);
+          scores(c0, cn, fp32_only);
+          for (int64_t j = 0; j < SR; ++j) {
+            const auto [a, b] = own(j, c0, cn);
+            for (int64_t k = a; k < b; ++k)
+              if (fp32_only)
+                mx32[size_t(j)] = std::max(mx32[size_t(j)], S32[size_t(j * cn + k)]);
+              else
+                mx[size_t(j)] = std::max(mx[size_t(j)], S[size_t(j * cn + k)]);
+          }
+        }
+      };
+      row_maxima(true);
+      bool overflowed = false;
       for (int64_t j = 0; j < SR; ++j) {
-        double* s = S.data() + j * ldS;
-        double* p2 = P2.data() + j * ldS;
-        float* s32 = S32.data() + j * ldS;
-        const int64_t a = kr[size_t(j % R)].lo - lo, b = kr[size_t(j % R)].hi - lo;
-        double m = -INFINITY, tot = 0, score_abs = 0;
-        float m32 = -INFINITY, tot32 = 0.f;
-        for (int64_t k = a; k < b; ++k) {
-          s32[k] *= scale32;
-          m = std::max(m, s[k]);
-          m32 = std::max(m32, s32[k]);
-        }
-        for (int64_t k = 0; k < n; ++k) {
-          if (k < a || k >= b) { s[k] = p2[k] = 0; s32[k] = 0.f; continue; }
-          const double p = std::exp(s[k] - m);
-          const float p32 = std::exp(s32[k] - m32);
-          tot += p;
-          tot32 += p32;
-          score_abs += p * p2[k];
-          s[k] = p;
-          p2[k] = p * p;
-          s32[k] = round_to(c.dtype, p32);  // P in the dtype, as it enters P.V
-        }
-        sum[size_t(j)] = tot;
-        sum32[size_t(j)] = tot32;
-        if (b > a) {
-          SdpaRowTruth& x = truth_of(j);
-          x.lse = m + std::log(tot);
-          x.score_abs = score_abs / tot;
-        }
+        mx[size_t(j)] = double(mx32[size_t(j)]);
+        overflowed = overflowed || std::isnan(mx32[size_t(j)]) || mx32[size_t(j)] == INFINITY;
       }
-      // P.V: exact, emulated (fp32), and the magnitudes sum p|v|, sum p^2 v^2.
+      if (overflowed) {
+        mx.assign(size_t(SR), -INFINITY);
+        row_maxima(false);
+      }
       for (int64_t c0 = 0; c0 < n; c0 += kKeyChunk) {
         const int64_t cn = std::min(kKeyChunk, n - c0);
+        scores(c0, cn, false);
+        // Softmax weights over the row's own range; outside it the weights are 0.
+        for (int64_t j = 0; j < SR; ++j) {
+          double* s = S.data() + j * cn;
+          double* p2 = P2.data() + j * cn;
+          float* s32 = S32.data() + j * cn;
+          const auto [a, b] = own(j, c0, cn);
+          const double m = mx[size_t(j)];
+          const float m32 = mx32[size_t(j)];
+          double tot = sum[size_t(j)], score_abs = sabs[size_t(j)];
+          float tot32 = sum32[size_t(j)];
+          for (int64_t k = 0; k < cn; ++k) {
+            if (k < a || k >= b) { s[k] = p2[k] = 0; s32[k] = 0.f; continue; }
+            const double p = std::exp(s[k] - m);
+            const float p32 = std::exp(s32[k] - m32);
+            tot += p;
+            tot32 += p32;
+            score_abs += p * p2[k];
+            s[k] = p;
+            p2[k] = p * p;
+            s32[k] = round_to(c.dtype, p32);  // P in the dtype, as it enters P.V
+          }
+          sum[size_t(j)] = tot;
+          sum32[size_t(j)] = tot32;
+          sabs[size_t(j)] = score_abs;
+        }
+        // P.V: exact, emulated (fp32), and the magnitudes sum p|v|, sum p^2 v^2.
         const float* vp = in.v.data() + ((base + lo + c0) * Hkv + kvh) * Dv;
         Vd.resize(size_t(cn * Dv)); Va.resize(size_t(cn * Dv)); V2.resize(size_t(cn * Dv));
         for (int64_t s = 0; s < cn; ++s)
@@ -158,11 +192,17 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
             V2[size_t(s * Dv + e)] = v * v;
           }
         const double beta = c0 == 0 ? 0.0 : 1.0;
-        detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data() + c0, ldS, Vd.data(), Dv, beta, X.data(), Dv);
-        detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data() + c0, ldS, Va.data(), Dv, beta, M.data(), Dv);
-        detail::gemm_ab<double>(SR, Dv, cn, 1.0, P2.data() + c0, ldS, V2.data(), Dv, beta, Q2.data(), Dv);
-        detail::gemm_ab<float>(SR, Dv, cn, 1.f, S32.data() + c0, ldS, vp, int64_t(Hkv) * Dv, float(beta), E.data(), Dv);
+        detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data(), cn, Vd.data(), Dv, beta, X.data(), Dv);
+        detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data(), cn, Va.data(), Dv, beta, M.data(), Dv);
+        detail::gemm_ab<double>(SR, Dv, cn, 1.0, P2.data(), cn, V2.data(), Dv, beta, Q2.data(), Dv);
+        detail::gemm_ab<float>(SR, Dv, cn, 1.f, S32.data(), cn, vp, int64_t(Hkv) * Dv, float(beta), E.data(), Dv);
       }
+      for (int64_t j = 0; j < SR; ++j)
+        if (kr[size_t(j % R)].hi > kr[size_t(j % R)].lo) {
+          SdpaRowTruth& x = truth_of(j);
+          x.lse = mx[size_t(j)] + std::log(sum[size_t(j)]);
+          x.score_abs = sabs[size_t(j)] / sum[size_t(j)];
+        }
       for (int64_t j = 0; j < SR; ++j) {
         if (kr[size_t(j % R)].hi <= kr[size_t(j % R)].lo) continue;
         const int64_t ti = index_of[size_t(rows[size_t(j % R)])] * Hq + h0 + j / R;

@@ -83,8 +83,8 @@ class Verdict:
         self.report_dir = d["report_dir"]
         self.text = d["text"]
         self.backend_seconds, self.ref_seconds = d["backend_seconds"], d["ref_seconds"]
-        # The rest of the check: making the inputs, the input checks around the runs, the judgement.
-        self.inputs_seconds, self.input_checks_seconds = d["inputs_seconds"], d["input_checks_seconds"]
+        # The rest of the check: making the inputs, the sentinel outputs and input checks around the runs, the judgement.
+        self.inputs_seconds, self.run_setup_seconds = d["inputs_seconds"], d["run_setup_seconds"]
         self.judge_seconds = d["judge_seconds"]
 
     @property

@@ -272,7 +272,7 @@ nb::dict result_dict(const CaseResult& r, const std::string& report_dir) {
   d["backend_seconds"] = r.backend_seconds;
   d["ref_seconds"] = r.ref_seconds;
   d["inputs_seconds"] = r.inputs_seconds;
-  d["input_checks_seconds"] = r.input_checks_seconds;
+  d["run_setup_seconds"] = r.run_setup_seconds;
   d["judge_seconds"] = r.judge_seconds;
   d["report_dir"] = report_dir.empty() ? nb::none() : nb::cast(report_dir);
   return d;

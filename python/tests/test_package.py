@@ -82,7 +82,7 @@ def test_numpy_reference_passes_in_process(line):
     assert v.metrics and all(m.gated or not m.failed for m in v.metrics)
     # The stages' wall times: the judgement ran (the comparator with its exact answer) and took time;
     # the inputs were made before the run (Case holds the trial), so none is counted against it.
-    assert v.judge_seconds > 0 and v.backend_seconds > 0 and v.input_checks_seconds >= 0
+    assert v.judge_seconds > 0 and v.backend_seconds > 0 and v.run_setup_seconds >= 0
     assert v.inputs_seconds == 0
 
 

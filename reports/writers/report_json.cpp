@@ -49,7 +49,7 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
     for (const auto& x : r.verdict.worst_rows)
       w.push_back({{"row", x.row}, {"doc", x.doc}, {"chunk", x.chunk}, {"pos", x.pos}, {"value", number(x.value)}});
     c["seconds"] = {{"backend", r.backend_seconds},         {"reference", r.ref_seconds},
-                    {"inputs", r.inputs_seconds},           {"input_checks", r.input_checks_seconds},
+                    {"inputs", r.inputs_seconds},           {"run_setup", r.run_setup_seconds},
                     {"judge", r.judge_seconds}};
     if (r.explanation) {  // added in schema 3: failing cases only, unless explaining was turned off
       const Explanation& e = *r.explanation;

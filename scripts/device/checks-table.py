@@ -18,7 +18,7 @@ def main(d):
     for f in sorted(glob.glob(os.path.join(d, "*.txt"))):
         side, t, c, _ = os.path.basename(f)[:-4].split(".")
         txt, tv = open(f).read(), open(f[:-4] + ".time").read()
-        t_line = re.search(r"time: backend ([\d.]+) s, reference ([\d.]+) s(?:; inputs ([\d.]+) s, input checks "
+        t_line = re.search(r"time: backend ([\d.]+) s, reference ([\d.]+) s(?:; inputs ([\d.]+) s, outputs \+ input checks "
                            r"([\d.]+) s, judge ([\d.]+) s)?", txt)
         wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", tv)
         rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", tv)
@@ -45,7 +45,7 @@ def main(d):
         print(f"| `{a[0]['case']}` | {t} | {cb:.1f} | {ca:.1f} | {ca / cb:.2f} | {rb:.1f} / {ra:.1f} | "
               f"{cb / rb:.1f}x -> {ca / ra:.1f}x | {med(x['judge'] for x in a):.1f} | "
               f"{med(x['rss'] for x in b):.0f} -> {med(x['rss'] for x in a):.0f} | {same} |")
-    print("\ncheck = repro wall - the backend run (inputs, input checks, the reference run, the judgement); medians "
+    print("\ncheck = repro wall - the backend run (inputs, sentinel outputs and input checks, the reference run, the judgement); medians "
           "over the repetitions, the two builds alternating per case.")
 
 

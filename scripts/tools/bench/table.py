@@ -50,13 +50,13 @@ def time_v(path):
 def check(d, stem="check_"):
     txt = open(os.path.join(out, f"{stem}{d}.txt")).read()
     m = re.findall(r"time: backend ([\d.]+) s, reference ([\d.]+) s", txt)
-    stages = re.search(r"; inputs ([\d.]+) s, input checks ([\d.]+) s, judge ([\d.]+) s", txt)
+    stages = re.search(r"; inputs ([\d.]+) s, outputs \+ input checks ([\d.]+) s, judge ([\d.]+) s", txt)
     v = re.search(r"verdict: (\w+)", txt)
     r = time_v(os.path.join(out, f"{stem}{d}.time"))
     r.update(backend=float(m[0][0]) if m else float("nan"), reference=float(m[0][1]) if m else float("nan"),
              verdict=v.group(1) if v else "?")
     if stages:
-        r.update(inputs=float(stages.group(1)), input_checks=float(stages.group(2)), judge=float(stages.group(3)))
+        r.update(inputs=float(stages.group(1)), run_setup=float(stages.group(2)), judge=float(stages.group(3)))
     return r
 
 
@@ -149,8 +149,8 @@ threads = next(iter(by.values()))[0]["threads"] if by else 2
 check_cpu = c["cpu"] * check_s / c["wall"]  # the backend run is the same work as the reference run
 add(f"full check doc={side}, CPU-time estimate for {threads:.0f} idle cores (check cpu / threads)",
     f"{check_cpu / threads:.1f} s", f"check cpu {check_cpu:.1f} s", "", "<= 30 s" if side == 131072 else "")
-# SDPA checks: the check (repro wall - the backend run: inputs, input checks, the reference, the judgement with
-# its exact fp64 answer and emulation) against the reference run alone, and the peak RSS.
+# SDPA checks: the check (repro wall - the backend run: inputs, sentinel outputs and input checks, the reference,
+# the judgement with its exact fp64 answer and emulation) against the reference run alone, and the peak RSS.
 i = 0
 while os.path.exists(os.path.join(out, f"sdpa_check_{i}.case")):
     line = open(os.path.join(out, f"sdpa_check_{i}.case")).read().strip()
@@ -161,7 +161,7 @@ while os.path.exists(os.path.join(out, f"sdpa_check_{i}.case")):
         i += 1
         continue
     chk_s = sc["wall"] - sc["backend"]
-    stages = (f"inputs {sc['inputs']:.1f} + checks {sc['input_checks']:.1f} + reference {sc['reference']:.1f} + judge "
+    stages = (f"inputs {sc['inputs']:.1f} + outputs and input checks {sc['run_setup']:.1f} + reference {sc['reference']:.1f} + judge "
               f"{sc['judge']:.1f} s" if "judge" in sc else f"reference {sc['reference']:.1f} s")
     add(f"SDPA full check `{line}`, verdict {sc['verdict']}: check time vs the reference run", f"{chk_s:.1f} s", stages,
         f"{chk_s / sc['reference']:.1f}x" if sc["reference"] > 0 else "", "<= 3x")
