@@ -129,19 +129,31 @@ struct Run {
     }
   }
 
-  // K or V rows [a, b) of KV head kvh as T, packed (n x dim).
-  void load_kv(const std::vector<float>& src, int dim, int kvh, int64_t a, int64_t b, std::vector<T>& dst) const {
-    dst.resize(size_t((b - a) * dim));
-    for (int64_t s = a; s < b; ++s)
-      std::copy_n(src.data() + (s * Hkv + kvh) * dim, dim, dst.data() + (s - a) * dim);
+  // K or V rows [a, b) of KV head kvh as T: for fp32 in place, through the head stride (no copy); else
+  // converted into buf, packed (n x dim). Rows of the matrix: ptr + row * ld.
+  struct KvRows {
+    const T* ptr;
+    int64_t ld;
+  };
+  KvRows kv_rows(const std::vector<float>& src, int dim, int kvh, int64_t a, int64_t b, std::vector<T>& buf) const {
+    if constexpr (std::is_same_v<T, float>) {
+      (void)b;
+      (void)buf;
+      return {src.data() + (a * Hkv + kvh) * dim, int64_t(Hkv) * dim};
+    } else {
+      buf.resize(size_t((b - a) * dim));
+      for (int64_t s = a; s < b; ++s)
+        std::copy_n(src.data() + (s * Hkv + kvh) * dim, dim, buf.data() + (s - a) * dim);
+      return {buf.data(), dim};
+    }
   }
 
   // dS (and P) of the block's rows against keys [a, b) of span j (buffer rows, inside the span):
   // P = exp(S - lse) on each row's allowed keys, 0 elsewhere; a row with an infinite LSE contributes
   // nothing under the guard, and without it takes exp(s - lse) over the masked keys too (-inf - -inf:
   // NaN). Returns false when no row has an allowed key there (nothing to add).
-  bool tile(const Block& b, size_t j, int64_t a, int64_t e, const RowsOfHead& x, const std::vector<T>& K,
-            const std::vector<T>& V, std::vector<T>& P, std::vector<T>& dS) const {
+  bool tile(const Block& b, size_t j, int64_t a, int64_t e, const RowsOfHead& x, KvRows K, KvRows V, std::vector<T>& P,
+            std::vector<T>& dS) const {
     const int64_t R = int64_t(b.rows.size()), n = e - a, base = b.spans[j].base;
     const T ninf = -std::numeric_limits<T>::infinity();
     bool any = false;
@@ -160,8 +172,8 @@ struct Run {
     if (!any) return false;
     P.resize(size_t(R * n));
     dS.resize(size_t(R * n));
-    detail::gemm_abt<T>(R, n, D, scale, x.q.data(), D, K.data(), D, T(0), P.data(), n);
-    if (!dv_only) detail::gemm_abt<T>(R, n, Dv, T(1), x.dout.data(), Dv, V.data(), Dv, T(0), dS.data(), n);  // dP
+    detail::gemm_abt<T>(R, n, D, scale, x.q.data(), D, K.ptr, K.ld, T(0), P.data(), n);
+    if (!dv_only) detail::gemm_abt<T>(R, n, Dv, T(1), x.dout.data(), Dv, V.ptr, V.ld, T(0), dS.data(), n);  // dP
     for (int64_t i = 0; i < R; ++i) {
       const T lse = x.lse[size_t(i)];
       const bool skip = std::isinf(lse) && guard;
@@ -213,10 +225,9 @@ struct Run {
             // Key chunks of the span, so the block's P and dS stay R x kKeyChunk whatever the document.
             for (int64_t a = sp.base + sp.lo; a < sp.base + sp.hi; a += kKeyChunk) {
               const int64_t e = std::min(a + kKeyChunk, sp.base + sp.hi);
-              load_kv(in.k, D, kvh, a, e, K);
-              load_kv(in.v, Dv, kvh, a, e, V);
-              if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
-              detail::gemm_ab<T>(R, D, e - a, dq_scale, dS.data(), e - a, K.data(), D, T(1), acc.data(), D);
+              const KvRows Kr = kv_rows(in.k, D, kvh, a, e, K), Vr = kv_rows(in.v, Dv, kvh, a, e, V);
+              if (!tile(b, j, a, e, x, Kr, Vr, P, dS)) continue;
+              detail::gemm_ab<T>(R, D, e - a, dq_scale, dS.data(), e - a, Kr.ptr, Kr.ld, T(1), acc.data(), D);
             }
           }
           if (!guard)  // no allowed key and no span: exp(s - lse) over a masked tile still gives NaN
@@ -242,6 +253,8 @@ struct Run {
     RowsOfHead x;
     std::vector<T> K, V, P, dS, tk, tv, hk, hv;
     std::vector<char> seg_touched;
+    int loaded_kvh = -1;  // the K/V head whose rows [k0, k1) kb_k/kb_v hold
+    KvRows kb_k{nullptr, 0}, kb_v{nullptr, 0};
     // A segment's contributions go to tk/tv first; they are added (or, without the segment sum, replace
     // what earlier segments gave the keys this segment reaches).
     size_t p = 0;
@@ -266,9 +279,14 @@ struct Run {
           const int64_t a = std::max(k0, sp.base + sp.lo), e = std::min(k1, sp.base + sp.hi);
           if (a >= e) continue;
           load_rows(b, h, x);
-          load_kv(in.k, D, kvh, a, e, K);
-          if (!dv_only) load_kv(in.v, Dv, kvh, a, e, V);
-          if (!tile(b, j, a, e, x, K, V, P, dS)) continue;
+          // The key block's K/V rows of head kvh, converted once for all its pairs and heads (fp32: in place).
+          if (kvh != loaded_kvh) {
+            kb_k = kv_rows(in.k, D, kvh, k0, k1, K);
+            kb_v = kv_rows(in.v, Dv, kvh, k0, k1, V);
+            loaded_kvh = kvh;
+          }
+          const KvRows Kr{kb_k.ptr + (a - k0) * kb_k.ld, kb_k.ld}, Vr{kb_v.ptr + (a - k0) * kb_v.ld, kb_v.ld};
+          if (!tile(b, j, a, e, x, Kr, Vr, P, dS)) continue;
           const int64_t R = int64_t(b.rows.size()), m = e - a;
           // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.
           T* tvp = round_heads ? hv.data() + (a - k0) * Dv : tv.data() + ((a - k0) * Hkv + kvh) * Dv;
