@@ -24,6 +24,7 @@ class CpuBackend : public Backend {
       : name_(std::move(name)), seams_(std::move(seams)), idx_(idx), sdpa_(sdpa), transform_(std::move(t)),
         pass_(pass) {}
   std::string name() const override { return name_; }
+  bool is_exact_reference() const override { return !seams_ && !transform_; }
   std::string declines(const Layout& l) const override {
     if (l.c.op == Op::Indexer && !idx_) return name_ + " models an SDPA defect; not defined for op=indexer";
     if (l.c.op == Op::Sdpa && !sdpa_) return name_ + " models an indexer defect; not defined for op=sdpa";

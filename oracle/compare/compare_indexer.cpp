@@ -171,6 +171,8 @@ std::vector<ScratchBytes> compare_scratch_bytes(const Layout& l) {
   return {{"the reference's per-thread scratch", 2 * K * 64 + 4 * K, "topk"}};
 }
 
+bool comparator_reads_reference(const Case& c) { return c.op == Op::Indexer; }
+
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
   if (l.c.op == Op::Indexer) return l.c.pass == Pass::Bwd ? compare_indexer_bwd(l, in, got, ref) : compare_indexer(l, in, got, ref);
   return l.c.pass == Pass::Bwd ? compare_sdpa_bwd(l, in, got, ref) : compare_sdpa(l, in, got, ref);

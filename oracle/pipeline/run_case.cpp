@@ -48,19 +48,32 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
     if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
     return res;
   }
+  TrialRun ref;
+  auto run_reference = [&] {
+    t0 = Clock::now();
+    ref = t.run(vs);
+    res.reference_ran = true;
+    res.ref_seconds = ref.status.seconds;
+    res.run_setup_seconds += std::max(0.0, seconds_since(t0) - ref.status.seconds);
+  };
+  // The built-in reference's outputs change no SDPA verdict (the comparator recomputes the exact answer):
+  // it runs only where a failing case's explanation or pictures compare outputs with it. Any other --vs
+  // runs, and its run must pass (a reference that cannot run leaves the case unjudged).
+  const bool reference_needed = comparator_reads_reference(t.layout().c) || !vs.is_exact_reference();
+  if (reference_needed) run_reference();
   t0 = Clock::now();
-  TrialRun ref = t.run(vs);
-  res.ref_seconds = ref.status.seconds;
-  res.run_setup_seconds += std::max(0.0, seconds_since(t0) - ref.status.seconds);
-  t0 = Clock::now();
-  res.verdict = t.judge(got, ref);
+  res.verdict = reference_needed ? t.judge(got, ref) : t.judge_exact(got);
   res.judge_seconds = seconds_since(t0);
   if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
+  const bool fail = res.verdict.kind == Verdict::Fail;
   // Before keep_artifacts moves the outputs. Not after a stop request: explaining runs every bug model,
   // and the user asked to stop after the case in flight, whose verdict stands.
-  if (explain && res.verdict.kind == Verdict::Fail && !interrupted())
+  const bool explaining = explain && fail && !interrupted();
+  if ((explaining || (keep_artifacts && fail)) && !res.reference_ran) run_reference();
+  if (explaining && ref.ok() && ref.wrote_input.empty())
     res.explanation = std::make_shared<const Explanation>(explain_trial(t, got, ref));
-  if (keep_artifacts && res.verdict.kind == Verdict::Fail) res.artifacts = t.keep_artifacts(got, ref, res.verdict);
+  if (keep_artifacts && fail && ref.ok() && ref.wrote_input.empty())
+    res.artifacts = t.keep_artifacts(got, ref, res.verdict);
   res.verdict.cell_maps.reset();  // kept in the artifacts or not at all (see Verdict)
   return res;
 }
@@ -78,8 +91,9 @@ std::string format_result(const CaseResult& r) {
       s += fmt::format("    row {:>8}  doc {:>3}  chunk {:>3}  pos {:>8}  {:.4g}\n", w.row, w.doc, w.chunk, w.pos,
                        w.value);
   }
-  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, outputs + input checks {:.3f} s, judge {:.3f} s\n",
-                   r.backend_seconds, r.ref_seconds, r.inputs_seconds, r.run_setup_seconds, r.judge_seconds);
+  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, outputs + input checks {:.3f} s, judge {:.3f} s{}\n",
+                   r.backend_seconds, r.ref_seconds, r.inputs_seconds, r.run_setup_seconds, r.judge_seconds,
+                   r.reference_ran || r.judge_seconds == 0 ? "" : " (reference not run: the judgement recomputes the exact answer)");
   if (r.explanation) s += "explain: " + format_explanation(*r.explanation, 3);
   return s;
 }

@@ -3,6 +3,7 @@
 #include "attn_oracle/internal/interrupt.h"
 
 #include <atomic>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -51,6 +52,12 @@ std::optional<Verdict> Trial::unjudged(const TrialRun& got) {
 }
 
 Verdict Trial::judge(const TrialRun& got, const TrialRun& ref) const { return judge_on(l_, got, ref); }
+
+Verdict Trial::judge_exact(const TrialRun& got) const {
+  if (comparator_reads_reference(l_.c)) throw std::logic_error("judge_exact: this comparator reads the reference");
+  if (auto v = unjudged(got)) return *v;
+  return compare(l_, in_, got.out, Outputs{});
+}
 
 Verdict Trial::judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<int64_t> rows) const {
   Layout l = l_;

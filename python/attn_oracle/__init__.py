@@ -86,6 +86,8 @@ class Verdict:
         # The rest of the check: making the inputs, the sentinel outputs and input checks around the runs, the judgement.
         self.inputs_seconds, self.run_setup_seconds = d["inputs_seconds"], d["run_setup_seconds"]
         self.judge_seconds = d["judge_seconds"]
+        # False where the built-in reference was not needed (SDPA's comparators recompute the exact answer).
+        self.reference_ran = d["reference_ran"]
 
     @property
     def passed(self):

@@ -274,6 +274,7 @@ nb::dict result_dict(const CaseResult& r, const std::string& report_dir) {
   d["inputs_seconds"] = r.inputs_seconds;
   d["run_setup_seconds"] = r.run_setup_seconds;
   d["judge_seconds"] = r.judge_seconds;
+  d["reference_ran"] = r.reference_ran;
   d["report_dir"] = report_dir.empty() ? nb::none() : nb::cast(report_dir);
   return d;
 }

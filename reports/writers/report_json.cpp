@@ -51,6 +51,7 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
     c["seconds"] = {{"backend", r.backend_seconds},         {"reference", r.ref_seconds},
                     {"inputs", r.inputs_seconds},           {"run_setup", r.run_setup_seconds},
                     {"judge", r.judge_seconds}};
+    c["reference_ran"] = r.reference_ran;
     if (r.explanation) {  // added in schema 3: failing cases only, unless explaining was turned off
       const Explanation& e = *r.explanation;
       auto& x = c["explanation"];

@@ -186,3 +186,56 @@ TEST(Trial, ArtifactsOnlyOnFail) {
   }
   EXPECT_GT(kept, 0);
 }
+
+namespace {
+// cpu-ref under another name: a --vs that is not the built-in reference object.
+class RefCopy : public Backend {
+ public:
+  std::string name() const override { return "test:ref-copy"; }
+  RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override { return ref_->run(l, in, out); }
+
+ private:
+  std::unique_ptr<Backend> ref_ = make_backend("cpu-ref");
+};
+}  // namespace
+
+// The built-in reference runs only where its outputs are read: every indexer case; an SDPA case only
+// under another --vs, or when it fails and its explanation or pictures compare outputs with the
+// reference's. The SDPA verdict is the same either way.
+TEST(Trial, TheExactReferenceRunsOnlyWhereItsOutputsAreRead) {
+  std::mt19937_64 rng(20261205);
+  auto ref = make_backend("cpu-ref");
+  auto bug = make_backend("cpu-bug:cross-doc");
+  RefCopy copy;
+  EXPECT_TRUE(ref->is_exact_reference());
+  EXPECT_FALSE(bug->is_exact_reference());
+  EXPECT_FALSE(copy.is_exact_reference());
+  int sdpa_failed = 0, indexer = 0;
+  for (int i = 0; i < 16; ++i) {
+    const Case c = parse_case(random_case(rng));
+    SCOPED_TRACE(print_case(c));
+    const bool sdpa = c.op == Op::Sdpa;
+    indexer += !sdpa;
+    const CaseResult pass = run_case(c, *ref, *ref);
+    EXPECT_EQ(pass.verdict.kind, Verdict::Pass) << pass.verdict.reason;
+    EXPECT_EQ(pass.reference_ran, !sdpa);
+    EXPECT_EQ(pass.ref_seconds > 0, !sdpa);
+    EXPECT_EQ(format_result(pass).find("reference not run") != std::string::npos, sdpa);
+    const CaseResult f = run_case(c, *bug, *ref);
+    EXPECT_EQ(f.reference_ran, !sdpa);
+    const CaseResult other = run_case(c, *bug, copy);
+    EXPECT_TRUE(other.reference_ran);
+    EXPECT_EQ(other.verdict.kind, f.verdict.kind);
+    ASSERT_EQ(other.verdict.metrics.size(), f.verdict.metrics.size());
+    for (size_t m = 0; m < f.verdict.metrics.size(); ++m)
+      EXPECT_EQ(other.verdict.metrics[m].value, f.verdict.metrics[m].value) << f.verdict.metrics[m].name;
+    if (!sdpa || f.verdict.kind != Verdict::Fail) continue;
+    ++sdpa_failed;
+    const CaseResult explained = run_case(c, *bug, *ref, {}, false, true);
+    EXPECT_TRUE(explained.reference_ran);
+    ASSERT_NE(explained.explanation, nullptr);
+    EXPECT_NE(format_explanation(*explained.explanation, 3).find("cross-doc"), std::string::npos);
+  }
+  EXPECT_GT(sdpa_failed, 0);
+  EXPECT_GT(indexer, 0);
+}

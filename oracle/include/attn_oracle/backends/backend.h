@@ -28,6 +28,9 @@ class Backend {
   // Empty when the case is in scope; otherwise why this backend does not serve it (reported skipped).
   virtual std::string declines(const Layout&) const { return {}; }
   virtual RunStatus run(const Layout& l, const Inputs& in, Outputs& out) = 0;
+  // True only for the built-in exact reference (cpu-ref): a run whose outputs a comparator that does
+  // not read them (comparator_reads_reference) need not wait for.
+  virtual bool is_exact_reference() const { return false; }
 };
 
 // How a backend spec is spelled by normalize_backend_spec.

@@ -20,6 +20,9 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
 // pass=bwd: dQ, dK, dV against the fp64 backward within gates derived from a flash backward's emulation.
 Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref);
+// Whether compare() reads the reference's outputs: the indexer's (its top-k is the yardstick); SDPA's
+// comparators recompute the exact answer (and the fp32 backward) themselves and ignore them.
+bool comparator_reads_reference(const Case& c);
 
 // The comparators' working memory per thread, for the memory budget (layout.h: ScratchBytes).
 std::vector<ScratchBytes> compare_scratch_bytes(const Layout& l);

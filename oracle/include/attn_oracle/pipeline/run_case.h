@@ -20,6 +20,10 @@ struct CaseResult {
   // The rest of the check's wall time: making the layout and inputs (run_case only), the input checks
   // and sentinel outputs around each run, and the judgement (the comparator with its exact answer).
   double inputs_seconds = 0, run_setup_seconds = 0, judge_seconds = 0;
+  // False where the reference was not run: the built-in cpu-ref against a comparator that does not read it
+  // (SDPA: the judgement recomputes the exact answer), unless a failing case's explanation or report
+  // pictures needed its outputs.
+  bool reference_ran = false;
   std::shared_ptr<const CaseArtifacts> artifacts;  // null unless run_case(..., keep_artifacts) failed
   std::shared_ptr<const Explanation> explanation;  // null unless run_case(..., explain) failed (explain.h)
   // The trial's layout without its per-row vectors (row_segment, check_rows), kept for a FAIL or ERROR

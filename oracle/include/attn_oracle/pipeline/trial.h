@@ -56,6 +56,9 @@ class Trial {
   static std::optional<Verdict> unjudged(const TrialRun& got);
   // got judged against the reference's run ref (see the top of this file).
   Verdict judge(const TrialRun& got, const TrialRun& ref) const;
+  // The verdict of got where the comparator does not read a reference (comparator_reads_reference is
+  // false): the built-in reference's run would change nothing, so none is needed.
+  Verdict judge_exact(const TrialRun& got) const;
   // The same on a subset of layout().check_rows (per-segment verdicts).
   Verdict judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<int64_t> rows) const;
 
