@@ -125,10 +125,11 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       };
       // Two passes over key chunks, so the scratch stays SR x kKeyChunk: the rows' maxima of the fp32
       // scores (the emulation's), then the softmax weights (the scores recomputed) and their products with V,
-      // accumulated chunk by chunk in key order. The exact weights exp(s - m) take the fp32 maximum as m:
-      // the softmax does not depend on the shift, and s - m stays within fp32's rounding of the scores
-      // above 0 (no overflow). A row whose fp32 scores overflowed (m32 = inf) takes its exact maximum, from
-      // one more pass over the fp64 scores.
+      // accumulated chunk by chunk in key order. The exact weights exp(s - m) take the fp32 maximum as m
+      // (the softmax does not depend on the shift): s - m is then at most the fp32 scores' rounding, a few
+      // units for |m| <= 2^20, far from exp's overflow. Where an fp32 score overflowed or is NaN, or the
+      // scores are larger, the task takes the exact maxima from one more pass over the fp64 scores.
+      bool exact_max_needed = false;
       auto row_maxima = [&](bool fp32_only) {
         for (int64_t c0 = 0; c0 < n; c0 += kKeyChunk) {
           const int64_t cn = std::min(kKeyChunk, n - c0);
@@ -136,20 +137,22 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           for (int64_t j = 0; j < SR; ++j) {
             const auto [a, b] = own(j, c0, cn);
             for (int64_t k = a; k < b; ++k)
-              if (fp32_only)
-                mx32[size_t(j)] = std::max(mx32[size_t(j)], S32[size_t(j * cn + k)]);
-              else
+              if (fp32_only) {
+                const float v = S32[size_t(j * cn + k)];
+                exact_max_needed = exact_max_needed || std::isnan(v);
+                mx32[size_t(j)] = std::max(mx32[size_t(j)], v);
+              } else {
                 mx[size_t(j)] = std::max(mx[size_t(j)], S[size_t(j * cn + k)]);
+              }
           }
         }
       };
       row_maxima(true);
-      bool overflowed = false;
       for (int64_t j = 0; j < SR; ++j) {
         mx[size_t(j)] = double(mx32[size_t(j)]);
-        overflowed = overflowed || std::isnan(mx32[size_t(j)]) || mx32[size_t(j)] == INFINITY;
+        exact_max_needed = exact_max_needed || (mx32[size_t(j)] != -INFINITY && !(std::fabs(mx32[size_t(j)]) <= 0x1p20f));
       }
-      if (overflowed) {
+      if (exact_max_needed) {
         mx.assign(size_t(SR), -INFINITY);
         row_maxima(false);
       }

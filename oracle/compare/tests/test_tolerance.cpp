@@ -89,6 +89,50 @@ TEST(Tolerance, EmulationIsInTheDtypeAndItsErrorFollowsTheDtype) {
   for (int e = 0; e < l.c.dim_v; ++e) EXPECT_EQ(t.o_exact[size_t(e)], 0.0);
 }
 
+// The exact answer stays exact where the fp32 scores are of no use as the softmax's shift: scores so
+// large that their fp32 rounding exceeds exp's range, and scores that overflow fp32 (inf, or NaN from
+// inf - inf). lse and O against a naive fp64 softmax written from the formulas.
+TEST(Tolerance, TruthIsExactWhereTheFp32ScoresAreHugeOrOverflow) {
+  for (const float big : {1e7f, 1e19f}) {
+    SCOPED_TRACE(big);
+    const Layout l = make_layout(parse_case("op=sdpa q_lens=3 kv_lens=40 mask=none hq=2 hkv=1 dim=16 seed=11"));
+    Inputs in = make_inputs(l);
+    const int Hq = l.c.hq, D = l.c.dim, Dv = l.c.dim_v;
+    for (int d = 0; d < D; ++d) {  // row 0, both heads: huge scores against keys 5 and 6 (6 with mixed signs)
+      for (int h = 0; h < Hq; ++h) in.q[size_t(h * D + d)] = big;
+      in.k[size_t(5 * D + d)] = big;
+      in.k[size_t(6 * D + d)] = d % 2 ? big : -big;
+    }
+    const SdpaTruth t = sdpa_truth(l, in);
+    ASSERT_EQ(t.rows.size(), size_t(3));
+    for (size_t ri = 0; ri < 3; ++ri)
+      for (int h = 0; h < Hq; ++h) {
+        const int64_t r = t.rows[ri];
+        std::vector<double> sc(40);
+        double m = -INFINITY;
+        for (int j = 0; j < 40; ++j) {
+          double x = 0;
+          for (int d = 0; d < D; ++d) x += double(in.q[size_t((r * Hq + h) * D + d)]) * double(in.k[size_t(j * D + d)]);
+          sc[size_t(j)] = l.scale * x;
+          m = std::max(m, sc[size_t(j)]);
+        }
+        double sum = 0;
+        std::vector<double> o(size_t(Dv), 0.0);
+        for (int j = 0; j < 40; ++j) {
+          const double p = std::exp(sc[size_t(j)] - m);
+          sum += p;
+          for (int e = 0; e < Dv; ++e) o[size_t(e)] += p * double(in.v[size_t(j * Dv + e)]);
+        }
+        const SdpaRowTruth& x = t.rh[ri * size_t(Hq) + size_t(h)];
+        ASSERT_TRUE(std::isfinite(x.lse)) << "row " << r << " head " << h;
+        EXPECT_NEAR(x.lse, m + std::log(sum), 1e-12 * std::fabs(m) + 1e-12) << "row " << r << " head " << h;
+        for (int e = 0; e < Dv; ++e)
+          EXPECT_NEAR(t.o_exact[(ri * size_t(Hq) + size_t(h)) * size_t(Dv) + size_t(e)], o[size_t(e)] / sum, 1e-12)
+              << "row " << r << " head " << h << " elem " << e;
+      }
+  }
+}
+
 // Errors placed at a fraction of the derived gate pass below 1 and fail above, and the metric's
 // gate_ratio reads that fraction back.
 TEST(Tolerance, ErrorsJustInsideTheDerivedGatePassJustOutsideFail) {
