@@ -6,8 +6,8 @@
 //    rounded to the dtype. For fp32 the rounding steps are identities: plain fp32.
 // Row blocks of one segment share the union of their key ranges (as in reference_sdpa.cpp); the
 // products go through reference_gemm.h: fp64 GEMMs for the exact answer and the magnitudes, fp32
-// GEMMs (fp32 accumulation in BLAS's order) for the emulation. K/V are converted to fp64 in chunks of
-// keys, so memory stays O(block rows x keys).
+// GEMMs (fp32 accumulation in BLAS's order) for the emulation. Scores, weights and K/V in fp64 are held
+// for one chunk of keys at a time, so the scratch is O(stacked rows x kKeyChunk) whatever the document.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,8 +24,8 @@ constexpr size_t kBlockRows = 32;
 constexpr int64_t kKeyChunk = 4096;
 // The query heads of one K/V head go through the products together, up to this many stacked rows: the
 // GEMMs get taller (BLAS packs each K/V chunk once for all of them) and each K/V chunk is converted to
-// fp64 once per K/V head rather than once per query head. Per-thread scratch stays below the
-// reference's (rows x keys x 20 bytes against its 128 x keys x 4 + keys x (D + Dv) x 8).
+// fp64 once per K/V head rather than once per query head. Per-thread scratch: 128 x 4096 keys x 20 bytes
+// of scores and weights (10 MiB) plus a chunk's K/V in fp64.
 constexpr int64_t kStackRows = 128;
 }  // namespace
 
