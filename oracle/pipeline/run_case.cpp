@@ -80,6 +80,12 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
 
 int exit_code(const std::vector<CaseResult>& results) { return tally(results).exit_code(); }
 
+std::string reference_not_run_note(const CaseResult& r) {
+  // An unjudged case (judge_seconds 0) ran no reference either, and has nothing to say about it.
+  if (r.reference_ran || r.judge_seconds == 0) return {};
+  return "reference not run: the judgement recomputes the exact answer";
+}
+
 std::string format_result(const CaseResult& r) {
   std::string s = fmt::format("case:    {}\nbackend: {}   vs: {}\n", r.case_line, r.backend, r.vs);
   s += fmt::format("verdict: {}{}\n", verdict_label(r.verdict.kind), r.verdict.reason.empty() ? "" : " (" + r.verdict.reason + ")");
@@ -91,9 +97,10 @@ std::string format_result(const CaseResult& r) {
       s += fmt::format("    row {:>8}  doc {:>3}  chunk {:>3}  pos {:>8}  {:.4g}\n", w.row, w.doc, w.chunk, w.pos,
                        w.value);
   }
+  // The reference's seconds stay in their place (0 when not run) so that the line parses the same way.
   s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, outputs + input checks {:.3f} s, judge {:.3f} s{}\n",
                    r.backend_seconds, r.ref_seconds, r.inputs_seconds, r.run_setup_seconds, r.judge_seconds,
-                   r.reference_ran || r.judge_seconds == 0 ? "" : " (reference not run: the judgement recomputes the exact answer)");
+                   reference_not_run_note(r).empty() ? "" : " (" + reference_not_run_note(r) + ")");
   if (r.explanation) s += "explain: " + format_explanation(*r.explanation, 3);
   return s;
 }

@@ -200,19 +200,15 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
         detail::gemm_ab<double>(SR, Dv, cn, 1.0, P2.data(), cn, V2.data(), Dv, beta, Q2.data(), Dv);
         detail::gemm_ab<float>(SR, Dv, cn, 1.f, S32.data(), cn, vp, int64_t(Hkv) * Dv, float(beta), E.data(), Dv);
       }
-      for (int64_t j = 0; j < SR; ++j)
-        if (kr[size_t(j % R)].hi > kr[size_t(j % R)].lo) {
-          SdpaRowTruth& x = truth_of(j);
-          x.lse = mx[size_t(j)] + std::log(sum[size_t(j)]);
-          x.score_abs = sabs[size_t(j)] / sum[size_t(j)];
-        }
       for (int64_t j = 0; j < SR; ++j) {
         if (kr[size_t(j % R)].hi <= kr[size_t(j % R)].lo) continue;
-        const int64_t ti = index_of[size_t(rows[size_t(j % R)])] * Hq + h0 + j / R;
-        SdpaRowTruth& x = t.rh[size_t(ti)];
-        double* xo = t.o_exact.data() + ti * Dv;
-        float* eo = t.o_emul.data() + ti * Dv;
+        SdpaRowTruth& x = truth_of(j);
+        const size_t ti = size_t(&x - t.rh.data());
+        double* xo = t.o_exact.data() + ti * size_t(Dv);
+        float* eo = t.o_emul.data() + ti * size_t(Dv);
         const double tot = sum[size_t(j)];
+        x.lse = mx[size_t(j)] + std::log(tot);
+        x.score_abs = sabs[size_t(j)] / tot;
         for (int e = 0; e < Dv; ++e) {
           xo[e] = X[size_t(j * Dv + e)] / tot;
           eo[e] = round_to(c.dtype, E[size_t(j * Dv + e)] / sum32[size_t(j)]);

@@ -282,10 +282,11 @@ struct Run {
           // The key block's K/V rows of head kvh, converted once for all its pairs and heads (fp32: in place).
           if (kvh != loaded_kvh) {
             kb_k = kv_rows(in.k, D, kvh, k0, k1, K);
-            kb_v = kv_rows(in.v, Dv, kvh, k0, k1, V);
+            if (!dv_only) kb_v = kv_rows(in.v, Dv, kvh, k0, k1, V);  // V enters dP only
             loaded_kvh = kvh;
           }
-          const KvRows Kr{kb_k.ptr + (a - k0) * kb_k.ld, kb_k.ld}, Vr{kb_v.ptr + (a - k0) * kb_v.ld, kb_v.ld};
+          const KvRows Kr{kb_k.ptr + (a - k0) * kb_k.ld, kb_k.ld},
+              Vr{dv_only ? nullptr : kb_v.ptr + (a - k0) * kb_v.ld, kb_v.ld};
           if (!tile(b, j, a, e, x, Kr, Vr, P, dS)) continue;
           const int64_t R = int64_t(b.rows.size()), m = e - a;
           // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.

@@ -113,9 +113,8 @@ std::string case_section(const CaseResult& r, size_t i, bool pictures) {
                    "time: backend {:.3f} s, {}</p>",
                    xml_escape(r.backend), r.backend_version.empty() ? "" : " (" + xml_escape(r.backend_version) + ")", xml_escape(r.vs),
                    xml_escape(tool_version()), r.backend_seconds,
-                   r.reference_ran || r.judge_seconds == 0
-                       ? fmt::format("reference {:.3f} s", r.ref_seconds)
-                       : std::string("reference not run (the judgement recomputes the exact answer)"));
+                   reference_not_run_note(r).empty() ? fmt::format("reference {:.3f} s", r.ref_seconds)
+                                                     : reference_not_run_note(r));
   s += fmt::format("<p class=\"meta\"><b>verdict: {}</b>{}</p>", verdict_name(r.verdict.kind),
                    r.verdict.reason.empty() ? "" : " — " + xml_escape(r.verdict.reason));
   if (!r.verdict.metrics.empty()) s += "<div class=\"cols\">" + metrics_table(r.verdict) + worst_table(r.verdict) + "</div>";

@@ -53,11 +53,9 @@ for d in "${docs[@]}"; do
     --backend cpu-ref >"$out/check_$d.txt" 2>"$out/check_$d.time" || true
 done
 
-# SDPA checks (repro --backend cpu-ref, /usr/bin/time -v): the forward on sampled rows of a 32k pack and of
-# a 131k CP rank, and a whole backward; the time line splits the check into its stages.
-sdpa_checks=("op=sdpa docs=32768 hq=32 hkv=8 dim=128 rows=256"
-             "op=sdpa docs=65536,65536 cp=32 rank=31 hq=32 hkv=8 dim=128 rows=64"
-             "op=sdpa docs=8192 hq=8 hkv=2 dim=128 pass=bwd")
+# SDPA checks (repro --backend cpu-ref, /usr/bin/time -v): scripts/tools/bench/sdpa-checks.case; the time line
+# splits the check into its stages.
+mapfile -t sdpa_checks < <(grep -v -e '^#' -e '^$' scripts/tools/bench/sdpa-checks.case)
 ((quick)) && sdpa_checks=("op=sdpa docs=8192 hq=32 hkv=8 dim=128 rows=256" "op=sdpa docs=2048 hq=8 hkv=2 dim=128 pass=bwd")
 for i in "${!sdpa_checks[@]}"; do
   echo "bench: SDPA check ${sdpa_checks[$i]} ..." >&2

@@ -44,6 +44,9 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
 // git-bisect-compatible: 0 all passed, 1 any failed/errored, 125 nothing ran (all skipped).
 int exit_code(const std::vector<CaseResult>& results);
 
+// Why a judged case ran no reference (reference_ran false); empty where it ran or nothing was judged.
+std::string reference_not_run_note(const CaseResult& r);
+
 // Text for a terminal: verdict line, metric table, worst rows, the explanation when there is one.
 std::string format_result(const CaseResult& r);
 
