@@ -5,8 +5,11 @@
 //    FlashAttention-2 and cuDNN feed P to the tensor cores), P.V accumulated in fp32, O = (P.V)/sum
 //    rounded to the dtype. For fp32 the rounding steps are identities: plain fp32.
 // Row blocks of one segment share the union of their key ranges (as in reference_sdpa.cpp); the
-// products go through reference_gemm.h: fp64 GEMMs for the exact answer and the magnitudes, fp32
-// GEMMs (fp32 accumulation in BLAS's order) for the emulation. Scores, weights and K/V in fp64 are held
+// products go through reference_gemm.h: fp64 GEMMs for the exact answer, fp32 GEMMs (fp32 accumulation
+// in BLAS's order) for the emulation. The magnitudes the floors scale with (SdpaRowTruth's score_abs,
+// v_abs, v_rms: sums of non-negative terms, so without cancellation) take fp32 GEMMs of the exact weights
+// too, relative error at most n u_32, where a chunk's inputs keep their squares and products inside fp32's
+// normal range (every nonzero |x| in [2^-40, 2^40]); a chunk with others takes fp64 GEMMs for them. Scores, weights and K/V in fp64 are held
 // for one chunk of keys at a time, so the scratch is O(stacked rows x kKeyChunk) whatever the document.
 #include <algorithm>
 #include <cmath>
@@ -16,6 +19,7 @@
 #include "reference_gemm.h"
 #include "reference_rows.h"
 #include "reference_runtime.h"
+#include "reference_softmax.h"
 
 namespace ao {
 
@@ -27,6 +31,18 @@ constexpr int64_t kKeyChunk = 4096;
 // fp64 once per K/V head rather than once per query head. Per-thread scratch: 128 x 4096 keys x 20 bytes
 // of scores and weights (10 MiB) plus a chunk's K/V in fp64.
 constexpr int64_t kStackRows = 128;
+
+// True when every nonzero |x[i * ld + e]| (i < rows, e < width) is in [2^-40, 2^40]: products of two
+// such values, and their sums over a chunk, stay normal fp32 numbers.
+bool fp32_magnitudes_safe(const float* x, int64_t rows, int64_t ld, int width) {
+  bool safe = true;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int e = 0; e < width; ++e) {
+      const float a = std::fabs(x[i * ld + e]);
+      safe &= (a == 0.f) | ((a >= 0x1p-40f) & (a <= 0x1p40f));
+    }
+  return safe;
+}
 }  // namespace
 
 SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
@@ -55,7 +71,7 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
 #pragma omp parallel num_threads(detail::reference_threads())
   {
     std::vector<double> Qd, Qa, S, P2, Kd, Ka, Vd, Va, V2, X, M, Q2;
-    std::vector<float> Qf, S32, E;
+    std::vector<float> Qf, S32, E, Qa32, A32, Pf, P2f, Ka32, Va32, V2f, Mf, Q2f;
     std::vector<double> sum, mx, sabs;
     std::vector<float> sum32, mx32;
 #pragma omp for schedule(dynamic, 1)
@@ -86,9 +102,12 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       }
       if (n == 0) continue;
       const int64_t kc = std::min(kKeyChunk, n);  // the chunks' scores: SR x kc, whatever the document
-      Qd.resize(size_t(SR * D)); Qa.resize(size_t(SR * D)); Qf.resize(size_t(SR * D));
+      Qd.resize(size_t(SR * D)); Qa.resize(size_t(SR * D)); Qf.resize(size_t(SR * D)); Qa32.resize(size_t(SR * D));
       S.resize(size_t(SR * kc)); P2.resize(size_t(SR * kc)); S32.resize(size_t(SR * kc));
-      X.resize(size_t(SR * Dv)); M.resize(size_t(SR * Dv)); Q2.resize(size_t(SR * Dv)); E.resize(size_t(SR * Dv));
+      A32.resize(size_t(SR * kc)); Pf.resize(size_t(SR * kc)); P2f.resize(size_t(SR * kc));
+      X.resize(size_t(SR * Dv)); E.resize(size_t(SR * Dv)); Mf.resize(size_t(SR * Dv)); Q2f.resize(size_t(SR * Dv));
+      M.assign(size_t(SR * Dv), 0.0);  // the magnitudes' sums, chunk by chunk in fp64
+      Q2.assign(size_t(SR * Dv), 0.0);
       sum.assign(size_t(SR), 0.0);
       sum32.assign(size_t(SR), 0.f);
       mx.assign(size_t(SR), -INFINITY);
@@ -100,23 +119,38 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           Qf[size_t(j * D + d)] = q;
           Qd[size_t(j * D + d)] = q;
           Qa[size_t(j * D + d)] = std::fabs(double(q));
+          Qa32[size_t(j * D + d)] = std::fabs(q);
         }
-      // Scores of keys [c0, c0 + cn): emulated (fp32 GEMM, then the scale) and, unless fp32_only, exact (fp64)
-      // and |q|.|k| (in P2).
-      auto scores = [&](int64_t c0, int64_t cn, bool fp32_only) {
+      const bool q_safe = fp32_magnitudes_safe(Qf.data(), SR, D, D);
+      bool mag32 = false;  // this chunk's magnitudes in fp32
+      // Scores of keys [c0, c0 + cn): emulated (fp32 GEMM, then the scale; kept where fp32_held, as after a
+      // pass over the same chunk) and, unless fp32_only, exact (fp64) and scale |q|.|k| (in A32 where mag32,
+      // else in P2).
+      auto scores = [&](int64_t c0, int64_t cn, bool fp32_only, bool fp32_held = false) {
         const float* kp = in.k.data() + ((base + lo + c0) * Hkv + kvh) * D;
-        detail::gemm_abt<float>(SR, cn, D, 1.f, Qf.data(), D, kp, int64_t(Hkv) * D, 0.f, S32.data(), cn);
-        for (int64_t x = 0; x < SR * cn; ++x) S32[size_t(x)] *= scale32;
+        if (!fp32_held) {
+          detail::gemm_abt<float>(SR, cn, D, 1.f, Qf.data(), D, kp, int64_t(Hkv) * D, 0.f, S32.data(), cn);
+          for (int64_t x = 0; x < SR * cn; ++x) S32[size_t(x)] *= scale32;
+        }
         if (fp32_only) return;
+        const float* vp = in.v.data() + ((base + lo + c0) * Hkv + kvh) * Dv;
+        mag32 = q_safe && fp32_magnitudes_safe(kp, cn, int64_t(Hkv) * D, D) &&
+                fp32_magnitudes_safe(vp, cn, int64_t(Hkv) * Dv, Dv);
         Kd.resize(size_t(cn * D));
-        Ka.resize(size_t(cn * D));
         for (int64_t s = 0; s < cn; ++s)
-          for (int d = 0; d < D; ++d) {
-            Kd[size_t(s * D + d)] = kp[s * Hkv * D + d];
-            Ka[size_t(s * D + d)] = std::fabs(double(kp[s * Hkv * D + d]));
-          }
+          for (int d = 0; d < D; ++d) Kd[size_t(s * D + d)] = kp[s * Hkv * D + d];
         detail::gemm_abt<double>(SR, cn, D, scale, Qd.data(), D, Kd.data(), D, 0.0, S.data(), cn);
-        detail::gemm_abt<double>(SR, cn, D, scale, Qa.data(), D, Ka.data(), D, 0.0, P2.data(), cn);
+        if (mag32) {
+          Ka32.resize(size_t(cn * D));
+          for (int64_t s = 0; s < cn; ++s)
+            for (int d = 0; d < D; ++d) Ka32[size_t(s * D + d)] = std::fabs(kp[s * Hkv * D + d]);
+          detail::gemm_abt<float>(SR, cn, D, scale32, Qa32.data(), D, Ka32.data(), D, 0.f, A32.data(), cn);
+        } else {
+          Ka.resize(size_t(cn * D));
+          for (int64_t s = 0; s < cn; ++s)
+            for (int d = 0; d < D; ++d) Ka[size_t(s * D + d)] = std::fabs(double(kp[s * Hkv * D + d]));
+          detail::gemm_abt<double>(SR, cn, D, scale, Qa.data(), D, Ka.data(), D, 0.0, P2.data(), cn);
+        }
       };
       // Each row's own keys [a, b) within the chunk [c0, c0 + cn), as chunk columns.
       auto own = [&](int64_t j, int64_t c0, int64_t cn) {
@@ -124,7 +158,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
         return std::pair<int64_t, int64_t>{std::clamp<int64_t>(a, 0, cn), std::clamp<int64_t>(b, 0, cn)};
       };
       // Two passes over key chunks, so the scratch stays SR x kKeyChunk: the rows' maxima of the fp32
-      // scores (the emulation's), then the softmax weights (the scores recomputed) and their products with V,
+      // scores (the emulation's), then the softmax weights (the scores recomputed unless the keys are one
+      // chunk) and their products with V,
       // accumulated chunk by chunk in key order. The exact weights exp(s - m) take the fp32 maximum as m
       // (the softmax does not depend on the shift): s - m is then at most the fp32 scores' rounding, a few
       // units for |m| <= 2^20, far from exp's overflow. Where an fp32 score overflowed or is NaN, or the
@@ -158,47 +193,75 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       }
       for (int64_t c0 = 0; c0 < n; c0 += kKeyChunk) {
         const int64_t cn = std::min(kKeyChunk, n - c0);
-        scores(c0, cn, false);
+        scores(c0, cn, false, n <= kKeyChunk);  // one chunk: the maxima's pass left its fp32 scores
         // Softmax weights over the row's own range; outside it the weights are 0.
         for (int64_t j = 0; j < SR; ++j) {
           double* s = S.data() + j * cn;
           double* p2 = P2.data() + j * cn;
           float* s32 = S32.data() + j * cn;
+          float* a32 = A32.data() + j * cn;
+          float* pf = Pf.data() + j * cn;
+          float* p2f = P2f.data() + j * cn;
           const auto [a, b] = own(j, c0, cn);
           const double m = mx[size_t(j)];
           const float m32 = mx32[size_t(j)];
           double tot = sum[size_t(j)], score_abs = sabs[size_t(j)];
           float tot32 = sum32[size_t(j)];
-          for (int64_t k = 0; k < cn; ++k) {
-            if (k < a || k >= b) { s[k] = p2[k] = 0; s32[k] = 0.f; continue; }
-            const double p = std::exp(s[k] - m);
-            const float p32 = std::exp(s32[k] - m32);
-            tot += p;
-            tot32 += p32;
-            score_abs += p * p2[k];
-            s[k] = p;
-            p2[k] = p * p;
-            s32[k] = round_to(c.dtype, p32);  // P in the dtype, as it enters P.V
+          for (double* x : {s, p2}) std::fill(x, x + a, 0.0), std::fill(x + b, x + cn, 0.0);
+          for (float* x : {s32, pf, p2f}) std::fill(x, x + a, 0.f), std::fill(x + b, x + cn, 0.f);
+          if (b > a) {
+            Eigen::Map<Eigen::ArrayXd> p(s + a, b - a), pp(p2 + a, b - a);
+            p = (p - m).exp();
+            tot += p.sum();
+            if (mag32) {
+              score_abs += (p * Eigen::Map<const Eigen::ArrayXf>(a32 + a, b - a).cast<double>()).sum();
+              Eigen::Map<Eigen::ArrayXf>(pf + a, b - a) = p.cast<float>();
+              Eigen::Map<Eigen::ArrayXf>(p2f + a, b - a) = p.square().cast<float>();
+            } else {
+              score_abs += (p * pp).sum();
+              pp = p.square();
+            }
+            tot32 += detail::exp_shift_sum(s32 + a, b - a, m32);
+            for (int64_t k = a; k < b; ++k) s32[k] = round_to(c.dtype, s32[k]);  // P in the dtype, as it enters P.V
           }
           sum[size_t(j)] = tot;
           sum32[size_t(j)] = tot32;
           sabs[size_t(j)] = score_abs;
         }
-        // P.V: exact, emulated (fp32), and the magnitudes sum p|v|, sum p^2 v^2.
+        // P.V: exact, emulated (fp32), and the magnitudes sum p|v|, sum p^2 v^2 (fp32 where mag32, each
+        // chunk's added to the fp64 sums).
         const float* vp = in.v.data() + ((base + lo + c0) * Hkv + kvh) * Dv;
-        Vd.resize(size_t(cn * Dv)); Va.resize(size_t(cn * Dv)); V2.resize(size_t(cn * Dv));
+        Vd.resize(size_t(cn * Dv));
         for (int64_t s = 0; s < cn; ++s)
-          for (int e = 0; e < Dv; ++e) {
-            const double v = vp[s * Hkv * Dv + e];
-            Vd[size_t(s * Dv + e)] = v;
-            Va[size_t(s * Dv + e)] = std::fabs(v);
-            V2[size_t(s * Dv + e)] = v * v;
-          }
+          for (int e = 0; e < Dv; ++e) Vd[size_t(s * Dv + e)] = vp[s * Hkv * Dv + e];
         const double beta = c0 == 0 ? 0.0 : 1.0;
         detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data(), cn, Vd.data(), Dv, beta, X.data(), Dv);
-        detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data(), cn, Va.data(), Dv, beta, M.data(), Dv);
-        detail::gemm_ab<double>(SR, Dv, cn, 1.0, P2.data(), cn, V2.data(), Dv, beta, Q2.data(), Dv);
         detail::gemm_ab<float>(SR, Dv, cn, 1.f, S32.data(), cn, vp, int64_t(Hkv) * Dv, float(beta), E.data(), Dv);
+        if (mag32) {
+          Va32.resize(size_t(cn * Dv)); V2f.resize(size_t(cn * Dv));
+          for (int64_t s = 0; s < cn; ++s)
+            for (int e = 0; e < Dv; ++e) {
+              const float v = vp[s * Hkv * Dv + e];
+              Va32[size_t(s * Dv + e)] = std::fabs(v);
+              V2f[size_t(s * Dv + e)] = v * v;
+            }
+          detail::gemm_ab<float>(SR, Dv, cn, 1.f, Pf.data(), cn, Va32.data(), Dv, 0.f, Mf.data(), Dv);
+          detail::gemm_ab<float>(SR, Dv, cn, 1.f, P2f.data(), cn, V2f.data(), Dv, 0.f, Q2f.data(), Dv);
+          for (int64_t x = 0; x < SR * Dv; ++x) {
+            M[size_t(x)] += Mf[size_t(x)];
+            Q2[size_t(x)] += Q2f[size_t(x)];
+          }
+        } else {
+          Va.resize(size_t(cn * Dv)); V2.resize(size_t(cn * Dv));
+          for (int64_t s = 0; s < cn; ++s)
+            for (int e = 0; e < Dv; ++e) {
+              const double v = vp[s * Hkv * Dv + e];
+              Va[size_t(s * Dv + e)] = std::fabs(v);
+              V2[size_t(s * Dv + e)] = v * v;
+            }
+          detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data(), cn, Va.data(), Dv, 1.0, M.data(), Dv);
+          detail::gemm_ab<double>(SR, Dv, cn, 1.0, P2.data(), cn, V2.data(), Dv, 1.0, Q2.data(), Dv);
+        }
       }
       for (int64_t j = 0; j < SR; ++j) {
         if (kr[size_t(j % R)].hi <= kr[size_t(j % R)].lo) continue;

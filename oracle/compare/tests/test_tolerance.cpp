@@ -18,6 +18,7 @@
 #include "attn_oracle/compare/tolerance.h"
 #include "cli_run.h"
 #include "attn_oracle/reports/report.h"
+#include "naive_reference.h"
 
 using namespace ao;
 
@@ -130,6 +131,48 @@ TEST(Tolerance, TruthIsExactWhereTheFp32ScoresAreHugeOrOverflow) {
           EXPECT_NEAR(t.o_exact[(ri * size_t(Hq) + size_t(h)) * size_t(Dv) + size_t(e)], o[size_t(e)] / sum, 1e-12)
               << "row " << r << " head " << h << " elem " << e;
       }
+  }
+}
+
+// The magnitudes the floors scale with (score_abs, v_abs, v_rms) are their sums from the definitions:
+// within fp32's relative error where the truth takes fp32 GEMMs for them, and within fp64's where values
+// whose squares leave fp32's range (V scaled by 1e20, or by 1e-25) send it to fp64 GEMMs.
+TEST(Tolerance, TruthMagnitudesAreTheSumsOfTheirDefinitions) {
+  struct Layouts {
+    const char* line;
+    float v_scale;
+    double rel;
+  };
+  for (const Layouts& x : {Layouts{"op=sdpa docs=300,41 hq=4 hkv=2 dim=32 mask=bottomright seed=3", 1.f, 1e-5},
+                           Layouts{"op=sdpa docs=200,88 cp=2 rank=1 window=17 hq=6 hkv=2 dim=16 dim_v=8 dtype=fp16 "
+                                   "seed=8", 1.f, 1e-5},
+                           Layouts{"op=sdpa docs=5000 rows=40 hq=2 hkv=1 dim=16 seed=21", 1.f, 1e-5},
+                           Layouts{"op=sdpa docs=300,41 hq=4 hkv=2 dim=32 dtype=fp32 seed=4", 1e20f, 1e-10},
+                           Layouts{"op=sdpa docs=300,41 hq=4 hkv=2 dim=32 dtype=fp32 seed=5", 1e-25f, 1e-10}}) {
+    SCOPED_TRACE(x.line);
+    const Case c = parse_case(x.line);
+    const Layout l = make_layout(c);
+    Inputs in = make_inputs(l);
+    for (float& v : in.v) v *= x.v_scale;
+    const SdpaTruth t = sdpa_truth(l, in);
+    const naive::NaiveLayout nl = naive::derive(c);
+    ASSERT_FALSE(t.rows.empty());
+    int64_t compared = 0;
+    for (size_t ri = 0; ri < t.rows.size(); ++ri) {
+      const int owner = nl.row_owner[size_t(t.rows[ri])];
+      ASSERT_GE(owner, 0);
+      const naive::SdpaRow want = naive::sdpa_row(c, nl, in, nl.rows[size_t(owner)]);
+      for (int h = 0; h < c.hq; ++h) {
+        const SdpaRowTruth& got = t.rh[ri * size_t(c.hq) + size_t(h)];
+        if (want.allowed == 0) continue;
+        EXPECT_NEAR(got.score_abs, want.score_abs[size_t(h)], x.rel * want.score_abs[size_t(h)]) << "row " << t.rows[ri];
+        EXPECT_NEAR(got.v_abs, want.v_abs[size_t(h)], x.rel * want.v_abs[size_t(h)]) << "row " << t.rows[ri];
+        EXPECT_NEAR(got.v_rms, want.v_rms[size_t(h)], x.rel * want.v_rms[size_t(h)]) << "row " << t.rows[ri];
+        ASSERT_GT(want.v_rms[size_t(h)], 0);
+        ++compared;
+      }
+    }
+    EXPECT_GT(compared, 0);
   }
 }
 

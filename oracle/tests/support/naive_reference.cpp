@@ -206,6 +206,9 @@ SdpaRow sdpa_row(const Case& c, const NaiveLayout& nl, const ao::Inputs& in, con
   SdpaRow out;
   out.o.assign(size_t(Hq * Dv), 0.0);
   out.lse.assign(size_t(Hq), (c.empty_rows == ao::EmptyRows::PosInf ? 1 : -1) * std::numeric_limits<double>::infinity());
+  out.score_abs.assign(size_t(Hq), 0.0);
+  out.v_abs.assign(size_t(Hq), 0.0);
+  out.v_rms.assign(size_t(Hq), 0.0);
   std::vector<int64_t> keys;
   for (int64_t s = 0; s < kv; ++s)
     if (key_allowed(c, kv, r.pos, s)) keys.push_back(base + s);
@@ -231,6 +234,22 @@ SdpaRow sdpa_row(const Case& c, const NaiveLayout& nl, const ao::Inputs& in, con
       for (int64_t e = 0; e < Dv; ++e)
         out.o[size_t(h * Dv + e)] += logit[j] / sum * double(in.v[size_t((keys[j] * Hkv + g) * Dv + e)]);
     out.lse[size_t(h)] = mx + std::log(sum);
+    for (size_t j = 0; j < keys.size(); ++j) {
+      double qk = 0;
+      for (int64_t d = 0; d < D; ++d)
+        qk += std::fabs(double(in.q[size_t((r.row * Hq + h) * D + d)]) * double(in.k[size_t((keys[j] * Hkv + g) * D + d)]));
+      out.score_abs[size_t(h)] += logit[j] / sum * scale * qk;
+    }
+    for (int64_t e = 0; e < Dv; ++e) {
+      double va = 0, v2 = 0;
+      for (size_t j = 0; j < keys.size(); ++j) {
+        const double p = logit[j] / sum, v = in.v[size_t((keys[j] * Hkv + g) * Dv + e)];
+        va += p * std::fabs(v);
+        v2 += p * p * v * v;
+      }
+      out.v_abs[size_t(h)] = std::max(out.v_abs[size_t(h)], va);
+      out.v_rms[size_t(h)] = std::max(out.v_rms[size_t(h)], std::sqrt(v2));
+    }
   }
   return out;
 }

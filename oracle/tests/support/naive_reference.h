@@ -60,9 +60,12 @@ struct TopK {
 };
 TopK indexer_row(const ao::Case& c, const NaiveLayout& nl, const ao::Inputs& in, const QRow& r);
 
-// SDPA: O [hq][dim_v] and LSE [hq] of one valid row; no allowed key gives O = 0, LSE = -inf.
+// SDPA: O [hq][dim_v] and LSE [hq] of one valid row; no allowed key gives O = 0, LSE = -inf. Per head
+// also the magnitudes the tolerances scale with, over the normalised weights p_j (0 without a key):
+// score_abs = sum_j p_j scale sum_d |q_d k_jd|, v_abs = max_e sum_j p_j |v_je|, v_rms = max_e
+// sqrt(sum_j p_j^2 v_je^2).
 struct SdpaRow {
-  std::vector<double> o, lse;
+  std::vector<double> o, lse, score_abs, v_abs, v_rms;
   int64_t allowed = 0;
 };
 SdpaRow sdpa_row(const ao::Case& c, const NaiveLayout& nl, const ao::Inputs& in, const QRow& r);
