@@ -60,12 +60,10 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   const Case& c = l.c;
   Layout lx = l;  // the exact answer: the reference in fp64
   lx.c.precision = Precision::F64;
-  Layout l32 = l;  // an honest fp32 backward (its error: FlashAttention's "2x the fp32 reference's")
-  l32.c.precision = Precision::F32;
   Outputs exact = make_sentinel_outputs(l), emul = make_sentinel_outputs(l), f32 = make_sentinel_outputs(l);
   reference_sdpa_bwd(lx, in, exact);
-  emulate_sdpa_bwd(l, in, emul);
-  reference_sdpa_bwd(l32, in, f32);
+  // The emulation and an honest fp32 backward (its error: FlashAttention's "2x the fp32 reference's").
+  reference_and_emulate_sdpa_bwd_f32(l, in, f32, emul);
   const JudgedRegion region(l);
   const std::vector<int64_t>& qrows = region.value_rows();
   const std::vector<int64_t>& kvrows = region.kv_value_rows();

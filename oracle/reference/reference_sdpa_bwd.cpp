@@ -14,6 +14,7 @@
 // order. Both passes are parallel over their blocks and the sums run in a fixed order, so the result
 // does not depend on the thread count. Every valid row contributes (dK/dV of a key need every row that
 // sees it), whatever rows=N samples: the backward costs the whole case.
+#include <array>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -92,6 +93,10 @@ struct Run {
   // every head: cuDNN makes both (its fp16 dK errors, matched to three digits in
   // reports/gpu/backward-diagnosis-h100-2026-12-05/); a kernel that makes neither errs less.
   bool emulate;
+  // With twin (T = float, emulate off): the emulation's gradients too, from the same products of S and dP
+  // and the same P and dS, rounded as emulate rounds them: the comparator's two fp32 answers, 10 products
+  // where two runs take 14, each bit for bit what its own run gives.
+  bool twin;
   std::vector<Block> blocks;
 
   const std::vector<float>& dout;  // dO: in.dout, or the comparator's weights in its place
@@ -100,11 +105,17 @@ struct Run {
   int dv_only;
 
   Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false,
-      const std::vector<float>* dout_ = nullptr, int dv_only_ = 0)
+      const std::vector<float>* dout_ = nullptr, int dv_only_ = 0, bool twin_ = false)
       : l(l_), in(in_), seams(s_), Hq(l_.c.hq), Hkv(l_.c.hkv), D(l_.c.dim), Dv(l_.c.dim_v), scale(T(l_.scale)),
         ds_fold(emulate_ ? T(s_.dk_scale(l_)) : T(1)), dq_scale(emulate_ ? T(1) : T(s_.dq_scale(l_))),
         dk_scale(emulate_ ? T(1) : T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
-        emulate(emulate_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout), dv_only(dv_only_) {}
+        emulate(emulate_), twin(twin_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout),
+        dv_only(dv_only_) {
+    if (twin && (emulate || dv_only || !std::is_same_v<T, float>))
+      throw std::logic_error("Run: the emulation twin rides on a whole fp32 backward");
+  }
+  // The twin's dS fold (emulate's ds_fold; its dQ/dK products then take 1).
+  T twin_fold() const { return T(seams.dk_scale(l)); }
 
   // The block's rows for head h: Q, dO, the saved LSE and D = rowsum(dO o O).
   struct RowsOfHead {
@@ -152,8 +163,9 @@ struct Run {
   // P = exp(S - lse) on each row's allowed keys, 0 elsewhere; a row with an infinite LSE contributes
   // nothing under the guard, and without it takes exp(s - lse) over the masked keys too (-inf - -inf:
   // NaN). Returns false when no row has an allowed key there (nothing to add).
+  // With twin, Pe and dSe get the emulation's P and dS (rounded copies).
   bool tile(const Block& b, size_t j, int64_t a, int64_t e, const RowsOfHead& x, KvRows K, KvRows V, std::vector<T>& P,
-            std::vector<T>& dS) const {
+            std::vector<T>& dS, std::vector<T>& Pe, std::vector<T>& dSe) const {
     const int64_t R = int64_t(b.rows.size()), n = e - a, base = b.spans[j].base;
     const T ninf = -std::numeric_limits<T>::infinity();
     bool any = false;
@@ -172,6 +184,11 @@ struct Run {
     if (!any) return false;
     P.resize(size_t(R * n));
     dS.resize(size_t(R * n));
+    if (twin) {
+      Pe.resize(size_t(R * n));
+      dSe.resize(size_t(R * n));
+    }
+    const T fold_e = twin ? twin_fold() : T(1);
     detail::gemm_abt<T>(R, n, D, scale, x.q.data(), D, K.ptr, K.ld, T(0), P.data(), n);
     if (!dv_only) detail::gemm_abt<T>(R, n, Dv, T(1), x.dout.data(), Dv, V.ptr, V.ld, T(0), dS.data(), n);  // dP
     for (int64_t i = 0; i < R; ++i) {
@@ -198,27 +215,38 @@ struct Run {
           ds[s] = T(round_to(l.c.dtype, float(ds[s] * ds_fold)));
         }
       }
+      if (twin) {
+        T* pe = Pe.data() + i * n;
+        T* dse = dSe.data() + i * n;
+        for (int64_t s = 0; s < n; ++s) {
+          pe[s] = T(round_to(l.c.dtype, float(p[s])));
+          dse[s] = T(round_to(l.c.dtype, float(ds[s] * fold_e)));
+        }
+      }
     }
     return true;
   }
 
-  // Pass A: dQ of every valid row, packed per block (rows x Hq x D), in block order.
-  void dq(std::vector<std::vector<T>>& out) const {
+  // Pass A: dQ of every valid row, packed per block (rows x Hq x D), in block order (the twin's in out_e).
+  void dq(std::vector<std::vector<T>>& out, std::vector<std::vector<T>>& out_e) const {
     out.assign(blocks.size(), {});
+    out_e.assign(twin ? blocks.size() : 0, {});
 #pragma omp parallel num_threads(detail::reference_threads())
     {
       RowsOfHead x;
-      std::vector<T> K, V, P, dS, acc;
+      std::vector<T> K, V, P, dS, Pe, dSe, acc, acc_e;
 #pragma omp for schedule(dynamic, 1)
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const Block& b = blocks[bi];
         const int64_t R = int64_t(b.rows.size());
         auto& dst = out[bi];
         dst.assign(size_t(R * Hq * D), T(0));
+        if (twin) out_e[bi].assign(size_t(R * Hq * D), T(0));
         for (int h = 0; h < Hq; ++h) {
           const int kvh = seams.kv_head(l, h);
           load_rows(b, h, x);
           acc.assign(size_t(R * D), T(0));
+          if (twin) acc_e.assign(size_t(R * D), T(0));
           for (size_t j = 0; j < b.spans.size(); ++j) {
             const Span& sp = b.spans[j];
             if (sp.hi <= sp.lo) continue;
@@ -226,32 +254,54 @@ struct Run {
             for (int64_t a = sp.base + sp.lo; a < sp.base + sp.hi; a += kKeyChunk) {
               const int64_t e = std::min(a + kKeyChunk, sp.base + sp.hi);
               const KvRows Kr = kv_rows(in.k, D, kvh, a, e, K), Vr = kv_rows(in.v, Dv, kvh, a, e, V);
-              if (!tile(b, j, a, e, x, Kr, Vr, P, dS)) continue;
+              if (!tile(b, j, a, e, x, Kr, Vr, P, dS, Pe, dSe)) continue;
               detail::gemm_ab<T>(R, D, e - a, dq_scale, dS.data(), e - a, Kr.ptr, Kr.ld, T(1), acc.data(), D);
+              if (twin) detail::gemm_ab<T>(R, D, e - a, T(1), dSe.data(), e - a, Kr.ptr, Kr.ld, T(1), acc_e.data(), D);
             }
           }
-          if (!guard)  // no allowed key and no span: exp(s - lse) over a masked tile still gives NaN
-            for (int64_t i = 0; i < R; ++i)
-              if (std::isinf(x.lse[size_t(i)]) && x.lse[size_t(i)] < 0)
-                std::fill_n(acc.data() + i * D, D, std::numeric_limits<T>::quiet_NaN());
-          for (int64_t i = 0; i < R; ++i) std::copy_n(acc.data() + i * D, D, dst.data() + (i * Hq + h) * D);
+          for (std::vector<T>* ac : {&acc, &acc_e}) {
+            if (ac == &acc_e && !twin) continue;
+            if (!guard)  // no allowed key and no span: exp(s - lse) over a masked tile still gives NaN
+              for (int64_t i = 0; i < R; ++i)
+                if (std::isinf(x.lse[size_t(i)]) && x.lse[size_t(i)] < 0)
+                  std::fill_n(ac->data() + i * D, D, std::numeric_limits<T>::quiet_NaN());
+            T* to = (ac == &acc ? dst : out_e[bi]).data();
+            for (int64_t i = 0; i < R; ++i) std::copy_n(ac->data() + i * D, D, to + (i * Hq + h) * D);
+          }
         }
       }
     }
   }
 
+  // One answer's dK/dV of a key block: its sums (dk, dv), the current segment's (tk, tv) and, where each
+  // GQA head's partial is rounded before the group's sum, the head's (hk, hv).
+  struct KvSums {
+    std::vector<T> dk, dv, tk, tv, hk, hv;
+    bool round_heads;
+    T dk_scale;
+  };
+
   // Pass B: dK/dV of the key block [k0, k0 + kKeyBlock) of the buffer, per KV head (n x Hkv x D / Dv),
-  // and which of its rows received a contribution. pairs: (row block, span index) meeting the block.
-  void dkv_block(int64_t k0, const std::vector<std::pair<size_t, size_t>>& pairs, std::vector<T>& dk,
-                 std::vector<T>& dv, std::vector<char>& touched) const {
+  // and which of its rows received a contribution; out[1] the twin's. pairs: (row block, span index)
+  // meeting the block.
+  void dkv_block(int64_t k0, const std::vector<std::pair<size_t, size_t>>& pairs, KvSums* out,
+                 std::vector<char>& touched) const {
     const int64_t k1 = std::min(k0 + kKeyBlock, l.kv_rows), n = k1 - k0;
-    dk.assign(size_t(n * Hkv * D), T(0));
-    dv.assign(size_t(n * Hkv * Dv), T(0));
+    const int answers = twin ? 2 : 1;
+    out[0].round_heads = emulate && l.group() > 1;  // each head's partial apart (hk/hv), then rounded
+    out[0].dk_scale = dk_scale;
+    if (twin) {
+      out[1].round_heads = l.group() > 1;
+      out[1].dk_scale = T(1);
+    }
+    for (int k = 0; k < answers; ++k) {
+      out[k].dk.assign(size_t(n * Hkv * D), T(0));
+      out[k].dv.assign(size_t(n * Hkv * Dv), T(0));
+    }
     touched.assign(size_t(n), 0);
     const bool sum_group = seams.dkv_sums_group(l), sum_segments = seams.dkv_sums_segments(l);
-    const bool round_heads = emulate && l.group() > 1;  // each head's partial apart (hk/hv), then rounded
     RowsOfHead x;
-    std::vector<T> K, V, P, dS, tk, tv, hk, hv;
+    std::vector<T> K, V, P, dS, Pe, dSe;
     std::vector<char> seg_touched;
     int loaded_kvh = -1;  // the K/V head whose rows [k0, k1) kb_k/kb_v hold
     KvRows kb_k{nullptr, 0}, kb_v{nullptr, 0};
@@ -262,16 +312,19 @@ struct Run {
       const int seg = blocks[pairs[p].first].seg;
       size_t q = p;
       while (q < pairs.size() && blocks[pairs[q].first].seg == seg) ++q;
-      tk.assign(dk.size(), T(0));
-      tv.assign(dv.size(), T(0));
+      for (int k = 0; k < answers; ++k) {
+        out[k].tk.assign(out[k].dk.size(), T(0));
+        out[k].tv.assign(out[k].dv.size(), T(0));
+      }
       seg_touched.assign(size_t(n), 0);
       for (int h = 0; h < Hq; ++h) {
         if (!sum_group && h % l.group() != 0) continue;
         const int kvh = seams.kv_head(l, h);
-        if (round_heads) {
-          hk.assign(size_t(n * D), T(0));
-          hv.assign(size_t(n * Dv), T(0));
-        }
+        for (int k = 0; k < answers; ++k)
+          if (out[k].round_heads) {
+            out[k].hk.assign(size_t(n * D), T(0));
+            out[k].hv.assign(size_t(n * Dv), T(0));
+          }
         for (size_t t = p; t < q; ++t) {
           const Block& b = blocks[pairs[t].first];
           const size_t j = pairs[t].second;
@@ -287,48 +340,69 @@ struct Run {
           }
           const KvRows Kr{kb_k.ptr + (a - k0) * kb_k.ld, kb_k.ld},
               Vr{dv_only ? nullptr : kb_v.ptr + (a - k0) * kb_v.ld, kb_v.ld};
-          if (!tile(b, j, a, e, x, Kr, Vr, P, dS)) continue;
+          if (!tile(b, j, a, e, x, Kr, Vr, P, dS, Pe, dSe)) continue;
           const int64_t R = int64_t(b.rows.size()), m = e - a;
           // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.
-          T* tvp = round_heads ? hv.data() + (a - k0) * Dv : tv.data() + ((a - k0) * Hkv + kvh) * Dv;
-          T* tkp = round_heads ? hk.data() + (a - k0) * D : tk.data() + ((a - k0) * Hkv + kvh) * D;
-          const int64_t ldv = round_heads ? Dv : int64_t(Hkv) * Dv, ldk = round_heads ? D : int64_t(Hkv) * D;
-          detail::gemm_atb<T>(m, dv_only ? dv_only : Dv, R, T(1), P.data(), m, x.dout.data(), Dv, T(1), tvp, ldv);
-          if (!dv_only) detail::gemm_atb<T>(m, D, R, dk_scale, dS.data(), m, x.q.data(), D, T(1), tkp, ldk);
+          for (int k = 0; k < answers; ++k) {
+            KvSums& o = out[k];
+            const std::vector<T>& Pk = k ? Pe : P;
+            const std::vector<T>& dSk = k ? dSe : dS;
+            T* tvp = o.round_heads ? o.hv.data() + (a - k0) * Dv : o.tv.data() + ((a - k0) * Hkv + kvh) * Dv;
+            T* tkp = o.round_heads ? o.hk.data() + (a - k0) * D : o.tk.data() + ((a - k0) * Hkv + kvh) * D;
+            const int64_t ldv = o.round_heads ? Dv : int64_t(Hkv) * Dv, ldk = o.round_heads ? D : int64_t(Hkv) * D;
+            detail::gemm_atb<T>(m, dv_only ? dv_only : Dv, R, T(1), Pk.data(), m, x.dout.data(), Dv, T(1), tvp, ldv);
+            if (!dv_only) detail::gemm_atb<T>(m, D, R, o.dk_scale, dSk.data(), m, x.q.data(), D, T(1), tkp, ldk);
+          }
           std::fill(seg_touched.begin() + (a - k0), seg_touched.begin() + (e - k0), char(1));
         }
-        if (round_heads)
+        for (int k = 0; k < answers; ++k) {
+          KvSums& o = out[k];
+          if (!o.round_heads) continue;
           for (int64_t s = 0; s < n; ++s) {
             for (int e = 0; e < D; ++e)
-              tk[size_t((s * Hkv + kvh) * D + e)] += T(round_to(l.c.dtype, float(hk[size_t(s * D + e)])));
+              o.tk[size_t((s * Hkv + kvh) * D + e)] += T(round_to(l.c.dtype, float(o.hk[size_t(s * D + e)])));
             for (int e = 0; e < Dv; ++e)
-              tv[size_t((s * Hkv + kvh) * Dv + e)] += T(round_to(l.c.dtype, float(hv[size_t(s * Dv + e)])));
+              o.tv[size_t((s * Hkv + kvh) * Dv + e)] += T(round_to(l.c.dtype, float(o.hv[size_t(s * Dv + e)])));
           }
+        }
       }
       for (int64_t s = 0; s < n; ++s) {
         if (!seg_touched[size_t(s)]) continue;
         const bool add = sum_segments && touched[size_t(s)];  // the first contribution is stored as is
         touched[size_t(s)] = 1;
-        for (int64_t i = s * Hkv * D; i < (s + 1) * Hkv * D; ++i)
-          dk[size_t(i)] = add ? dk[size_t(i)] + tk[size_t(i)] : tk[size_t(i)];
-        for (int64_t i = s * Hkv * Dv; i < (s + 1) * Hkv * Dv; ++i)
-          dv[size_t(i)] = add ? dv[size_t(i)] + tv[size_t(i)] : tv[size_t(i)];
+        for (int k = 0; k < answers; ++k) {
+          KvSums& o = out[k];
+          for (int64_t i = s * Hkv * D; i < (s + 1) * Hkv * D; ++i)
+            o.dk[size_t(i)] = add ? o.dk[size_t(i)] + o.tk[size_t(i)] : o.tk[size_t(i)];
+          for (int64_t i = s * Hkv * Dv; i < (s + 1) * Hkv * Dv; ++i)
+            o.dv[size_t(i)] = add ? o.dv[size_t(i)] + o.tv[size_t(i)] : o.tv[size_t(i)];
+        }
       }
       p = q;
     }
+    for (int k = 0; k < answers; ++k) {  // the scratch goes; the sums stay until written out
+      KvSums& o = out[k];
+      o.tk = {}, o.tv = {}, o.hk = {}, o.hv = {};
+    }
   }
 
-  void operator()(Outputs& out) const {
+  // The gradients into out (and, with twin, the emulation's into *out_e).
+  void operator()(Outputs& out, Outputs* out_e = nullptr) const {
+    if (twin != (out_e != nullptr)) throw std::logic_error("Run: the twin's outputs go with the twin");
+    Outputs* const dst[2] = {&out, out_e};
+    const int answers = twin ? 2 : 1;
     // dQ: stored row by row in order (a model whose dQ rows collide stores the last deterministically).
-    std::vector<std::vector<T>> dq_blocks;
-    if (!dv_only) dq(dq_blocks);
-    for (size_t bi = 0; bi < dq_blocks.size(); ++bi)
-      for (size_t i = 0; i < blocks[bi].rows.size(); ++i) {
-        const int64_t w = seams.dq_write_row(l, blocks[bi].rows[i]);
-        for (int64_t e = 0; e < int64_t(Hq) * D; ++e)
-          out.dq[size_t(w * Hq * D + e)] = float(dq_blocks[bi][size_t(int64_t(i) * Hq * D + e)]);
-      }
-    dq_blocks.clear();
+    {
+      std::vector<std::vector<T>> dq_blocks[2];
+      if (!dv_only) dq(dq_blocks[0], dq_blocks[1]);
+      for (int k = 0; k < answers; ++k)
+        for (size_t bi = 0; bi < dq_blocks[k].size(); ++bi)
+          for (size_t i = 0; i < blocks[bi].rows.size(); ++i) {
+            const int64_t w = seams.dq_write_row(l, blocks[bi].rows[i]);
+            for (int64_t e = 0; e < int64_t(Hq) * D; ++e)
+              dst[k]->dq[size_t(w * Hq * D + e)] = float(dq_blocks[k][bi][size_t(int64_t(i) * Hq * D + e)]);
+          }
+    }
     // dK/dV: key blocks of the buffer and the (row block, span) pairs that meet each, in row block order.
     const int64_t nkb = (l.kv_rows + kKeyBlock - 1) / kKeyBlock;
     std::vector<std::vector<std::pair<size_t, size_t>>> pairs(static_cast<size_t>(nkb));
@@ -340,11 +414,11 @@ struct Run {
           pairs[size_t(kb)].push_back({bi, j});
       }
     const std::vector<char> valid = valid_rows(l, RowBuffer::KV);
-    std::vector<std::vector<T>> dk(static_cast<size_t>(nkb)), dv(static_cast<size_t>(nkb));
+    std::vector<std::array<KvSums, 2>> sums(static_cast<size_t>(nkb));
     std::vector<std::vector<char>> touched(static_cast<size_t>(nkb));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(detail::reference_threads())
     for (int64_t kb = 0; kb < nkb; ++kb)
-      dkv_block(kb * kKeyBlock, pairs[size_t(kb)], dk[size_t(kb)], dv[size_t(kb)], touched[size_t(kb)]);
+      dkv_block(kb * kKeyBlock, pairs[size_t(kb)], sums[size_t(kb)].data(), touched[size_t(kb)]);
     // Every valid K row is written (0 where no row sees it); a row outside them only where a
     // contribution reached it. Stored in key order (colliding rows: the last).
     for (int64_t kb = 0; kb < nkb; ++kb)
@@ -352,10 +426,13 @@ struct Run {
         const int64_t k = kb * kKeyBlock + s;
         if (!valid[size_t(k)] && !touched[size_t(kb)][size_t(s)]) continue;
         const int64_t w = seams.dkv_write_row(l, k);
-        for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only; ++e)
-          out.dk[size_t(w * Hkv * D + e)] = float(dk[size_t(kb)][size_t(s * Hkv * D + e)]);
-        for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e)
-          out.dv[size_t(w * Hkv * Dv + e)] = float(dv[size_t(kb)][size_t(s * Hkv * Dv + e)]);
+        for (int a = 0; a < answers; ++a) {
+          const KvSums& o = sums[size_t(kb)][size_t(a)];
+          for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only; ++e)
+            dst[a]->dk[size_t(w * Hkv * D + e)] = float(o.dk[size_t(s * Hkv * D + e)]);
+          for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e)
+            dst[a]->dv[size_t(w * Hkv * Dv + e)] = float(o.dv[size_t(s * Hkv * Dv + e)]);
+        }
       }
   }
 };
@@ -382,6 +459,11 @@ void reference_sdpa_bwd_dv(const Layout& l, const Inputs& in, const std::vector<
 void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out) {
   detail::BlasSingleThread blas_in_caller;
   Run<float>(l, in, exact_seams(), true)(out);
+}
+
+void reference_and_emulate_sdpa_bwd_f32(const Layout& l, const Inputs& in, Outputs& f32, Outputs& emul) {
+  detail::BlasSingleThread blas_in_caller;
+  Run<float>(l, in, exact_seams(), false, nullptr, 0, true)(f32, &emul);
 }
 
 }  // namespace ao

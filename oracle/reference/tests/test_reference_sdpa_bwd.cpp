@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 
@@ -155,6 +156,36 @@ TEST(SdpaBwdReference, DvAloneIsTheNaiveDvOfItsColumns) {
   Outputs out = make_sentinel_outputs(l);
   EXPECT_THROW(reference_sdpa_bwd_dv(l, in, in.dout, 0, out), std::invalid_argument);
   EXPECT_THROW(reference_sdpa_bwd_dv(l, in, in.dout, l.c.dim_v + 1, out), std::invalid_argument);
+}
+
+// The comparator's two fp32 answers from one backward are, bit for bit, the fp32 reference's and the
+// emulation's own runs: random layouts (GQA groups, masks, windows, pads, empty rows) and CP ranks.
+TEST(SdpaBwdReference, OneRunGivesTheFp32AndEmulatedBackwardsBitForBit) {
+  std::mt19937_64 g(20261206);
+  std::vector<std::string> lines;
+  for (int t = 0; t < 30; ++t) lines.push_back(random_bwd_line(g));
+  lines.push_back("op=sdpa pass=bwd docs=40,24 cp=2 rank=1 hq=6 hkv=2 dim=16 dtype=fp16 seed=3");
+  lines.push_back("op=sdpa pass=bwd docs=64 cp=4 rank=2 cp_scheme=contiguous hq=4 hkv=1 dim=8 seed=4");
+  lines.push_back("op=sdpa pass=bwd q_lens=30,5 kv_lens=10,9 mask=bottomright hq=4 hkv=2 dim=8 seed=5");
+  for (const std::string& line : lines) {
+    SCOPED_TRACE(line);
+    const Layout l = make_layout(parse_case(line));
+    const Inputs in = make_case_inputs(l);
+    Layout l32 = l;
+    l32.c.precision = Precision::F32;
+    Outputs f32 = make_sentinel_outputs(l), emul = make_sentinel_outputs(l);
+    reference_sdpa_bwd(l32, in, f32);
+    emulate_sdpa_bwd(l, in, emul);
+    Outputs f32_one = make_sentinel_outputs(l), emul_one = make_sentinel_outputs(l);
+    reference_and_emulate_sdpa_bwd_f32(l, in, f32_one, emul_one);
+    for (auto t : {&Outputs::dq, &Outputs::dk, &Outputs::dv}) {
+      ASSERT_EQ((f32.*t).size(), (f32_one.*t).size());
+      EXPECT_EQ(std::memcmp((f32.*t).data(), (f32_one.*t).data(), 4 * (f32.*t).size()), 0) << "fp32";
+      EXPECT_EQ(std::memcmp((emul.*t).data(), (emul_one.*t).data(), 4 * (emul.*t).size()), 0) << "emulation";
+    }
+    // The two answers differ (the emulation rounds P and dS to the dtype): neither is the other's copy.
+    EXPECT_NE(std::memcmp(f32.dq.data(), emul.dq.data(), 4 * f32.dq.size()), 0);
+  }
 }
 
 // A CP rank's dK/dV is its partial over the all-gathered K/V buffer: the ranks' partials sum to the

@@ -24,6 +24,9 @@ void reference_sdpa_bwd_dv(const Layout& l, const Inputs& in, const std::vector<
 // dtype before the products that take them; under GQA each query head's dK/dV rounded before the group's
 // sum): what the backward's gates are derived from (compare_sdpa_bwd).
 void emulate_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out);
+// Both fp32 answers of the comparator from one backward: f32 = reference_sdpa_bwd at fp32 precision, emul =
+// emulate_sdpa_bwd, bit for bit, with the products of S and dP (4 of their 14) made once.
+void reference_and_emulate_sdpa_bwd_f32(const Layout& l, const Inputs& in, Outputs& f32, Outputs& emul);
 
 // A case's inputs: make_inputs, and under pass=bwd what the backward takes from the forward (sdpa: O and
 // LSE; indexer: the top-k and the distributions over its slots), the exact forward's results rounded as a
