@@ -215,9 +215,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           for (double* x : {s, p2}) std::fill(x, x + a, 0.0), std::fill(x + b, x + cn, 0.0);
           for (float* x : {s32, pf, p2f}) std::fill(x, x + a, 0.f), std::fill(x + b, x + cn, 0.f);
           if (b > a) {
+            tot += detail::exp_shift_sum(s + a, b - a, m);
             Eigen::Map<Eigen::ArrayXd> p(s + a, b - a), pp(p2 + a, b - a);
-            p = (p - m).exp();
-            tot += p.sum();
             if (mag32) {
               score_abs += (p * Eigen::Map<const Eigen::ArrayXf>(a32 + a, b - a).cast<double>()).sum();
               Eigen::Map<Eigen::ArrayXf>(pf + a, b - a) = p.cast<float>();

@@ -116,10 +116,76 @@ AO_SOFTMAX_CLONES float exp_shift_impl(float* x, int64_t n, float m) {
   return lanes[0];
 }
 
+// The fp64 twin, 8 lanes: Cephes's exp (n = round(x / ln 2) by the 1.5 * 2^52 shift, whose low bits are n;
+// r = x - n ln 2 in two parts; exp(r) = 1 + 2 r P(r^2) / (Q(r^2) - r P(r^2))), times 2^n from the exponent
+// bits. Below kLoD the result is scaled in two steps (2^(n+128) * 2^-128), below kZeroD it is 0; lanes above
+// kHiD (overflow) or NaN take std::exp. Lanes summed in a fixed order, as the fp32 one.
+constexpr int kLanesD = 8;
+typedef double vd __attribute__((vector_size(kLanesD * sizeof(double))));
+typedef int64_t vl __attribute__((vector_size(kLanesD * sizeof(int64_t))));
+constexpr double kLoD = -708.0, kHiD = 709.0, kZeroD = -746.0, kShiftD = 6755399441055744.0;  // 1.5 * 2^52
+#define AO_LOAD_D(v, x, i, k) std::memcpy(&(v), (x) + (i), size_t(k) * sizeof(double))
+#define AO_STORE_D(x, i, v, k) std::memcpy((x) + (i), &(v), size_t(k) * sizeof(double))
+AO_SOFTMAX_CLONES double exp_shift_impl(double* x, int64_t n, double m) {
+  vl seen{};
+  for (int64_t i = 0; i < n; i += kLanesD) {
+    const int64_t k = std::min<int64_t>(kLanesD, n - i);
+    vd v = vd{} + m;  // a partial vector's missing lanes: x - m = 0
+    AO_LOAD_D(v, x, i, k);
+    v = v - m;
+    seen |= ~(v <= kHiD);  // above kHiD, or NaN
+  }
+  int64_t flags[kLanesD];
+  std::memcpy(flags, &seen, sizeof flags);
+  int64_t check = 0;
+  for (int j = 0; j < kLanesD; ++j) check |= flags[j];
+  vd acc{};
+  const vl shift_bits = (vl)(vd{} + kShiftD);
+  for (int64_t i = 0; i < n; i += kLanesD) {
+    const int64_t k = std::min<int64_t>(kLanesD, n - i);
+    vd v{};
+    AO_LOAD_D(v, x, i, k);
+    v = v - m;
+    const vl rare = ~(v <= kHiD), under = v < kLoD, zero = v < kZeroD;
+    vd c = rare ? vd{} : v;
+    c = zero ? vd{} + kZeroD : c;
+    const vd shifted = c * 1.4426950408889634074 + kShiftD;  // round to nearest: n in the low bits
+    const vd t = shifted - kShiftD;
+    vd r = c - t * 6.93145751953125E-1;
+    r = r - t * 1.42860682030941723212E-6;
+    const vd z = r * r;
+    const vd px = r * ((z * 1.26177193074810590878E-4 + 3.02994407707441961300E-2) * z + 9.99999999999999999910E-1);
+    const vd qx =
+        ((z * 3.00198505138664455042E-6 + 2.52448340349684104192E-3) * z + 2.27265548208155028766E-1) * z + 2.0;
+    const vd p = (px / (qx - px)) * 2.0 + 1.0;
+    const vl two_n = ((vl)shifted - shift_bits + (under ? int64_t(1023 + 128) : int64_t(1023))) << 52;
+    vd y = p * (vd)two_n;  // a bit cast between same-size vectors
+    y = under ? y * 0x1p-128 : y;
+    y = zero ? vd{} : y;
+    if (check || k < kLanesD) {  // rare lanes from std::exp; a partial vector's missing lanes add 0
+      double lanes[kLanesD], args[kLanesD];
+      std::memcpy(lanes, &y, sizeof lanes);
+      std::memcpy(args, &v, sizeof args);
+      std::memcpy(flags, &rare, sizeof flags);
+      for (int j = 0; j < kLanesD; ++j) lanes[j] = j >= k ? 0.0 : flags[j] ? std::exp(args[j]) : lanes[j];
+      std::memcpy(&y, lanes, sizeof lanes);
+    }
+    AO_STORE_D(x, i, y, k);
+    acc += y;
+  }
+  double lanes[kLanesD];
+  std::memcpy(lanes, &acc, sizeof lanes);
+  for (int w = kLanesD / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  return lanes[0];
+}
+
 }  // namespace
 
 float exp_shift_sum(float* x, int64_t n, float m) { return exp_shift_impl(x, n, m); }
 void exp_shift(float* x, int64_t n, float m) { exp_shift_impl(x, n, m); }
+double exp_shift_sum(double* x, int64_t n, double m) { return exp_shift_impl(x, n, m); }
+void exp_shift(double* x, int64_t n, double m) { exp_shift_impl(x, n, m); }
 
 AO_SOFTMAX_CLONES void divide_row(float* x, int64_t n, float d) {
   for (int64_t i = 0; i < n; ++i) x[i] /= d;

@@ -1,8 +1,9 @@
 // The SDPA references' softmax passes over one row of scores: the finiteness check with the max,
 // x = exp(x - m) (the forward with the row's sum, the backward's P = exp(s - lse)), and the division by the
-// sum. The fp32 ones are cloned per ISA (AVX-512, AVX2, baseline) so that portable binaries still run them
-// wide; every clone computes the same bits (16 fixed lanes summed in a fixed order, no FMA contraction), so
-// the references' outputs depend neither on the clone a CPU picks nor on the thread count.
+// sum. The fp32 ones and the fp64 exp are cloned per ISA (AVX-512, AVX2, baseline) so that portable binaries
+// still run them wide; every clone computes the same bits (16 fp32 or 8 fp64 fixed lanes summed in a fixed
+// order, no FMA contraction), so the references' outputs depend neither on the clone a CPU picks nor on the
+// thread count.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -21,20 +22,14 @@ void exp_shift(float* x, int64_t n, float m);
 // x[i] /= d.
 void divide_row(float* x, int64_t n, float d);
 
-// The fp64 reference keeps Eigen's (exact-path) arithmetic.
+// fp64: the same exp contract (at most 2 ulp from the rounded exact value) and fixed lane order, 8 lanes.
+double exp_shift_sum(double* x, int64_t n, double m);
+void exp_shift(double* x, int64_t n, double m);
 inline bool finite_max(const double* x, int64_t n, double& mx) {
   Eigen::Map<const Eigen::ArrayXd> seg(x, n);
   if (!seg.isFinite().all()) return false;
   mx = n ? seg.maxCoeff() : -std::numeric_limits<double>::infinity();
   return true;
-}
-inline double exp_shift_sum(double* x, int64_t n, double m) {
-  Eigen::Map<Eigen::ArrayXd> seg(x, n);
-  seg = (seg - m).exp();
-  return seg.sum();
-}
-inline void exp_shift(double* x, int64_t n, double m) {
-  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i] - m);
 }
 inline void divide_row(double* x, int64_t n, double d) { Eigen::Map<Eigen::ArrayXd>(x, n) /= d; }
 

@@ -1,6 +1,6 @@
-// The SDPA references' fp32 softmax passes (reference_softmax.h) on fresh random rows: exp within 1 ulp of the
+// The SDPA references' softmax passes (reference_softmax.h) on fresh random rows: the fp32 exp within 1 ulp of the
 // rounded exact value (NaN, infinities, overflow and subnormal results included), the sum in its fixed 16-lane order (so every ISA clone and every row length gives the
-// same bits), the finiteness check catching a non-finite value wherever it sits (the partial last vector
+// same bits), the fp64 exp within 2 ulp with its sum in 8 fixed lanes, the finiteness check catching a non-finite value wherever it sits (the partial last vector
 // included), and the division.
 #include <gtest/gtest.h>
 
@@ -62,6 +62,58 @@ TEST(ReferenceSoftmax, ExpWithinOneUlpAndSumInFixedLaneOrder) {
         lanes[i % 16] += got;
       }
       for (int w = 8; w > 0; w /= 2)
+        for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+      if (!std::isnan(sum) || !std::isnan(lanes[0])) {
+        EXPECT_EQ(ulps(sum, lanes[0]), 0) << "n=" << n;
+      }
+    }
+  }
+}
+
+int64_t ulps(double a, double b) {
+  int64_t ia, ib;
+  std::memcpy(&ia, &a, 8);
+  std::memcpy(&ib, &b, 8);
+  return ia > ib ? ia - ib : ib - ia;  // same sign here: exp is never negative
+}
+
+// The fp64 exp (the exact answers' weights, the fp64 backward's P) against expl rounded to double: within
+// 2 ulp over softmax rows and any argument (NaN, infinities, overflow, subnormal and zero results), the
+// sum in its 8-lane order, exp_shift equal to exp_shift_sum's values, and one element alone the same bits.
+TEST(ReferenceSoftmax, Fp64ExpWithinTwoUlpAndSumInFixedLaneOrder) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 g(seed);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t n : kLengths) {
+    for (bool specials : {false, true}) {
+      const double m = std::uniform_real_distribution<double>(-3e3, 3e3)(g);
+      std::vector<double> x(static_cast<size_t>(n));
+      for (auto& v : x) v = m - std::uniform_real_distribution<double>(specials ? -720.0 : 0.0, 760.0)(g);
+      if (n > 2) x[size_t(n / 2)] = m;
+      if (specials && n > 0)
+        for (double v : {nan, inf, -inf, m + 709.9, m + 709.7, m - 708.5, m - 745.0, m - 800.0, m - 1e300})
+          x[size_t(g() % uint64_t(n))] = v;
+      std::vector<double> y = x, z = x;
+      const double sum = exp_shift_sum(y.data(), n, m);
+      exp_shift(z.data(), n, m);
+      double lanes[8] = {};
+      for (int64_t i = 0; i < n; ++i) {
+        const double d = x[size_t(i)] - m;
+        const double want = double(std::exp((long double)d));
+        const double got = y[size_t(i)];
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << "n=" << n << " x-m=" << d << " got " << got;
+        } else {
+          EXPECT_LE(ulps(got, want), 2) << "n=" << n << " x-m=" << d << " got " << got << " want " << want;
+        }
+        EXPECT_EQ(ulps(z[size_t(i)], got), 0) << "exp_shift and exp_shift_sum differ at n=" << n << " i=" << i;
+        double one = x[size_t(i)];
+        exp_shift(&one, 1, m);
+        EXPECT_EQ(ulps(one, got), 0) << "n=" << n << " i=" << i;
+        lanes[i % 8] += got;
+      }
+      for (int w = 4; w > 0; w /= 2)
         for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
       if (!std::isnan(sum) || !std::isnan(lanes[0])) {
         EXPECT_EQ(ulps(sum, lanes[0]), 0) << "n=" << n;
