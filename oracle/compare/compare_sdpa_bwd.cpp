@@ -20,8 +20,8 @@
 //    relative error ~2 u_32 L_i from their fp32 rounding (exp2 of a scaled logit in a flash kernel,
 //    another order in the emulation; L_i reaches 1e5 under values=extreme), which adds 2 L_i to
 //    sqrt(d_v) above for dQ and dK, and to dV sum_i P_ij 2 L_i max |dO_i|. The sums over i are column
-//    sums of P, weighted, taken from dV = P^T dO alone in fp64 (reference_sdpa_bwd_dv), dO carrying the
-//    weights in its first two elements;
+//    sums of P, weighted, taken beside the exact backward from its own P (reference_sdpa_bwd_with_columns:
+//    P^T W, W carrying the weights in its first two elements);
 //  * <g>_rel_l2: ||g - exact|| / ||exact|| (informational);
 //  * <g>_nonfinite_valid: NaN/Inf (not the sentinel) in a judged row (gate 0);
 //  * <g>_clobbered_pad_slots: rows of the gradient's buffer outside its value rows that were written
@@ -61,7 +61,6 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   Layout lx = l;  // the exact answer: the reference in fp64
   lx.c.precision = Precision::F64;
   Outputs exact = make_sentinel_outputs(l), emul = make_sentinel_outputs(l), f32 = make_sentinel_outputs(l);
-  reference_sdpa_bwd(lx, in, exact);
   // The emulation and an honest fp32 backward (its error: FlashAttention's "2x the fp32 reference's").
   reference_and_emulate_sdpa_bwd_f32(l, in, f32, emul);
   const JudgedRegion region(l);
@@ -124,8 +123,10 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
       if (std::isfinite(w_dv[qi])) dv_max = std::max(dv_max, w_dv[qi]);
     }
   // Column sums sum_i P_ij w_i per (key, K/V head) of weight sets packed into the first elements of dO
-  // (one backward for as many sets as d_v holds), each scaled by its maximum so that no weight overflows.
-  const auto column_sums = [&](const std::vector<std::pair<const std::vector<double>*, double>>& sets) {
+  // (as many sets as d_v holds), each scaled by its maximum so that no weight overflows; taken from the exact
+  // backward's own P (reference_sdpa_bwd_with_columns) where the sets fit, a set beyond d_v from dV alone.
+  using Sets = std::vector<std::pair<const std::vector<double>*, double>>;
+  const auto packed = [&](const Sets& sets) {
     std::vector<float> weighted(in.dout.size(), 0.0f);
     for (int64_t r : all_rows)
       for (int h = 0; h < c.hq; ++h) {
@@ -135,8 +136,9 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
           weighted[qi * size_t(c.dim_v) + k] = m > 0 ? float(std::min((*sets[k].first)[qi] / m, 1.0)) : 0.0f;
         }
       }
-    Outputs cols = make_sentinel_outputs(l);
-    reference_sdpa_bwd_dv(lx, in, weighted, int(sets.size()), cols);
+    return weighted;
+  };
+  const auto unpacked = [&](const Outputs& cols, const Sets& sets) {
     std::vector<std::vector<double>> out(sets.size(), std::vector<double>(size_t(l.kv_rows) * size_t(c.hkv), 0));
     for (int64_t j : kvrows)
       for (int kh = 0; kh < c.hkv; ++kh)
@@ -149,17 +151,22 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   };
   std::vector<double> dk_floor(size_t(l.kv_rows) * size_t(c.hkv), 0), dv_floor(dk_floor.size(), 0);
   if (dk_max > 0 || dv_max > 0) {
-    std::vector<std::vector<double>> sums;
-    if (c.dim_v >= 2) {
-      sums = column_sums({{&w_dk, dk_max}, {&w_dv, dv_max}});
-    } else {
-      sums = column_sums({{&w_dk, dk_max}});
-      sums.push_back(column_sums({{&w_dv, dv_max}})[0]);
+    const Sets both = {{&w_dk, dk_max}, {&w_dv, dv_max}};
+    const Sets with_exact = c.dim_v >= 2 ? both : Sets{both[0]};
+    Outputs cols = make_sentinel_outputs(l);
+    reference_sdpa_bwd_with_columns(lx, in, exact, packed(with_exact), int(with_exact.size()), cols);
+    std::vector<std::vector<double>> sums = unpacked(cols, with_exact);
+    if (c.dim_v < 2) {
+      Outputs rest = make_sentinel_outputs(l);
+      reference_sdpa_bwd_dv(lx, in, packed({both[1]}), 1, rest);
+      sums.push_back(unpacked(rest, {both[1]})[0]);
     }
     for (size_t at = 0; at < dk_floor.size(); ++at) {
       dk_floor[at] = kLambda * kU32 * l.scale * sums[0][at];
       dv_floor[at] = kLambda * kU32 * sums[1][at];
     }
+  } else {
+    reference_sdpa_bwd(lx, in, exact);
   }
   std::vector<Metric> metrics;
   std::vector<RowNote> notes;

@@ -103,23 +103,31 @@ struct Run {
   // 0: the whole backward. Else only dV = P^T dO, of dO's first dv_only columns (the comparator's column
   // sums of P): no dQ pass, no dP, dS or dK, 2 of the backward's 7 products, one of them thin.
   int dv_only;
+  // With col_w (a whole backward, emulate off): also P^T W of W's first cols columns (W shaped as dO), the
+  // comparator's column sums of P, from the backward's own P: what dv_only gives, bit for bit, without
+  // its products of S.
+  const std::vector<float>* col_w;
+  int cols;
 
   Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false,
-      const std::vector<float>* dout_ = nullptr, int dv_only_ = 0, bool twin_ = false)
+      const std::vector<float>* dout_ = nullptr, int dv_only_ = 0, bool twin_ = false,
+      const std::vector<float>* col_w_ = nullptr, int cols_ = 0)
       : l(l_), in(in_), seams(s_), Hq(l_.c.hq), Hkv(l_.c.hkv), D(l_.c.dim), Dv(l_.c.dim_v), scale(T(l_.scale)),
         ds_fold(emulate_ ? T(s_.dk_scale(l_)) : T(1)), dq_scale(emulate_ ? T(1) : T(s_.dq_scale(l_))),
         dk_scale(emulate_ ? T(1) : T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
         emulate(emulate_), twin(twin_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout),
-        dv_only(dv_only_) {
+        dv_only(dv_only_), col_w(col_w_), cols(col_w_ ? cols_ : 0) {
     if (twin && (emulate || dv_only || !std::is_same_v<T, float>))
       throw std::logic_error("Run: the emulation twin rides on a whole fp32 backward");
+    if (col_w && (emulate || dv_only || cols < 1 || cols > Dv))
+      throw std::logic_error("Run: the column sums ride on a whole backward, 1 to dim_v columns");
   }
   // The twin's dS fold (emulate's ds_fold; its dQ/dK products then take 1).
   T twin_fold() const { return T(seams.dk_scale(l)); }
 
   // The block's rows for head h: Q, dO, the saved LSE and D = rowsum(dO o O).
   struct RowsOfHead {
-    std::vector<T> q, dout, lse, d;
+    std::vector<T> q, dout, lse, d, w;  // w: the column sums' weights (rows x cols)
   };
   void load_rows(const Block& b, int h, RowsOfHead& x) const {
     const size_t R = b.rows.size();
@@ -137,6 +145,10 @@ struct Run {
       T d = 0;
       for (int e = 0; e < Dv; ++e) d += T(dO[e]) * T(o[e]);
       x.d[i] = d;
+      if (cols) {
+        x.w.resize(R * size_t(cols));
+        std::copy_n(col_w->data() + (qr * Hq + h) * Dv, cols, x.w.data() + i * size_t(cols));
+      }
     }
   }
 
@@ -277,25 +289,26 @@ struct Run {
   // GQA head's partial is rounded before the group's sum, the head's (hk, hv).
   struct KvSums {
     std::vector<T> dk, dv, tk, tv, hk, hv;
-    bool round_heads;
-    T dk_scale;
+    bool round_heads = false;
+    T dk_scale = T(1);
+    bool columns = false;  // the column sums: dv's first cols columns only, no dk
   };
 
   // Pass B: dK/dV of the key block [k0, k0 + kKeyBlock) of the buffer, per KV head (n x Hkv x D / Dv),
-  // and which of its rows received a contribution; out[1] the twin's. pairs: (row block, span index)
-  // meeting the block.
+  // and which of its rows received a contribution; out[1] the twin's, out[2] the column sums. pairs: (row
+  // block, span index) meeting the block.
   void dkv_block(int64_t k0, const std::vector<std::pair<size_t, size_t>>& pairs, KvSums* out,
                  std::vector<char>& touched) const {
     const int64_t k1 = std::min(k0 + kKeyBlock, l.kv_rows), n = k1 - k0;
-    const int answers = twin ? 2 : 1;
+    std::vector<int> answers{0};
+    if (twin) answers.push_back(1);
+    if (cols) answers.push_back(2);
     out[0].round_heads = emulate && l.group() > 1;  // each head's partial apart (hk/hv), then rounded
     out[0].dk_scale = dk_scale;
-    if (twin) {
-      out[1].round_heads = l.group() > 1;
-      out[1].dk_scale = T(1);
-    }
-    for (int k = 0; k < answers; ++k) {
-      out[k].dk.assign(size_t(n * Hkv * D), T(0));
+    out[1].round_heads = l.group() > 1;
+    out[2].columns = true;
+    for (int k : answers) {
+      out[k].dk.assign(out[k].columns ? 0 : size_t(n * Hkv * D), T(0));
       out[k].dv.assign(size_t(n * Hkv * Dv), T(0));
     }
     touched.assign(size_t(n), 0);
@@ -312,7 +325,7 @@ struct Run {
       const int seg = blocks[pairs[p].first].seg;
       size_t q = p;
       while (q < pairs.size() && blocks[pairs[q].first].seg == seg) ++q;
-      for (int k = 0; k < answers; ++k) {
+      for (int k : answers) {
         out[k].tk.assign(out[k].dk.size(), T(0));
         out[k].tv.assign(out[k].dv.size(), T(0));
       }
@@ -320,7 +333,7 @@ struct Run {
       for (int h = 0; h < Hq; ++h) {
         if (!sum_group && h % l.group() != 0) continue;
         const int kvh = seams.kv_head(l, h);
-        for (int k = 0; k < answers; ++k)
+        for (int k : answers)
           if (out[k].round_heads) {
             out[k].hk.assign(size_t(n * D), T(0));
             out[k].hv.assign(size_t(n * Dv), T(0));
@@ -343,8 +356,13 @@ struct Run {
           if (!tile(b, j, a, e, x, Kr, Vr, P, dS, Pe, dSe)) continue;
           const int64_t R = int64_t(b.rows.size()), m = e - a;
           // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.
-          for (int k = 0; k < answers; ++k) {
+          for (int k : answers) {
             KvSums& o = out[k];
+            if (o.columns) {  // the backward's own P against the weights
+              detail::gemm_atb<T>(m, cols, R, T(1), P.data(), m, x.w.data(), cols, T(1),
+                                  o.tv.data() + ((a - k0) * Hkv + kvh) * Dv, int64_t(Hkv) * Dv);
+              continue;
+            }
             const std::vector<T>& Pk = k ? Pe : P;
             const std::vector<T>& dSk = k ? dSe : dS;
             T* tvp = o.round_heads ? o.hv.data() + (a - k0) * Dv : o.tv.data() + ((a - k0) * Hkv + kvh) * Dv;
@@ -355,7 +373,7 @@ struct Run {
           }
           std::fill(seg_touched.begin() + (a - k0), seg_touched.begin() + (e - k0), char(1));
         }
-        for (int k = 0; k < answers; ++k) {
+        for (int k : answers) {
           KvSums& o = out[k];
           if (!o.round_heads) continue;
           for (int64_t s = 0; s < n; ++s) {
@@ -370,9 +388,9 @@ struct Run {
         if (!seg_touched[size_t(s)]) continue;
         const bool add = sum_segments && touched[size_t(s)];  // the first contribution is stored as is
         touched[size_t(s)] = 1;
-        for (int k = 0; k < answers; ++k) {
+        for (int k : answers) {
           KvSums& o = out[k];
-          for (int64_t i = s * Hkv * D; i < (s + 1) * Hkv * D; ++i)
+          for (int64_t i = s * Hkv * D; i < (s + 1) * Hkv * D && !o.columns; ++i)
             o.dk[size_t(i)] = add ? o.dk[size_t(i)] + o.tk[size_t(i)] : o.tk[size_t(i)];
           for (int64_t i = s * Hkv * Dv; i < (s + 1) * Hkv * Dv; ++i)
             o.dv[size_t(i)] = add ? o.dv[size_t(i)] + o.tv[size_t(i)] : o.tv[size_t(i)];
@@ -380,17 +398,19 @@ struct Run {
       }
       p = q;
     }
-    for (int k = 0; k < answers; ++k) {  // the scratch goes; the sums stay until written out
+    for (int k : answers) {  // the scratch goes; the sums stay until written out
       KvSums& o = out[k];
       o.tk = {}, o.tv = {}, o.hk = {}, o.hv = {};
     }
   }
 
-  // The gradients into out (and, with twin, the emulation's into *out_e).
-  void operator()(Outputs& out, Outputs* out_e = nullptr) const {
+  // The gradients into out (with twin, the emulation's into *out_e; with col_w, the column sums into
+  // out_cols->dv).
+  void operator()(Outputs& out, Outputs* out_e = nullptr, Outputs* out_cols = nullptr) const {
     if (twin != (out_e != nullptr)) throw std::logic_error("Run: the twin's outputs go with the twin");
-    Outputs* const dst[2] = {&out, out_e};
-    const int answers = twin ? 2 : 1;
+    if ((cols > 0) != (out_cols != nullptr)) throw std::logic_error("Run: the column sums' outputs go with them");
+    Outputs* const dst[3] = {&out, out_e, out_cols};
+    const int answers = twin ? 2 : 1;  // dQ: the backward and its twin
     // dQ: stored row by row in order (a model whose dQ rows collide stores the last deterministically).
     {
       std::vector<std::vector<T>> dq_blocks[2];
@@ -414,7 +434,7 @@ struct Run {
           pairs[size_t(kb)].push_back({bi, j});
       }
     const std::vector<char> valid = valid_rows(l, RowBuffer::KV);
-    std::vector<std::array<KvSums, 2>> sums(static_cast<size_t>(nkb));
+    std::vector<std::array<KvSums, 3>> sums(static_cast<size_t>(nkb));
     std::vector<std::vector<char>> touched(static_cast<size_t>(nkb));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(detail::reference_threads())
     for (int64_t kb = 0; kb < nkb; ++kb)
@@ -426,9 +446,10 @@ struct Run {
         const int64_t k = kb * kKeyBlock + s;
         if (!valid[size_t(k)] && !touched[size_t(kb)][size_t(s)]) continue;
         const int64_t w = seams.dkv_write_row(l, k);
-        for (int a = 0; a < answers; ++a) {
+        for (int a = 0; a < 3; ++a) {
+          if (!dst[a]) continue;
           const KvSums& o = sums[size_t(kb)][size_t(a)];
-          for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only; ++e)
+          for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only && !o.columns; ++e)
             dst[a]->dk[size_t(w * Hkv * D + e)] = float(o.dk[size_t(s * Hkv * D + e)]);
           for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e)
             dst[a]->dv[size_t(w * Hkv * Dv + e)] = float(o.dv[size_t(s * Hkv * Dv + e)]);
@@ -445,6 +466,17 @@ void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const R
     Run<double>(l, in, seams)(out);
   else
     Run<float>(l, in, seams)(out);
+}
+
+void reference_sdpa_bwd_with_columns(const Layout& l, const Inputs& in, Outputs& out, const std::vector<float>& weights,
+                                     int cols, Outputs& cols_out) {
+  if (cols < 1 || cols > l.c.dim_v)
+    throw std::invalid_argument("reference_sdpa_bwd_with_columns: cols outside [1, dim_v]");
+  detail::BlasSingleThread blas_in_caller;
+  if (l.c.precision == Precision::F64)
+    Run<double>(l, in, exact_seams(), false, nullptr, 0, false, &weights, cols)(out, nullptr, &cols_out);
+  else
+    Run<float>(l, in, exact_seams(), false, nullptr, 0, false, &weights, cols)(out, nullptr, &cols_out);
 }
 
 void reference_sdpa_bwd_dv(const Layout& l, const Inputs& in, const std::vector<float>& dout, int cols, Outputs& out) {

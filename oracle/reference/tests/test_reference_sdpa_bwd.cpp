@@ -188,6 +188,42 @@ TEST(SdpaBwdReference, OneRunGivesTheFp32AndEmulatedBackwardsBitForBit) {
   }
 }
 
+// The exact backward with the comparator's column sums beside it is, bit for bit, the backward alone and
+// dV alone on the same weights (fp64 and fp32; random layouts, CP ranks, 1 or 2 columns); a column count
+// outside [1, dim_v] is refused.
+TEST(SdpaBwdReference, ColumnSumsBesideTheBackwardAreDvAloneBitForBit) {
+  std::mt19937_64 g(20261207);
+  std::vector<std::string> lines;
+  for (int t = 0; t < 24; ++t) lines.push_back(random_bwd_line(g));
+  lines.push_back("op=sdpa pass=bwd docs=40,24 cp=2 rank=1 hq=6 hkv=2 dim=16 dtype=fp16 precision=fp64 seed=3");
+  lines.push_back("op=sdpa pass=bwd q_lens=30,5 kv_lens=10,9 mask=bottomright hq=4 hkv=2 dim=8 precision=fp64 seed=5");
+  for (size_t t = 0; t < lines.size(); ++t) {
+    SCOPED_TRACE(lines[t]);
+    Layout l = make_layout(parse_case(lines[t]));
+    if (t % 2) l.c.precision = Precision::F32;
+    const Inputs in = make_case_inputs(l);
+    const int cols = 1 + int(g() % 2);
+    std::uniform_real_distribution<float> w(0.f, 1.f);
+    std::vector<float> weights(in.dout.size(), 0.f);
+    for (size_t i = 0; i < weights.size(); ++i)
+      if (int(i % size_t(l.c.dim_v)) < cols) weights[i] = w(g);
+    Outputs whole = make_sentinel_outputs(l), alone = make_sentinel_outputs(l);
+    reference_sdpa_bwd(l, in, whole);
+    reference_sdpa_bwd_dv(l, in, weights, cols, alone);
+    Outputs both = make_sentinel_outputs(l), beside = make_sentinel_outputs(l);
+    reference_sdpa_bwd_with_columns(l, in, both, weights, cols, beside);
+    for (auto x : {&Outputs::dq, &Outputs::dk, &Outputs::dv})
+      EXPECT_EQ(std::memcmp((whole.*x).data(), (both.*x).data(), 4 * (whole.*x).size()), 0) << "the backward";
+    for (auto x : {&Outputs::dq, &Outputs::dk, &Outputs::dv})
+      EXPECT_EQ(std::memcmp((alone.*x).data(), (beside.*x).data(), 4 * (alone.*x).size()), 0) << "the column sums";
+  }
+  const Layout l = make_layout(parse_case("op=sdpa pass=bwd docs=20 hq=2 hkv=1 dim=8"));
+  const Inputs in = make_case_inputs(l);
+  Outputs out = make_sentinel_outputs(l), cols = make_sentinel_outputs(l);
+  EXPECT_THROW(reference_sdpa_bwd_with_columns(l, in, out, in.dout, 0, cols), std::invalid_argument);
+  EXPECT_THROW(reference_sdpa_bwd_with_columns(l, in, out, in.dout, l.c.dim_v + 1, cols), std::invalid_argument);
+}
+
 // A CP rank's dK/dV is its partial over the all-gathered K/V buffer: the ranks' partials sum to the
 // cp=1 gradient; each rank's dQ rows are cp=1's rows of the same tokens.
 TEST(SdpaBwdReference, CpRankPartialsSumToTheWholeGradient) {

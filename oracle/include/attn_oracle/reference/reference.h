@@ -20,6 +20,10 @@ void reference_sdpa_bwd(const Layout& l, const Inputs& in, Outputs& out, const R
 // comparator's weighted column sums of P, without a copy of the inputs or the rest of the backward.
 // out.dv holds them in its first `cols` columns (zeros in the others); out.dq and out.dk are untouched.
 void reference_sdpa_bwd_dv(const Layout& l, const Inputs& in, const std::vector<float>& dout, int cols, Outputs& out);
+// The whole backward (exact seams) into out, and beside it what reference_sdpa_bwd_dv(weights, cols) gives,
+// bit for bit, into cols_out.dv, from the backward's own P (no products of S of its own).
+void reference_sdpa_bwd_with_columns(const Layout& l, const Inputs& in, Outputs& out, const std::vector<float>& weights,
+                                     int cols, Outputs& cols_out);
 // An emulation of a flash backward in the case dtype (fp32 accumulation; P and scale * dS rounded to the
 // dtype before the products that take them; under GQA each query head's dK/dV rounded before the group's
 // sum): what the backward's gates are derived from (compare_sdpa_bwd).
