@@ -153,11 +153,17 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   if (dk_max > 0 || dv_max > 0) {
     const Sets both = {{&w_dk, dk_max}, {&w_dv, dv_max}};
     const Sets with_exact = c.dim_v >= 2 ? both : Sets{both[0]};
-    Outputs cols = make_sentinel_outputs(l);
+    // The column sums land in dv alone: the other gradients' buffers are not needed (nor allocated).
+    const auto dv_alone = [&] {
+      Outputs o;
+      o.dv.assign(size_t(l.kv_rows) * size_t(c.hkv) * size_t(c.dim_v), sentinel_float());
+      return o;
+    };
+    Outputs cols = dv_alone();
     reference_sdpa_bwd_with_columns(lx, in, exact, packed(with_exact), int(with_exact.size()), cols);
     std::vector<std::vector<double>> sums = unpacked(cols, with_exact);
     if (c.dim_v < 2) {
-      Outputs rest = make_sentinel_outputs(l);
+      Outputs rest = dv_alone();
       reference_sdpa_bwd_dv(lx, in, packed({both[1]}), 1, rest);
       sums.push_back(unpacked(rest, {both[1]})[0]);
     }

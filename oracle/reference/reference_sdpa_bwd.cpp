@@ -291,7 +291,8 @@ struct Run {
     std::vector<T> dk, dv, tk, tv, hk, hv;
     bool round_heads = false;
     T dk_scale = T(1);
-    bool columns = false;  // the column sums: dv's first cols columns only, no dk
+    bool columns = false;  // the column sums: dv holds cols columns a row (the others are 0), no dk
+    int dvw = 0;           // dv's width a row and head
   };
 
   // Pass B: dK/dV of the key block [k0, k0 + kKeyBlock) of the buffer, per KV head (n x Hkv x D / Dv),
@@ -308,8 +309,9 @@ struct Run {
     out[1].round_heads = l.group() > 1;
     out[2].columns = true;
     for (int k : answers) {
+      out[k].dvw = out[k].columns ? cols : Dv;
       out[k].dk.assign(out[k].columns ? 0 : size_t(n * Hkv * D), T(0));
-      out[k].dv.assign(size_t(n * Hkv * Dv), T(0));
+      out[k].dv.assign(size_t(n * Hkv * out[k].dvw), T(0));
     }
     touched.assign(size_t(n), 0);
     const bool sum_group = seams.dkv_sums_group(l), sum_segments = seams.dkv_sums_segments(l);
@@ -360,7 +362,7 @@ struct Run {
             KvSums& o = out[k];
             if (o.columns) {  // the backward's own P against the weights
               detail::gemm_atb<T>(m, cols, R, T(1), P.data(), m, x.w.data(), cols, T(1),
-                                  o.tv.data() + ((a - k0) * Hkv + kvh) * Dv, int64_t(Hkv) * Dv);
+                                  o.tv.data() + ((a - k0) * Hkv + kvh) * cols, int64_t(Hkv) * cols);
               continue;
             }
             const std::vector<T>& Pk = k ? Pe : P;
@@ -392,7 +394,7 @@ struct Run {
           KvSums& o = out[k];
           for (int64_t i = s * Hkv * D; i < (s + 1) * Hkv * D && !o.columns; ++i)
             o.dk[size_t(i)] = add ? o.dk[size_t(i)] + o.tk[size_t(i)] : o.tk[size_t(i)];
-          for (int64_t i = s * Hkv * Dv; i < (s + 1) * Hkv * Dv; ++i)
+          for (int64_t i = s * Hkv * o.dvw; i < (s + 1) * Hkv * o.dvw; ++i)
             o.dv[size_t(i)] = add ? o.dv[size_t(i)] + o.tv[size_t(i)] : o.tv[size_t(i)];
         }
       }
@@ -451,8 +453,11 @@ struct Run {
           const KvSums& o = sums[size_t(kb)][size_t(a)];
           for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only && !o.columns; ++e)
             dst[a]->dk[size_t(w * Hkv * D + e)] = float(o.dk[size_t(s * Hkv * D + e)]);
-          for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e)
-            dst[a]->dv[size_t(w * Hkv * Dv + e)] = float(o.dv[size_t(s * Hkv * Dv + e)]);
+          for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e) {
+            const int64_t c = e % Dv;  // a column beyond the sums' width is 0, as dV alone leaves it
+            dst[a]->dv[size_t(w * Hkv * Dv + e)] =
+                c < o.dvw ? float(o.dv[size_t((s * Hkv + e / Dv) * o.dvw + c)]) : 0.f;
+          }
         }
       }
   }
