@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "attn_oracle/reference/emulation.h"
 #include "reference_gemm.h"
@@ -241,30 +242,28 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
         const double beta = c0 == 0 ? 0.0 : 1.0;
         detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data(), cn, Vd.data(), Dv, beta, X.data(), Dv);
         detail::gemm_ab<float>(SR, Dv, cn, 1.f, S32.data(), cn, vp, int64_t(Hkv) * Dv, float(beta), E.data(), Dv);
-        if (mag32) {
-          Va32.resize(size_t(cn * Dv)); V2f.resize(size_t(cn * Dv));
+        // sum p|v| and sum p^2 v^2 of this chunk in T: into Mo, Q2o with beta.
+        auto magnitudes = [&](const auto* p1, const auto* p2, auto& va, auto& v2, auto* Mo, auto* Q2o, auto beta_mag) {
+          using T = std::decay_t<decltype(beta_mag)>;
+          va.resize(size_t(cn * Dv));
+          v2.resize(size_t(cn * Dv));
           for (int64_t s = 0; s < cn; ++s)
             for (int e = 0; e < Dv; ++e) {
-              const float v = vp[s * Hkv * Dv + e];
-              Va32[size_t(s * Dv + e)] = std::fabs(v);
-              V2f[size_t(s * Dv + e)] = v * v;
+              const T v = vp[s * Hkv * Dv + e];
+              va[size_t(s * Dv + e)] = std::fabs(v);
+              v2[size_t(s * Dv + e)] = v * v;
             }
-          detail::gemm_ab<float>(SR, Dv, cn, 1.f, Pf.data(), cn, Va32.data(), Dv, 0.f, Mf.data(), Dv);
-          detail::gemm_ab<float>(SR, Dv, cn, 1.f, P2f.data(), cn, V2f.data(), Dv, 0.f, Q2f.data(), Dv);
+          detail::gemm_ab<T>(SR, Dv, cn, T(1), p1, cn, va.data(), Dv, beta_mag, Mo, Dv);
+          detail::gemm_ab<T>(SR, Dv, cn, T(1), p2, cn, v2.data(), Dv, beta_mag, Q2o, Dv);
+        };
+        if (mag32) {
+          magnitudes(Pf.data(), P2f.data(), Va32, V2f, Mf.data(), Q2f.data(), 0.f);
           for (int64_t x = 0; x < SR * Dv; ++x) {
             M[size_t(x)] += Mf[size_t(x)];
             Q2[size_t(x)] += Q2f[size_t(x)];
           }
         } else {
-          Va.resize(size_t(cn * Dv)); V2.resize(size_t(cn * Dv));
-          for (int64_t s = 0; s < cn; ++s)
-            for (int e = 0; e < Dv; ++e) {
-              const double v = vp[s * Hkv * Dv + e];
-              Va[size_t(s * Dv + e)] = std::fabs(v);
-              V2[size_t(s * Dv + e)] = v * v;
-            }
-          detail::gemm_ab<double>(SR, Dv, cn, 1.0, S.data(), cn, Va.data(), Dv, 1.0, M.data(), Dv);
-          detail::gemm_ab<double>(SR, Dv, cn, 1.0, P2.data(), cn, V2.data(), Dv, 1.0, Q2.data(), Dv);
+          magnitudes(S.data(), P2.data(), Va, V2, M.data(), Q2.data(), 1.0);
         }
       }
       for (int64_t j = 0; j < SR; ++j) {
