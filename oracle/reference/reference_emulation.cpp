@@ -9,8 +9,9 @@
 // in BLAS's order) for the emulation. The magnitudes the floors scale with (SdpaRowTruth's score_abs,
 // v_abs, v_rms: sums of non-negative terms, so without cancellation) take fp32 GEMMs of the exact weights
 // too, relative error at most n u_32, where a chunk's inputs keep their squares and products inside fp32's
-// normal range (every nonzero |x| in [2^-40, 2^40]); a chunk with others takes fp64 GEMMs for them. Scores, weights and K/V in fp64 are held
-// for one chunk of keys at a time, so the scratch is O(stacked rows x kKeyChunk) whatever the document.
+// normal range (every nonzero |x| in [2^-40, 2^40]); a chunk with others takes fp64 GEMMs for them.
+// Scores, weights and K/V in fp64 are held for one chunk of keys at a time, so the scratch is
+// O(stacked rows x kKeyChunk) whatever the document.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
