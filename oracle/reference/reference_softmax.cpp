@@ -58,8 +58,9 @@ namespace {
 
 // Per lane type, Cephes's exp(c) for clamped arguments c (n = round(c / ln 2) by adding a shift constant,
 // r = c - n ln 2 in two parts, exp(r) * 2^n from the exponent bits) with its range limits: below kLo, where
-// 2^n leaves the normal range, the result is scaled in two steps (2^(n + kUnder) * 2^-kUnder: subnormal
-// results rounded once); below kZero it is 0; above kHi (overflow) or NaN the lane takes std::exp.
+// 2^n leaves the normal range, the result is scaled in two steps (2^(n + 64) * 2^-64 in fp32, 2^(n + 128) *
+// 2^-128 in fp64: subnormal results rounded once); below kZero it is 0; above kHi (overflow) or NaN the
+// lane takes std::exp.
 struct F32Lanes {  // 16 lanes, a degree-6 polynomial (expf)
   using T = float;
   using I = int32_t;
