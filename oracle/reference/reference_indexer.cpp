@@ -5,13 +5,17 @@
 // Per row block (rows of one segment, about 1024 query-head rows) and key tile: one GEMM
 // S = Q_blk [R*H x D] * K_tile^T (reference_gemm.h: OpenBLAS or Eigen), then per row the fused
 // ReLU-weighting (heads summed in head order) and a running top-k (threshold-filtered pushes, partial
-// selection at 2k). Memory is O(rows_block * heads * key_tile + rows * k), never S x S.
+// selection at 2k). Where blocks are fewer than the threads can share, a block's key tiles are split
+// into parts, each with its own running top-k merged into the block's. Memory is
+// O(rows_block * heads * key_tile + rows * k), never S x S.
 // The result is the top k in the total order `better`, so it depends only on the score bits, and a
-// score depends only on its row block's GEMM: bitwise identical for any thread count.
+// score depends only on its row block's GEMM of its key tile: bitwise identical for any thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 
 #include <Eigen/Dense>
@@ -28,17 +32,21 @@ namespace {
 constexpr int64_t kQueryHeadRows = 1024;  // R * H per block (GEMM M); R at least kMinRows
 constexpr size_t kMinRows = 8;
 constexpr int64_t kKeyTile = 256;        // GEMM N: the score tile stays in L2
+constexpr size_t kTasksPerThread = 8;    // few blocks: the tasks their key tiles are shared out in
+constexpr size_t kMaxParts = 16;
+constexpr size_t kMinPartTiles = 8;  // a part's tiles at least (its top-k pass and merge stay small)
 
 }  // namespace
 
 // Per thread: a block's score tile with its Q and weight rows, and a key tile in fp64 (grow with heads);
-// the block's running top-k candidates (grow with topk).
+// running top-k candidates (grow with topk): at most one block's per thread plus the next block's (tasks
+// run in block order), and, where blocks are shared out in key parts, the thread's part's: 3 sets.
 std::vector<ScratchBytes> indexer_reference_scratch(const Layout& l) {
   const double H = l.c.heads, D = l.c.dim, K = l.c.topk, bt = l.c.precision == Precision::F64 ? 8 : 4;
   const double R = double(std::max(kMinRows, size_t(kQueryHeadRows / std::max(l.c.heads, 1))));
   const double T = double(kKeyTile);
   return {{"the reference's per-thread scratch", R * H * (T + D + 1) * bt + T * (D + 1) * 8, "heads"},
-          {"the reference's per-thread scratch", R * 2 * K * (bt == 8 ? 24 : 16), "topk"}};
+          {"the reference's per-thread scratch", 3 * R * 2 * K * (bt == 8 ? 24 : 16), "topk"}};
 }
 
 namespace {
@@ -86,6 +94,8 @@ class RunningTopK {
     c_.push_back(c);
     if (c_.size() >= cap_) shrink();
   }
+  // Every held candidate, in no order: a superset of what finish() returns.
+  const std::vector<Cand<T>>& held() const { return c_; }
   // Every held candidate, best first (fp order): the best min(k, pushed), then those within the margin.
   std::vector<Cand<T>>& finish() {
     if (c_.size() > k_) shrink();
@@ -292,6 +302,34 @@ AO_ISA_CLONES void weighted_relu_sum(const double* S, int64_t ld, const double* 
   weighted_relu_sum_impl(S, ld, w, H, a, b, acc);
 }
 
+// One row block's state: its rows' key ranges, Q and weight rows, rounding windows and running top-k,
+// and the key tiles its parts share out. Built by the block's first task, freed by its last.
+template <class T>
+struct BlockWork {
+  struct Tile {
+    size_t j;  // the rows' j-th key range
+    int64_t base, t0, n;
+  };
+  std::mutex mu;
+  bool ready = false;
+  size_t tasks_left = 0;  // of the block's tasks, those not yet done
+  size_t parts = 1;       // the key-tile parts that score (the others find no tiles)
+  size_t nr = 0;          // key ranges per row
+  std::vector<std::vector<KeyRange>> ranges;
+  std::vector<char> valid;
+  std::vector<double> err2;  // twice the row's score error bound: the exact-decision window
+  // The buffer row whose K row reads as zeros (-1: none); under filtered candidates every scored key, in
+  // index order.
+  std::vector<int64_t> zero_key;
+  std::vector<std::vector<std::pair<T, int32_t>>> scored;
+  std::vector<T> Qb, W;
+  std::vector<Tile> tiles;
+  std::vector<RunningTopK<T>> top;
+  void release() {
+    ranges = {}, valid = {}, err2 = {}, zero_key = {}, scored = {}, Qb = {}, W = {}, tiles = {}, top = {};
+  }
+};
+
 template <class T>
 void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& seams) {
   const Case& c = l.c;
@@ -313,125 +351,184 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
   if (!k_exact) k_lsb = -kNoBits, k_top = kNoBits;  // no integer image: ExactRow::build refuses
   // Seams that alter what a row's scores are (K reads, candidates) also leave its order to the fp scores.
   const bool reads_altered = seams.alters_key_reads(l), filtered = seams.filters_candidates(l);
+  // Few row blocks leave threads idle (17 blocks on 16 threads take two rounds): each block's key tiles
+  // are then shared out in parts, each part a task with its own running top-k merged into the block's.
+  // The merged set is that of one pass (the best k in a total order plus every candidate within the
+  // margin of the final kth: a part drops only candidates below its own kth - margin, never above the
+  // final one) and every tile's GEMM is the same call, so the outputs stay bitwise independent of the
+  // thread count. Filtered candidates keep one pass (the filter sees a row's keys in index order).
+  const int threads = detail::reference_threads();
+  const size_t parts = filtered || threads == 1 || blocks.empty()
+                           ? 1
+                           : std::clamp<size_t>((kTasksPerThread * size_t(threads) + blocks.size() - 1) / blocks.size(),
+                                                1, kMaxParts);
+  std::unique_ptr<BlockWork<T>[]> work(new BlockWork<T>[blocks.size()]);
   detail::BlasSingleThread blas_in_caller;
   detail::Progress progress("indexer reference", blocks.size(),
                             double(l.check_rows.size()) * double(max_keys) * H * D);
 
-#pragma omp parallel num_threads(detail::reference_threads())
+  const auto prepare = [&](BlockWork<T>& w, const detail::RowBlock& blk) {
+    const size_t R = blk.rows.size();
+    w.ranges.resize(R);
+    w.valid.resize(R);
+    w.err2.assign(R, 0.0);
+    w.zero_key.assign(R, -1);
+    w.scored.resize(filtered ? R : 0);
+    w.Qb.assign(R * size_t(H * D), T(0));
+    w.W.assign(R * size_t(H), T(0));
+    w.top.reserve(R);
+    for (size_t i = 0; i < R; ++i) {
+      const int64_t r = blk.rows[i];
+      w.valid[i] = l.valid_row(r);
+      if (w.valid[i]) {
+        w.ranges[i] = detail::row_key_ranges(l, r, seams);
+        w.zero_key[i] = seams.zeroed_key(l, r, w.ranges[i].back());
+        const int64_t qr = seams.q_read_row(l, r);
+        std::copy_n(in.q.data() + qr * H * D, H * D, w.Qb.data() + i * size_t(H * D));
+        std::copy_n(in.w.data() + qr * H, H, w.W.data() + i * size_t(H));
+        w.err2[i] = 2 * score_error_bound(w.Qb.data() + i * size_t(H * D), w.W.data() + i * size_t(H), H, D,
+                                          l.scale, kmax);
+      }
+      // The margin rounds down to at most err2 below the kth, never above (1.001: fp subtraction).
+      w.top.emplace_back(K, T(w.err2[i] * 1.001));
+    }
+    // Every row of a block shares the range bases (same document); spans differ per row. The tiles cover
+    // the union of the rows' ranges, each inside the K buffer (row_key_ranges), so inside too.
+    for (size_t i = 0; i < R; ++i)
+      if (w.valid[i]) { w.nr = w.ranges[i].size(); break; }
+    for (size_t j = 0; j < w.nr; ++j) {
+      int64_t base = 0, lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+      for (size_t i = 0; i < R; ++i) {
+        if (!w.valid[i]) continue;
+        base = w.ranges[i][j].base;
+        lo = std::min(lo, w.ranges[i][j].lo);
+        hi = std::max(hi, w.ranges[i][j].hi);
+      }
+      for (int64_t t0 = lo; t0 < hi; t0 += kKeyTile) w.tiles.push_back({j, base, t0, std::min(kKeyTile, hi - t0)});
+    }
+    w.parts = std::clamp<size_t>(w.tiles.size() / kMinPartTiles, 1, parts);
+    w.tasks_left = parts;
+    w.ready = true;
+  };
+
+  // The best k of the block's rows (tops) over tiles [a, b).
+  const auto score = [&](BlockWork<T>& w, const detail::RowBlock& blk, size_t a_tile, size_t b_tile,
+                         std::vector<RunningTopK<T>>& tops, std::vector<T>& S, std::vector<T>& Kt,
+                         std::vector<float>& Ks, std::vector<T>& acc) {
+    const size_t R = blk.rows.size();
+    S.resize(R * size_t(H) * size_t(kKeyTile));
+    for (size_t ti = a_tile; ti < b_tile; ++ti) {
+      const auto [j, base, t0, n] = w.tiles[ti];
+      const float* kf = in.k.data() + (base + t0) * D;
+      if (reads_altered) {
+        Ks.resize(size_t(n * D));
+        seams.read_key_tile(l, in, l.segments[size_t(blk.seg)].doc, j + 1 == w.nr, base, t0, n, Ks.data());
+        kf = Ks.data();
+      }
+      const T* kt;
+      if constexpr (std::is_same_v<T, float>) {
+        kt = kf;
+      } else {
+        Kt.resize(size_t(n * D));
+        for (size_t e = 0; e < size_t(n * D); ++e) Kt[e] = T(kf[e]);
+        kt = Kt.data();
+      }
+      detail::gemm_abt<T>(int64_t(R) * H, n, D, T(1), w.Qb.data(), D, kt, D, T(0), S.data(), n);
+      for (size_t i = 0; i < R; ++i) {
+        if (!w.valid[i]) continue;
+        const auto& kr = w.ranges[i][j];
+        const int64_t a = std::max(t0, kr.lo) - t0, b = std::min(t0 + n, kr.hi) - t0;
+        if (a >= b) continue;
+        T* ac = acc.data();
+        weighted_relu_sum(S.data() + int64_t(i) * H * n, n, w.W.data() + i * size_t(H), H, a, b, ac);
+        if (filtered) {
+          for (int64_t s = a; s < b; ++s) w.scored[i].push_back({scale * ac[s], int32_t(base + t0 + s)});
+          continue;
+        }
+        const int64_t z = w.zero_key[i] - (base + t0);  // a zero K row scores 0
+        if (z >= a && z < b) ac[z] = T(0);
+        auto& tk = tops[i];
+        for (int64_t s = a; s < b; ++s) tk.push(scale * ac[s], int32_t(base + t0 + s));
+      }
+    }
+  };
+
+  // The block's answer from its merged top-k: exact tie decisions, strict ties, the output rows.
+  const auto finish = [&](BlockWork<T>& w, const detail::RowBlock& blk) {
+    const size_t R = blk.rows.size();
+    if (filtered)
+      for (size_t i = 0; i < R; ++i) {
+        seams.filter_candidates(w.scored[i], K);
+        for (const auto& [sc, idx] : w.scored[i]) w.top[i].push(sc, idx);
+      }
+    for (size_t i = 0; i < R; ++i) {
+      const int64_t r = blk.rows[i];
+      auto& cd = w.top[i].finish();
+      const int64_t qrow = w.valid[i] ? seams.q_read_row(l, r) : r;
+      const int64_t orow = w.valid[i] ? seams.topk_write_row(l, r) : r;
+      if (w.valid[i] && !reads_altered && w.zero_key[i] < 0)
+        exact_decisions(cd, K, w.err2[i], in.q.data() + qrow * H * D, in.w.data() + qrow * H, in.k.data(), H, D,
+                        k_lsb, k_top);
+      if (w.valid[i] && l.c.ties == Ties::Strict) {  // tied keys in ascending index order, ties by fp64 score
+        const size_t n = std::min(K, cd.size());
+        std::vector<std::pair<double, size_t>> key(n);
+        for (size_t e = 0; e < n; ++e) key[e] = {exact_indexer_score(l, in, qrow, cd[e].idx), e};
+        std::stable_sort(key.begin(), key.end(), [&](const auto& a, const auto& b) {
+          return a.first != b.first ? a.first > b.first : cd[a.second].idx < cd[b.second].idx;
+        });
+        std::vector<Cand<T>> sorted(n);
+        for (size_t e = 0; e < n; ++e) sorted[e] = cd[key[e].second];
+        std::copy(sorted.begin(), sorted.end(), cd.begin());
+      }
+      for (size_t e = 0; e < K; ++e) {
+        out.topk[size_t(orow) * K + e] = e < cd.size() ? cd[e].idx : -1;
+        out.scores[size_t(orow) * K + e] =
+            e < cd.size() ? float(cd[e].score) : -std::numeric_limits<float>::infinity();
+      }
+    }
+  };
+
+#pragma omp parallel num_threads(threads)
   {
-    // Per-thread scratch, reused across blocks.
-    std::vector<T> Qb, W, S, Kt;
-    std::vector<float> Ks;  // a K tile as an altered read sees it
+    // Per-thread scratch, reused across tasks: the score tile, a K tile in T, a K tile as an altered read
+    // sees it, the weighted sums, a part's running top-k.
+    std::vector<T> S, Kt;
+    std::vector<float> Ks;
     std::vector<T> acc = std::vector<T>(size_t(kKeyTile));
+    std::vector<RunningTopK<T>> part_top;
+    // Tasks in block order: at most one block per thread plus the next one is in flight.
 #pragma omp for schedule(dynamic, 1)
-    for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    for (size_t task = 0; task < blocks.size() * parts; ++task) {
+      const size_t bi = task / parts, p = task % parts;
       const auto& blk = blocks[bi];
-      const size_t R = blk.rows.size();
-      std::vector<std::vector<KeyRange>> ranges(R);
-      std::vector<RunningTopK<T>> top;
-      std::vector<double> err2(R, 0.0);  // twice the row's score error bound: the exact-decision window
-      std::vector<char> valid(R);
-      // The buffer row whose K row reads as zeros (-1: none); under filtered candidates every scored key,
-      // in index order.
-      std::vector<int64_t> zero_key(R, -1);
-      std::vector<std::vector<std::pair<T, int32_t>>> scored(filtered ? R : 0);
-      Qb.assign(R * size_t(H * D), T(0));
-      W.assign(R * size_t(H), T(0));
-      top.reserve(R);
-      for (size_t i = 0; i < R; ++i) {
-        const int64_t r = blk.rows[i];
-        valid[i] = l.valid_row(r);
-        if (valid[i]) {
-          ranges[i] = detail::row_key_ranges(l, r, seams);
-          zero_key[i] = seams.zeroed_key(l, r, ranges[i].back());
-          const int64_t qr = seams.q_read_row(l, r);
-          std::copy_n(in.q.data() + qr * H * D, H * D, Qb.data() + i * size_t(H * D));
-          std::copy_n(in.w.data() + qr * H, H, W.data() + i * size_t(H));
-          err2[i] = 2 * score_error_bound(Qb.data() + i * size_t(H * D), W.data() + i * size_t(H), H, D, l.scale, kmax);
-        }
-        // The margin rounds down to at most err2 below the kth, never above (1.001: fp subtraction).
-        top.emplace_back(K, T(err2[i] * 1.001));
+      BlockWork<T>& w = work[bi];
+      {
+        std::lock_guard<std::mutex> g(w.mu);
+        if (!w.ready) prepare(w, blk);
       }
-      // Every row of a block shares the range bases (same document); spans differ per row.
-      size_t nr = 0;
-      for (size_t i = 0; i < R; ++i)
-        if (valid[i]) { nr = ranges[i].size(); break; }
-      S.resize(R * size_t(H) * size_t(kKeyTile));
-      for (size_t j = 0; j < nr; ++j) {
-        // The union of the rows' ranges, each inside the K buffer (row_key_ranges), so inside too.
-        int64_t base = 0, lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-        for (size_t i = 0; i < R; ++i) {
-          if (!valid[i]) continue;
-          base = ranges[i][j].base;
-          lo = std::min(lo, ranges[i][j].lo);
-          hi = std::max(hi, ranges[i][j].hi);
-        }
-        for (int64_t t0 = lo; t0 < hi; t0 += kKeyTile) {
-          const int64_t n = std::min(kKeyTile, hi - t0);
-          const float* kf = in.k.data() + (base + t0) * D;
-          if (reads_altered) {
-            Ks.resize(size_t(n * D));
-            seams.read_key_tile(l, in, l.segments[size_t(blk.seg)].doc, j + 1 == nr, base, t0, n, Ks.data());
-            kf = Ks.data();
-          }
-          const T* kt;
-          if constexpr (std::is_same_v<T, float>) {
-            kt = kf;
-          } else {
-            Kt.resize(size_t(n * D));
-            for (size_t e = 0; e < size_t(n * D); ++e) Kt[e] = T(kf[e]);
-            kt = Kt.data();
-          }
-          detail::gemm_abt<T>(int64_t(R) * H, n, D, T(1), Qb.data(), D, kt, D, T(0), S.data(), n);
-          for (size_t i = 0; i < R; ++i) {
-            if (!valid[i]) continue;
-            const auto& kr = ranges[i][j];
-            const int64_t a = std::max(t0, kr.lo) - t0, b = std::min(t0 + n, kr.hi) - t0;
-            if (a >= b) continue;
-            T* ac = acc.data();
-            weighted_relu_sum(S.data() + int64_t(i) * H * n, n, W.data() + i * size_t(H), H, a, b, ac);
-            auto& tk = top[i];
-            if (filtered) {
-              for (int64_t s = a; s < b; ++s) scored[i].push_back({scale * ac[s], int32_t(base + t0 + s)});
-              continue;
-            }
-            const int64_t z = zero_key[i] - (base + t0);  // a zero K row scores 0
-            if (z >= a && z < b) ac[z] = T(0);
-            for (int64_t s = a; s < b; ++s) tk.push(scale * ac[s], int32_t(base + t0 + s));
-          }
+      if (p < w.parts) {
+        const size_t a = p * w.tiles.size() / w.parts, b = (p + 1) * w.tiles.size() / w.parts;
+        if (w.parts == 1) {
+          score(w, blk, a, b, w.top, S, Kt, Ks, acc);
+        } else {
+          part_top.clear();
+          for (size_t i = 0; i < blk.rows.size(); ++i) part_top.emplace_back(K, T(w.err2[i] * 1.001));
+          score(w, blk, a, b, part_top, S, Kt, Ks, acc);
+          std::lock_guard<std::mutex> g(w.mu);
+          for (size_t i = 0; i < blk.rows.size(); ++i)
+            for (const Cand<T>& cd : part_top[i].held()) w.top[i].push(cd.score, cd.idx);
         }
       }
-      if (filtered)
-        for (size_t i = 0; i < R; ++i) {
-          seams.filter_candidates(scored[i], K);
-          for (const auto& [sc, idx] : scored[i]) top[i].push(sc, idx);
-        }
-      for (size_t i = 0; i < R; ++i) {
-        const int64_t r = blk.rows[i];
-        auto& cd = top[i].finish();
-        const int64_t qrow = valid[i] ? seams.q_read_row(l, r) : r;
-        const int64_t orow = valid[i] ? seams.topk_write_row(l, r) : r;
-        if (valid[i] && !reads_altered && zero_key[i] < 0)
-          exact_decisions(cd, K, err2[i], in.q.data() + qrow * H * D, in.w.data() + qrow * H, in.k.data(), H, D,
-                          k_lsb, k_top);
-        if (valid[i] && l.c.ties == Ties::Strict) {  // tied keys in ascending index order, ties by fp64 score
-          const size_t n = std::min(K, cd.size());
-          std::vector<std::pair<double, size_t>> key(n);
-          for (size_t e = 0; e < n; ++e) key[e] = {exact_indexer_score(l, in, qrow, cd[e].idx), e};
-          std::stable_sort(key.begin(), key.end(), [&](const auto& a, const auto& b) {
-            return a.first != b.first ? a.first > b.first : cd[a.second].idx < cd[b.second].idx;
-          });
-          std::vector<Cand<T>> sorted(n);
-          for (size_t e = 0; e < n; ++e) sorted[e] = cd[key[e].second];
-          std::copy(sorted.begin(), sorted.end(), cd.begin());
-        }
-        for (size_t e = 0; e < K; ++e) {
-          out.topk[size_t(orow) * K + e] = e < cd.size() ? cd[e].idx : -1;
-          out.scores[size_t(orow) * K + e] =
-              e < cd.size() ? float(cd[e].score) : -std::numeric_limits<float>::infinity();
-        }
+      bool last;
+      {
+        std::lock_guard<std::mutex> g(w.mu);
+        last = --w.tasks_left == 0;
       }
-      progress.block_done();
+      if (last) {
+        finish(w, blk);
+        w.release();
+        progress.block_done();
+      }
     }
   }
 }

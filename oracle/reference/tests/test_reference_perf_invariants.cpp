@@ -50,13 +50,18 @@ bool bitwise_equal(const Outputs& a, const Outputs& b) {
          bitwise_equal(a.lse, b.lse);
 }
 
-// Cases with many row blocks (so that the threads really split the work), ties, GQA, padding, CP.
+// Cases with many row blocks (so that the threads really split the work), few blocks (split by keys),
+// ties, GQA, padding, CP.
 std::vector<std::string> determinism_cases(uint64_t seed) {
   const std::string s = " seed=" + std::to_string(seed);
   return {
       "op=indexer docs=4096,2048 cp=4 rank=1 heads=16 dim=64 topk=256" + s,
       "op=indexer docs=4096,2048 cp=4 rank=2 heads=16 dim=64 topk=256 precision=fp64" + s,
       "op=indexer docs=3000,1000 heads=8 dim=32 topk=64 levels=3" + s,  // heavy ties: lower index wins
+      // Few row blocks over many key tiles: at 2 and 3 threads each block's tiles are shared out in parts
+      // whose running top-k merge into the block's (1 thread: one pass).
+      "op=indexer docs=16384 cp=2 rank=1 heads=8 dim=32 topk=128 rows=24" + s,
+      "op=indexer docs=16384,3000 cp=2 rank=1 heads=8 dim=32 topk=512 levels=3 rows=40 precision=fp64" + s,
       "op=sdpa docs=1000,700,300 q_pad=3,0,5 kv_pad=0,4,0 tail=16 hq=8 hkv=2 dim=64 mask=bottomright" + s,
       "op=sdpa docs=1500,600 hq=4 hkv=4 dim=32 window=200 precision=fp64" + s,
   };
