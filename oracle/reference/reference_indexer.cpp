@@ -305,16 +305,13 @@ AO_ISA_CLONES void weighted_relu_sum(const double* S, int64_t ld, const double* 
 // One row block's state: its rows' key ranges, Q and weight rows, rounding windows and running top-k,
 // and the key tiles its parts share out. Built by the block's first task, freed by its last.
 template <class T>
-struct BlockWork {
+struct BlockState {
   struct Tile {
     size_t j;  // the rows' j-th key range
     int64_t base, t0, n;
   };
-  std::mutex mu;
-  bool ready = false;
-  size_t tasks_left = 0;  // of the block's tasks, those not yet done
-  size_t parts = 1;       // the key-tile parts that score (the others find no tiles)
-  size_t nr = 0;          // key ranges per row
+  size_t parts = 1;  // the key-tile parts that score (the block's other tasks find no tiles)
+  size_t nr = 0;     // key ranges per row
   std::vector<std::vector<KeyRange>> ranges;
   std::vector<char> valid;
   std::vector<double> err2;  // twice the row's score error bound: the exact-decision window
@@ -325,9 +322,12 @@ struct BlockWork {
   std::vector<T> Qb, W;
   std::vector<Tile> tiles;
   std::vector<RunningTopK<T>> top;
-  void release() {
-    ranges = {}, valid = {}, err2 = {}, zero_key = {}, scored = {}, Qb = {}, W = {}, tiles = {}, top = {};
-  }
+};
+template <class T>
+struct BlockWork {
+  std::mutex mu;
+  size_t tasks_left = 0;  // of the block's tasks, those not yet done
+  std::unique_ptr<BlockState<T>> st;
 };
 
 template <class T>
@@ -367,7 +367,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
   detail::Progress progress("indexer reference", blocks.size(),
                             double(l.check_rows.size()) * double(max_keys) * H * D);
 
-  const auto prepare = [&](BlockWork<T>& w, const detail::RowBlock& blk) {
+  const auto prepare = [&](BlockState<T>& w, const detail::RowBlock& blk) {
     const size_t R = blk.rows.size();
     w.ranges.resize(R);
     w.valid.resize(R);
@@ -407,12 +407,10 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
       for (int64_t t0 = lo; t0 < hi; t0 += kKeyTile) w.tiles.push_back({j, base, t0, std::min(kKeyTile, hi - t0)});
     }
     w.parts = std::clamp<size_t>(w.tiles.size() / kMinPartTiles, 1, parts);
-    w.tasks_left = parts;
-    w.ready = true;
   };
 
   // The best k of the block's rows (tops) over tiles [a, b).
-  const auto score = [&](BlockWork<T>& w, const detail::RowBlock& blk, size_t a_tile, size_t b_tile,
+  const auto score = [&](BlockState<T>& w, const detail::RowBlock& blk, size_t a_tile, size_t b_tile,
                          std::vector<RunningTopK<T>>& tops, std::vector<T>& S, std::vector<T>& Kt,
                          std::vector<float>& Ks, std::vector<T>& acc) {
     const size_t R = blk.rows.size();
@@ -454,7 +452,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
   };
 
   // The block's answer from its merged top-k: exact tie decisions, strict ties, the output rows.
-  const auto finish = [&](BlockWork<T>& w, const detail::RowBlock& blk) {
+  const auto finish = [&](BlockState<T>& w, const detail::RowBlock& blk) {
     const size_t R = blk.rows.size();
     if (filtered)
       for (size_t i = 0; i < R; ++i) {
@@ -501,11 +499,16 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
     for (size_t task = 0; task < blocks.size() * parts; ++task) {
       const size_t bi = task / parts, p = task % parts;
       const auto& blk = blocks[bi];
-      BlockWork<T>& w = work[bi];
+      BlockWork<T>& bw = work[bi];
       {
-        std::lock_guard<std::mutex> g(w.mu);
-        if (!w.ready) prepare(w, blk);
+        std::lock_guard<std::mutex> g(bw.mu);
+        if (!bw.st) {
+          bw.st = std::make_unique<BlockState<T>>();
+          prepare(*bw.st, blk);
+          bw.tasks_left = parts;
+        }
       }
+      BlockState<T>& w = *bw.st;
       if (p < w.parts) {
         const size_t a = p * w.tiles.size() / w.parts, b = (p + 1) * w.tiles.size() / w.parts;
         if (w.parts == 1) {
@@ -514,19 +517,19 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
           part_top.clear();
           for (size_t i = 0; i < blk.rows.size(); ++i) part_top.emplace_back(K, T(w.err2[i] * 1.001));
           score(w, blk, a, b, part_top, S, Kt, Ks, acc);
-          std::lock_guard<std::mutex> g(w.mu);
+          std::lock_guard<std::mutex> g(bw.mu);
           for (size_t i = 0; i < blk.rows.size(); ++i)
             for (const Cand<T>& cd : part_top[i].held()) w.top[i].push(cd.score, cd.idx);
         }
       }
       bool last;
       {
-        std::lock_guard<std::mutex> g(w.mu);
-        last = --w.tasks_left == 0;
+        std::lock_guard<std::mutex> g(bw.mu);
+        last = --bw.tasks_left == 0;
       }
       if (last) {
         finish(w, blk);
-        w.release();
+        bw.st.reset();
         progress.block_done();
       }
     }
