@@ -32,9 +32,21 @@ namespace {
 constexpr int64_t kQueryHeadRows = 1024;  // R * H per block (GEMM M); R at least kMinRows
 constexpr size_t kMinRows = 8;
 constexpr int64_t kKeyTile = 256;        // GEMM N: the score tile stays in L2
-constexpr size_t kTasksPerThread = 8;    // few blocks: the tasks their key tiles are shared out in
-constexpr size_t kMaxParts = 16;
-constexpr size_t kMinPartTiles = 8;  // a part's tiles at least (its top-k pass and merge stay small)
+constexpr size_t kMaxParts = 16;         // key parts per block at most
+constexpr size_t kMinPartTiles = 8;      // a part's tiles at least (its top-k pass and merge stay small)
+constexpr double kBusy = 0.9;            // the share of the threads' rounds that tasks must fill
+
+// The fewest key parts per block whose tasks (blocks x parts, of about equal cost) fill at least kBusy
+// of the rounds the threads take over them: 17 blocks on 16 threads take two rounds, half of them idle
+// (6 parts: 102 tasks in 7 rounds of 16); 4 blocks on 2 threads need none. A part costs its own running
+// top-k and a merge (7% of the 64-row 131k rank at 4 parts per block, measured), so no more than needed.
+size_t key_parts(size_t blocks, size_t threads) {
+  for (size_t p = 1; p < kMaxParts; ++p) {
+    const size_t tasks = blocks * p, rounds = (tasks + threads - 1) / threads;
+    if (double(tasks) >= kBusy * double(rounds * threads)) return p;
+  }
+  return kMaxParts;
+}
 
 }  // namespace
 
@@ -358,10 +370,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
   // final one) and every tile's GEMM is the same call, so the outputs stay bitwise independent of the
   // thread count. Filtered candidates keep one pass (the filter sees a row's keys in index order).
   const int threads = detail::reference_threads();
-  const size_t parts = filtered || threads == 1 || blocks.empty()
-                           ? 1
-                           : std::clamp<size_t>((kTasksPerThread * size_t(threads) + blocks.size() - 1) / blocks.size(),
-                                                1, kMaxParts);
+  const size_t parts = filtered || blocks.empty() ? 1 : key_parts(blocks.size(), size_t(threads));
   std::unique_ptr<BlockWork<T>[]> work(new BlockWork<T>[blocks.size()]);
   detail::BlasSingleThread blas_in_caller;
   detail::Progress progress("indexer reference", blocks.size(),
