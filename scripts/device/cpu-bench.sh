@@ -22,6 +22,7 @@ mkdir -p "$out"
   lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|MHz|L2|L3"
   echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2 | tr ' ' '\n' | grep -E '^(avx|fma|amx)' | tr '\n' ' ')"
   echo "linked BLAS: $(ldd "$ao_bin/attn-oracle" | grep -i blas)"
+  echo "OPENBLAS_ variables here: $(env | grep ^OPENBLAS_ | tr "\n" " ")(scripts/tools/bench.sh unsets them)"
 } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
 for t in ${THREADS:-2 $(nproc)}; do

@@ -29,6 +29,11 @@ py_numpy=${PYTHON_NUMPY:-}
 if [[ -z "$py_numpy" ]]; then  # the first python that has numpy (Debian's python3-numpy is /usr/bin/python3's)
   for p in python3 /usr/bin/python3; do "$p" -c "import numpy" 2>/dev/null && { py_numpy=$p; break; }; done
 fi
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines for old OpenBLAS builds) would hold the linked
+# OpenBLAS to the kernels they name while the baselines below each detect their own: unset for every command
+# of this benchmark alike (not beyond it), and said under the table.
+blas_env=$(env | grep -E '^OPENBLAS_(CORETYPE|L2_SIZE)=' | tr '\n' ' ' || true)
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 threads=${OMP_NUM_THREADS:-$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)}
 ((threads > 0)) || threads=$(nproc)
 export OMP_NUM_THREADS=$threads  # the references, numpy's and torch's BLAS alike
@@ -64,10 +69,9 @@ for i in "${!sdpa_checks[@]}"; do
   /usr/bin/time -v "$ao" repro ${sdpa_checks[$i]} --backend cpu-ref >"$out/sdpa_check_$i.txt" 2>"$out/sdpa_check_$i.time" || true
 done
 
-# What a user would otherwise write, same case shape, same run. numpy: Debian's, on OpenBLAS; the two
-# OPENBLAS_* variables (set on some machines for old OpenBLAS builds) are unset for this command only.
+# What a user would otherwise write, same case shape, same run. numpy: its own OpenBLAS.
 echo "bench: numpy baseline, doc=$side ..." >&2
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${py_numpy:-python3}" scripts/tools/bench/indexer_baseline.py --impl numpy --doc $side \
+"${py_numpy:-python3}" scripts/tools/bench/indexer_baseline.py --impl numpy --doc $side \
   >"$out/numpy.json" 2>"$out/numpy.err" || echo '{"impl": "numpy", "error": "failed"}' >"$out/numpy.json"
 py_torch=${PYTHON_TORCH:-}
 [[ -z "$py_torch" && -x .venv/bin/python ]] && py_torch=.venv/bin/python
@@ -82,3 +86,5 @@ else
 fi
 
 python3 scripts/tools/bench/table.py "$out" "$side" "${docs[@]}"
+[[ -n "$blas_env" ]] && echo "environment: ${blas_env}unset for every command of this benchmark"
+true
