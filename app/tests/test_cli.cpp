@@ -2,8 +2,10 @@
 // the demo run and exit 0 under cpu-ref; the top-left bug model of the seed PR exits 1.
 #include <gtest/gtest.h>
 
+#include <sched.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -170,6 +172,45 @@ TEST(Cli, HugeOmpNumThreadsIsBoundedNotAFail) {
       EXPECT_EQ(r.rc, 0) << v << " " << line << "\n" << r.out << r.err;
       EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out << r.err;
     }
+}
+
+// `backends` names what the reference runs on: the GEMM library and its kernels, and the thread count.
+// Under OMP_PROC_BIND the OpenMP runtime binds the initial thread to one place before main: the team size
+// must still come from all the places (the process's CPUs), not that one place's mask (before: 1 thread
+// for OMP_PROC_BIND=close OMP_PLACES=cores OMP_NUM_THREADS=2 on a 2-core machine). A named OPENBLAS_CORETYPE
+// shows as the kernels in use.
+TEST(Cli, BackendsNameTheReferenceGemmKernelsAndThreads) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int want = std::min(2, CPU_COUNT(&set));
+  const std::vector<std::vector<std::pair<const char*, const char*>>> envs = {
+      {{"OMP_NUM_THREADS", "2"}},
+      {{"OMP_NUM_THREADS", "2"}, {"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}},
+      {{"OMP_NUM_THREADS", "2"}, {"OMP_PROC_BIND", "spread"}, {"OMP_PLACES", "threads"}},
+      {{"OMP_NUM_THREADS", "2"}, {"OMP_PROC_BIND", "true"}}};
+  for (const auto& env : envs) {
+    std::string named;
+    for (const auto& [k, v] : env) {
+      ASSERT_EQ(setenv(k, v, 1), 0);
+      named += std::string(k) + "=" + v + " ";
+    }
+    const CliRun r = cli("backends");
+    for (const auto& [k, v] : env) unsetenv(k);
+    ASSERT_EQ(r.rc, 0) << named << r.out << r.err;
+    const std::string threads = "; " + std::to_string(want) + (want == 1 ? " thread;" : " threads;");
+    EXPECT_NE(r.out.find("cpu-ref "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(threads), std::string::npos) << named << "wanted '" << threads << "' in\n" << r.out;
+  }
+#if AO_BLAS
+  ASSERT_EQ(setenv("OPENBLAS_CORETYPE", "Haswell", 1), 0);
+  const CliRun r = cli("backends");
+  unsetenv("OPENBLAS_CORETYPE");
+  EXPECT_NE(r.out.find("exact CPU reference (OpenBLAS "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", Haswell kernels; "), std::string::npos) << r.out;
+#else
+  EXPECT_NE(cli("backends").out.find("exact CPU reference (Eigen's GEMM; "), std::string::npos);
+#endif
 }
 
 // Every command goes through the one registrar: each app/cmd_*.cpp registers exactly one subcommand

@@ -67,7 +67,7 @@ std::vector<BackendInfo> detail::cpu_backends() {
   std::vector<BackendInfo> v;
   BackendInfo ref;
   ref.name = "cpu-ref";
-  ref.description = "exact CPU reference (Eigen; precision=fp32|fp64 from the case)";
+  ref.description = "exact CPU reference (" + reference_runtime() + "; precision=fp32|fp64 from the case)";
   ref.make = [](const Knobs&) { return std::make_unique<CpuBackend>("cpu-ref", nullptr, true, true); };
   v.push_back(std::move(ref));
   for (const auto& m : bug_models()) {

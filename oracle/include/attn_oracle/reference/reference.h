@@ -1,8 +1,10 @@
-// Exact CPU references (Eigen, fp32 or fp64 per case precision). They read inputs only from valid
+// Exact CPU references (fp32 or fp64 per case precision; large products through OpenBLAS or Eigen). They read inputs only from valid
 // slots, compute only layout.check_rows, and write outputs at the bound offsets. The seams
 // (reference_seams.h) are where a bug model re-creates a kernel's defect on the same path; the
 // default, exact_seams(), is the oracle.
 #pragma once
+#include <string>
+
 #include "attn_oracle/inputs/tensors.h"
 #include "attn_oracle/reference/reference_seams.h"
 
@@ -36,5 +38,9 @@ void reference_and_emulate_sdpa_bwd_f32(const Layout& l, const Inputs& in, Outpu
 // LSE; indexer: the top-k and the distributions over its slots), the exact forward's results rounded as a
 // kernel's forward hands them over. Every path (Trial, the input-write check's pristine copy) uses this.
 Inputs make_case_inputs(const Layout& l);
+// What the references run on in this process: the GEMM library with its version and the kernels it chose for
+// this CPU, and the thread count (OMP_NUM_THREADS or the physical cores): "OpenBLAS 0.3.34, SkylakeX kernels;
+// 16 threads". A slow check on a fast CPU shows here first (an OPENBLAS_CORETYPE naming old kernels).
+std::string reference_runtime();
 
 }  // namespace ao
