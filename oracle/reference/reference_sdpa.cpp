@@ -8,8 +8,10 @@
 // Split-KV (ReferenceSeams::key_splits): a finite row's allowed keys are cut at the document's key splits
 // [j*S, (j+1)*S), S = ceil(max_seqlen_kv / num_splits); each split gives a partial state (O_j, LSE_j)
 // and the states are merged left to right as a combine kernel does (merge_partials).
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include <Eigen/Dense>
@@ -25,6 +27,7 @@ namespace ao {
 namespace {
 
 constexpr size_t kRowBlock = 128;
+constexpr size_t kTasksPerThread = 4;  // where blocks are few: (block, query heads) tasks a thread at least
 
 }  // namespace
 
@@ -98,13 +101,29 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
   detail::BlasSingleThread blas_in_caller;
   detail::Progress progress("sdpa reference", blocks.size(),
                             double(l.check_rows.size()) * double(max_keys) * Hq * (D + Dv));
+  // Few row blocks (sampled rows: 256 of them are 2 blocks) leave threads idle, and under a causal mask a
+  // block's cost grows with its rows' positions: each block's query heads are then shared out in parts, a
+  // task each, for at least kTasksPerThread tasks a thread. A part costs only its block's key ranges again;
+  // a head's products and softmax are the same calls whichever task runs them, so the outputs stay bitwise
+  // independent of the thread count.
+  const int threads = detail::reference_threads();
+  const size_t head_parts = std::clamp<size_t>((kTasksPerThread * size_t(threads) + blocks.size() - 1) /
+                                                   std::max<size_t>(blocks.size(), 1),
+                                               1, size_t(std::max(Hq, 1)));
+  std::unique_ptr<std::atomic<size_t>[]> parts_left(new std::atomic<size_t>[blocks.size()]);
+  for (size_t bi = 0; bi < blocks.size(); ++bi) parts_left[bi] = head_parts;
 
-#pragma omp parallel num_threads(detail::reference_threads())
+#pragma omp parallel num_threads(threads)
   {
     std::vector<T> Qh, S, Kh, Vh, O;  // per-thread scratch, reused across blocks
     std::vector<T> part_max, part_sum, part_lse, part_w;  // split-KV partial states of one row
 #pragma omp for schedule(dynamic, 1)
-    for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    for (size_t task = 0; task < blocks.size() * head_parts; ++task) {
+      const size_t bi = task / head_parts, hp = task % head_parts;
+      const int h_begin = int(hp * size_t(Hq) / head_parts), h_end = int((hp + 1) * size_t(Hq) / head_parts);
+      const auto part_done = [&] {
+        if (parts_left[bi].fetch_sub(1) == 1) progress.block_done();
+      };
       const auto& blk = blocks[bi];
       std::vector<int64_t> rows;
       std::vector<std::vector<KeyRange>> ranges;
@@ -114,7 +133,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
           ranges.push_back(detail::row_key_ranges(l, r, seams));
         }
       if (rows.empty()) {
-        progress.block_done();
+        part_done();
         continue;
       }
       const int64_t R = int64_t(rows.size());
@@ -146,7 +165,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
       O.resize(size_t(R * Dv));
       std::vector<char> no_key(static_cast<size_t>(R));
       std::vector<std::pair<int64_t, int64_t>> cols;  // a row's allowed S columns, one run per span
-      for (int h = 0; h < Hq; ++h) {
+      for (int h = h_begin; h < h_end; ++h) {
         const int kvh = seams.kv_head(l, h);
         for (int64_t i = 0; i < R; ++i) {
           const int64_t qr = seams.q_read_row(l, rows[size_t(i)]);
@@ -317,7 +336,7 @@ void run(const Layout& l, const Inputs& in, Outputs& out, const ReferenceSeams& 
           for (int e = 0; e < Dv; ++e) o[e] = float(O[size_t(i * Dv + e)]);
         }
       }
-      progress.block_done();
+      part_done();
     }
   }
 }
