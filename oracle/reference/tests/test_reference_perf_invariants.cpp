@@ -64,8 +64,8 @@ std::vector<std::string> determinism_cases(uint64_t seed) {
       "op=indexer docs=16384,3000 cp=2 rank=1 heads=8 dim=32 topk=512 levels=3 rows=40 precision=fp64" + s,
       "op=sdpa docs=1000,700,300 q_pad=3,0,5 kv_pad=0,4,0 tail=16 hq=8 hkv=2 dim=64 mask=bottomright" + s,
       "op=sdpa docs=1500,600 hq=4 hkv=4 dim=32 window=200 precision=fp64" + s,
-      // Few row blocks (sampled rows): each block's query heads are shared out in parts, 4 of 2 heads at 1
-      // thread, 8 of one at 2 and 3 threads.
+      // Few row blocks (sampled rows): each block's query heads are shared out in parts. One block: 4 parts of 2
+      // heads at 1 thread, 8 of one at 2 and 3 threads; four blocks (the CP rank's segments): 1, 2, 3 parts.
       "op=sdpa docs=6000 q_pad=7 hq=8 hkv=2 dim=64 rows=40" + s,
       "op=sdpa docs=5000,900 cp=2 rank=1 hq=8 hkv=4 dim=32 rows=150 precision=fp64" + s,
   };

@@ -1,6 +1,6 @@
-// Exact CPU references (fp32 or fp64 per case precision; large products through OpenBLAS or Eigen). They read inputs only from valid
-// slots, compute only layout.check_rows, and write outputs at the bound offsets. The seams
-// (reference_seams.h) are where a bug model re-creates a kernel's defect on the same path; the
+// Exact CPU references (fp32 or fp64 per case precision; the large products through OpenBLAS or Eigen). They
+// read inputs only from valid slots, compute only layout.check_rows, and write outputs at the bound offsets.
+// The seams (reference_seams.h) are where a bug model re-creates a kernel's defect on the same path; the
 // default, exact_seams(), is the oracle.
 #pragma once
 #include <string>
