@@ -53,22 +53,30 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void generated_row(
   }
 }
 
-// Fills `rows` rows of `width` floats: valid rows by token id, pad rows by poison.
-// token_of(row) returns the canonical token id, or -1 for a pad slot. Every element is a function of
-// its token and index alone, so rows are filled in parallel and the inputs do not depend on the thread
-// count.
+// One generated tensor: `rows` rows of `width` floats, row r holding token_of(r)'s values (a pad slot where
+// that is -1).
+struct TensorPlan {
+  std::vector<float>* dst;
+  int64_t rows, width;
+  uint32_t tensor;
+  bool kv_rows;  // rows are K/V rows (else Q rows)
+};
+
+// Fills a planned tensor, sized already: valid rows by token id, pad rows by poison. token_of(row) returns
+// the canonical token id, or -1 for a pad slot. Every element is a function of its token and index alone,
+// so rows are filled in parallel and the inputs do not depend on the thread count.
 template <class TokenOf>
-void fill(std::vector<float>& dst, int64_t rows, int64_t width, uint32_t tensor, const Case& c, TokenOf token_of) {
-  dst.resize(size_t(rows * width));  // sized already (allocate_side_by_side): no work
+void fill(const TensorPlan& t, const Case& c, TokenOf token_of) {
   const float poison = poison_value(c.poison, c.dtype);
+  const int64_t width = t.width;
 #pragma omp parallel for schedule(static) num_threads(omp_team_size())
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t t = token_of(r);
-    float* row = dst.data() + r * width;
-    if (t >= 0)
-      generated_row(row, width, c.seed, tensor, uint64_t(t * width), c.dtype, c.levels);
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const int64_t tok = token_of(r);
+    float* row = t.dst->data() + r * width;
+    if (tok >= 0)
+      generated_row(row, width, c.seed, t.tensor, uint64_t(tok * width), c.dtype, c.levels);
     else if (c.poison == Poison::None)  // realistic pad content (e.g. TE identifier tokens): finite data
-      generated_row(row, width, c.seed, tensor | 0x10u, uint64_t(r * width), c.dtype, c.levels);
+      generated_row(row, width, c.seed, t.tensor | 0x10u, uint64_t(r * width), c.dtype, c.levels);
     else
       std::fill(row, row + width, poison);
   }
@@ -77,9 +85,9 @@ void fill(std::vector<float>& dst, int64_t rows, int64_t width, uint32_t tensor,
 // A std::vector zero-fills its elements in the thread that sizes it, serially: 0.3 s for a 512 MiB tensor on
 // this project's EPYC, most of it page faults (a CP rank's K and V are 512 MiB each at 131k tokens, 8 heads
 // x 128). The tensors are sized side by side, one thread each, before the parallel fills.
-void allocate_side_by_side(const std::vector<std::pair<std::vector<float>*, size_t>>& t) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(int(t.size()), omp_team_size()))
-  for (size_t i = 0; i < t.size(); ++i) t[i].first->resize(t[i].second);
+void allocate_side_by_side(const std::vector<TensorPlan>& plan) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(int(plan.size()), omp_team_size()))
+  for (size_t i = 0; i < plan.size(); ++i) plan[i].dst->resize(size_t(plan[i].rows * plan[i].width));
 }
 
 }  // namespace
@@ -92,28 +100,26 @@ Inputs make_inputs(const Layout& l) {
   auto q_token = [&](int64_t r) { return q_token_id(l, r); };
   auto k_token = [&](int64_t r) { return kv_token[size_t(r)]; };
   Inputs in;
-  const auto rows_of = [](int64_t rows, int64_t width) { return size_t(rows * width); };
+  std::vector<TensorPlan> plan;
   if (c.op == Op::Indexer)
-    allocate_side_by_side({{&in.q, rows_of(l.q_rows, int64_t(c.heads) * c.dim)}, {&in.w, rows_of(l.q_rows, c.heads)},
-                           {&in.k, rows_of(l.kv_rows, c.dim)}});
+    plan = {{&in.q, l.q_rows, int64_t(c.heads) * c.dim, kTensorQ, false},
+            {&in.w, l.q_rows, c.heads, kTensorW, false},
+            {&in.k, l.kv_rows, c.dim, kTensorK, true}};
   else
-    allocate_side_by_side({{&in.q, rows_of(l.q_rows, int64_t(c.hq) * c.dim)},
-                           {&in.k, rows_of(l.kv_rows, int64_t(c.hkv) * c.dim)},
-                           {&in.v, rows_of(l.kv_rows, int64_t(c.hkv) * c.dim_v)},
-                           {&in.dout, c.pass == Pass::Bwd ? rows_of(l.q_rows, int64_t(c.hq) * c.dim_v) : 0}});
-  if (c.op == Op::Indexer) {
-    fill(in.q, l.q_rows, int64_t(c.heads) * c.dim, kTensorQ, c, q_token);
-    fill(in.w, l.q_rows, c.heads, kTensorW, c, q_token);
-    fill(in.k, l.kv_rows, c.dim, kTensorK, c, k_token);
-  } else {
-    fill(in.q, l.q_rows, int64_t(c.hq) * c.dim, kTensorQ, c, q_token);
-    fill(in.k, l.kv_rows, int64_t(c.hkv) * c.dim, kTensorK, c, k_token);
-    fill(in.v, l.kv_rows, int64_t(c.hkv) * c.dim_v, kTensorV, c, k_token);
-    if (c.probe == Probe::Edges) apply_edge_probe(l, in);
-    // The backward's dO follows the Q rows like Q (the saved O and LSE come from the exact forward:
-    // make_case_inputs, reference.h).
-    if (c.pass == Pass::Bwd) fill(in.dout, l.q_rows, int64_t(c.hq) * c.dim_v, kTensorDO, c, q_token);
-  }
+    plan = {{&in.q, l.q_rows, int64_t(c.hq) * c.dim, kTensorQ, false},
+            {&in.k, l.kv_rows, int64_t(c.hkv) * c.dim, kTensorK, true},
+            {&in.v, l.kv_rows, int64_t(c.hkv) * c.dim_v, kTensorV, true}};
+  // The backward's dO follows the Q rows like Q (the saved O and LSE come from the exact forward:
+  // make_case_inputs, reference.h).
+  if (c.op == Op::Sdpa && c.pass == Pass::Bwd)
+    plan.push_back({&in.dout, l.q_rows, int64_t(c.hq) * c.dim_v, kTensorDO, false});
+  allocate_side_by_side(plan);
+  for (const TensorPlan& t : plan)
+    if (t.kv_rows)
+      fill(t, c, k_token);
+    else
+      fill(t, c, q_token);
+  if (c.probe == Probe::Edges) apply_edge_probe(l, in);  // SDPA's Q, K and V (dO is not probed)
   apply_value_distribution(l, in);
   return in;
 }
