@@ -11,6 +11,7 @@
 #include "attn_oracle/inputs/probe_inputs.h"
 #include "attn_oracle/inputs/value_distributions.h"
 #include "attn_oracle/internal/omp_threads.h"
+#include "attn_oracle/internal/prefault.h"
 #include "attn_oracle/internal/rng.h"
 
 namespace ao {
@@ -84,10 +85,10 @@ void fill(const TensorPlan& t, const Case& c, TokenOf token_of) {
 
 // A std::vector zero-fills its elements in the thread that sizes it, serially: 0.3 s for a 512 MiB tensor on
 // this project's EPYC, most of it page faults (a CP rank's K and V are 512 MiB each at 131k tokens, 8 heads
-// x 128). The tensors are sized side by side, one thread each, before the parallel fills.
-void allocate_side_by_side(const std::vector<TensorPlan>& plan) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(int(plan.size()), omp_team_size()))
-  for (size_t i = 0; i < plan.size(); ++i) plan[i].dst->resize(size_t(plan[i].rows * plan[i].width));
+// x 128). Each tensor's pages are faulted in by the team before it is sized (prefault.h), then filled in
+// parallel.
+void allocate(const std::vector<TensorPlan>& plan) {
+  for (const TensorPlan& t : plan) assign_prefaulted(*t.dst, size_t(t.rows * t.width), 0.f);
 }
 
 }  // namespace
@@ -113,7 +114,7 @@ Inputs make_inputs(const Layout& l) {
   // make_case_inputs, reference.h).
   if (c.op == Op::Sdpa && c.pass == Pass::Bwd)
     plan.push_back({&in.dout, l.q_rows, int64_t(c.hq) * c.dim_v, kTensorDO, false});
-  allocate_side_by_side(plan);
+  allocate(plan);
   for (const TensorPlan& t : plan)
     if (t.kv_rows)
       fill(t, c, k_token);
@@ -129,23 +130,23 @@ Outputs make_sentinel_outputs(const Layout& l) {
   Outputs o;
   if (c.pass == Pass::Bwd) {  // the gradients only: the forward's outputs are the backward's inputs
     if (c.op == Op::Indexer) {
-      o.dq.assign(size_t(l.q_rows * c.heads * c.dim), sentinel_float());
-      o.dk.assign(size_t(l.kv_rows * c.dim), sentinel_float());
-      o.dw.assign(size_t(l.q_rows * c.heads), sentinel_float());
+      assign_prefaulted(o.dq, size_t(l.q_rows * c.heads * c.dim), sentinel_float());
+      assign_prefaulted(o.dk, size_t(l.kv_rows * c.dim), sentinel_float());
+      assign_prefaulted(o.dw, size_t(l.q_rows * c.heads), sentinel_float());
       o.loss.assign(1, sentinel_float());
     } else {
-      o.dq.assign(size_t(l.q_rows * c.hq * c.dim), sentinel_float());
-      o.dk.assign(size_t(l.kv_rows * c.hkv * c.dim), sentinel_float());
-      o.dv.assign(size_t(l.kv_rows * c.hkv * c.dim_v), sentinel_float());
+      assign_prefaulted(o.dq, size_t(l.q_rows * c.hq * c.dim), sentinel_float());
+      assign_prefaulted(o.dk, size_t(l.kv_rows * c.hkv * c.dim), sentinel_float());
+      assign_prefaulted(o.dv, size_t(l.kv_rows * c.hkv * c.dim_v), sentinel_float());
     }
     return o;
   }
   if (c.op == Op::Indexer) {
-    o.topk.assign(size_t(l.q_rows * c.topk), kSentinelIndex);
-    o.scores.assign(size_t(l.q_rows * c.topk), sentinel_float());
+    assign_prefaulted(o.topk, size_t(l.q_rows * c.topk), kSentinelIndex);
+    assign_prefaulted(o.scores, size_t(l.q_rows * c.topk), sentinel_float());
   } else {
-    o.o.assign(size_t(l.o_rows * c.hq * c.dim_v), sentinel_float());
-    o.lse.assign(size_t(l.stats_rows * c.hq), sentinel_float());
+    assign_prefaulted(o.o, size_t(l.o_rows * c.hq * c.dim_v), sentinel_float());
+    assign_prefaulted(o.lse, size_t(l.stats_rows * c.hq), sentinel_float());
   }
   return o;
 }

@@ -7,7 +7,8 @@
 //  * bf16 / fp16 round-to-nearest-even agrees with independent implementations (exact double
 //    arithmetic, and the compiler's _Float16) on every uniform_pm1 grid value, every half-precision
 //    bit pattern, ties, subnormals, overflow, NaN and random floats;
-//  * poison fills exactly the input pad slots; output buffers start all sentinel.
+//  * poison fills exactly the input pad slots; output buffers start all sentinel;
+//  * a large tensor sized with its pages faulted in by the team (prefault.h) holds what assign would give.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "attn_oracle/internal/prefault.h"
 #include "attn_oracle/internal/rng.h"
 #include "naive_reference.h"
 
@@ -364,6 +366,40 @@ TEST(Inputs, OutputsStartAsSentinel) {
   EXPECT_TRUE(std::isnan(sentinel_float()));
   EXPECT_FALSE(is_sentinel(std::numeric_limits<float>::quiet_NaN()));
   EXPECT_FALSE(is_sentinel(0.f * std::numeric_limits<float>::infinity()));
+}
+
+// Sizes below, at and above the threshold, from empty, smaller and larger storage holding other values,
+// on one thread and on a team: every element is the value, the size n.
+TEST(Inputs, PrefaultedTensorsHoldWhatAssignGives) {
+  const size_t at = kPrefaultMinBytes / sizeof(float);
+  const int team = omp_get_max_threads();
+  for (int threads : {1, std::max(team, 2)})
+    for (size_t n : {size_t(1000), at - 1, at, at + 4097, 3 * at + 5})
+      for (size_t before : {size_t(0), n / 2, n + 100}) {
+        omp_set_num_threads(threads);
+        std::vector<float> f(before, -7.f);
+        assign_prefaulted(f, n, sentinel_float());
+        ASSERT_EQ(f.size(), n);
+        size_t bad = 0;
+        for (float x : f) bad += !is_sentinel(x);
+        EXPECT_EQ(bad, 0u) << "n " << n << " from " << before << ", " << threads << " threads";
+        std::vector<int32_t> i(before, 7);
+        assign_prefaulted(i, n, kSentinelIndex);
+        ASSERT_EQ(i.size(), n);
+        EXPECT_EQ(size_t(std::count(i.begin(), i.end(), kSentinelIndex)), n);
+      }
+  omp_set_num_threads(team);
+  // A case whose O and Q are above the threshold: the sentinel outputs and the inputs are those of one thread.
+  const Layout l = make_layout(parse_case("op=sdpa docs=4096,4000 hq=8 hkv=2 dim=128 q_pad=100 kv_pad=30 poison=nan seed=5"));
+  ASSERT_GE(size_t(l.o_rows * 8 * 128) * sizeof(float), kPrefaultMinBytes);
+  const Outputs o = make_sentinel_outputs(l);
+  EXPECT_EQ(size_t(std::count_if(o.o.begin(), o.o.end(), [](float x) { return is_sentinel(x); })), o.o.size());
+  const Inputs many = make_inputs(l);
+  omp_set_num_threads(1);
+  const Inputs one = make_inputs(l);
+  omp_set_num_threads(team);
+  for (auto t : {&Inputs::q, &Inputs::k, &Inputs::v})
+    EXPECT_EQ(0, std::memcmp((many.*t).data(), (one.*t).data(), (one.*t).size() * sizeof(float)));
 }
 
 }  // namespace
