@@ -387,6 +387,10 @@ TEST(Inputs, PrefaultedTensorsHoldWhatAssignGives) {
         assign_prefaulted(i, n, kSentinelIndex);
         ASSERT_EQ(i.size(), n);
         EXPECT_EQ(size_t(std::count(i.begin(), i.end(), kSentinelIndex)), n);
+        std::vector<float> r(before, -7.f);
+        reserve_prefaulted(r, n);
+        EXPECT_TRUE(r.empty());
+        EXPECT_GE(r.capacity(), n);
       }
   omp_set_num_threads(team);
   // A case whose O and Q are above the threshold: the sentinel outputs and the inputs are those of one thread.
