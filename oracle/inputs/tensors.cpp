@@ -83,10 +83,10 @@ void fill(const TensorPlan& t, const Case& c, TokenOf token_of) {
   }
 }
 
-// A std::vector zero-fills its elements in the thread that sizes it, serially: 0.3 s for a 512 MiB tensor on
-// this project's EPYC, most of it page faults (a CP rank's K and V are 512 MiB each at 131k tokens, 8 heads
-// x 128). Each tensor's pages are faulted in by the team (prefault.h), then the tensors are sized side by
-// side, one thread each, before the parallel fills.
+// A std::vector zero-fills its elements in the thread that sizes it, and for a fresh tensor that is mostly
+// page faults, one thread's (prefault.h; a CP rank's K and V are 512 MiB each at 131k tokens, 8 heads x 128).
+// Each tensor's pages are faulted in by the team, then the tensors are sized side by side, one thread each,
+// before the parallel fills.
 void allocate_side_by_side(const std::vector<TensorPlan>& plan) {
   for (const TensorPlan& t : plan) reserve_prefaulted(*t.dst, size_t(t.rows * t.width));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(int(plan.size()), omp_team_size()))
