@@ -58,15 +58,18 @@ for d in "${docs[@]}"; do
     --backend cpu-ref >"$out/check_$d.txt" 2>"$out/check_$d.time" || true
 done
 
-# SDPA checks (repro --backend cpu-ref, /usr/bin/time -v): scripts/tools/bench/sdpa-checks.case; the time line
-# splits the check into its stages.
+# SDPA checks (repro --backend cpu-ref, /usr/bin/time -v): scripts/tools/bench/sdpa-checks.case, $reps runs each
+# (the table shows the median run by check time); the time line splits the check into its stages.
 mapfile -t sdpa_checks < <(grep -v -e '^#' -e '^$' scripts/tools/bench/sdpa-checks.case)
 ((quick)) && sdpa_checks=("op=sdpa docs=8192 hq=32 hkv=8 dim=128 rows=256" "op=sdpa docs=2048 hq=8 hkv=2 dim=128 pass=bwd")
 for i in "${!sdpa_checks[@]}"; do
   echo "bench: SDPA check ${sdpa_checks[$i]} ..." >&2
   echo "${sdpa_checks[$i]}" >"$out/sdpa_check_$i.case"
-  # shellcheck disable=SC2086  # the case line is key=value words
-  /usr/bin/time -v "$ao" repro ${sdpa_checks[$i]} --backend cpu-ref >"$out/sdpa_check_$i.txt" 2>"$out/sdpa_check_$i.time" || true
+  for ((k = 1; k <= reps; k++)); do
+    # shellcheck disable=SC2086  # the case line is key=value words
+    /usr/bin/time -v "$ao" repro ${sdpa_checks[$i]} --backend cpu-ref >"$out/sdpa_check_$i.r$k.txt" \
+      2>"$out/sdpa_check_$i.r$k.time" || true
+  done
 done
 
 # What a user would otherwise write, same case shape, same run. numpy: its own OpenBLAS.
