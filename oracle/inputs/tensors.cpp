@@ -61,6 +61,7 @@ struct TensorPlan {
   int64_t rows, width;
   uint32_t tensor;
   bool kv_rows;  // rows are K/V rows (else Q rows)
+  size_t elements() const { return size_t(rows * width); }
 };
 
 // Fills a planned tensor, sized already: valid rows by token id, pad rows by poison. token_of(row) returns
@@ -88,9 +89,9 @@ void fill(const TensorPlan& t, const Case& c, TokenOf token_of) {
 // Each tensor's pages are faulted in by the team, then the tensors are sized side by side, one thread each,
 // before the parallel fills.
 void allocate_side_by_side(const std::vector<TensorPlan>& plan) {
-  for (const TensorPlan& t : plan) reserve_prefaulted(*t.dst, size_t(t.rows * t.width));
+  for (const TensorPlan& t : plan) reserve_prefaulted(*t.dst, t.elements());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(int(plan.size()), omp_team_size()))
-  for (size_t i = 0; i < plan.size(); ++i) plan[i].dst->resize(size_t(plan[i].rows * plan[i].width));
+  for (size_t i = 0; i < plan.size(); ++i) plan[i].dst->resize(plan[i].elements());
 }
 
 }  // namespace
