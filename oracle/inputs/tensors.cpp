@@ -10,6 +10,7 @@
 
 #include "attn_oracle/inputs/probe_inputs.h"
 #include "attn_oracle/inputs/value_distributions.h"
+#include "attn_oracle/internal/isa_clones.h"
 #include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/internal/prefault.h"
 #include "attn_oracle/internal/rng.h"
@@ -40,9 +41,8 @@ namespace {
 // row[e] = generated_value(seed, tensor, index0 + e, levels) rounded to the dtype: the same bits as the
 // per-element formula, with the tensor's key hoisted and the dtype's branch taken once per row, so that the
 // common cases (levels off, bf16 or fp32) vectorise; cloned per ISA as the references' hot loops are.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void generated_row(float* row, int64_t n, uint64_t seed,
-                                                                                uint32_t tensor, uint64_t index0,
-                                                                                DType t, uint32_t levels) {
+AO_ISA_CLONES void generated_row(float* row, int64_t n, uint64_t seed, uint32_t tensor, uint64_t index0, DType t,
+                                uint32_t levels) {
   const uint64_t key = splitmix64(seed ^ (uint64_t(tensor) << 56));  // counter_hash's first half
   if (levels > 1 || t == DType::F16) {
     for (int64_t e = 0; e < n; ++e) row[e] = round_to(t, generated_value(seed, tensor, index0 + uint64_t(e), levels));

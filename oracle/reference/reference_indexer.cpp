@@ -22,6 +22,7 @@
 
 #include "reference_gemm.h"
 #include "attn_oracle/reference/reference_scratch.h"
+#include "attn_oracle/internal/isa_clones.h"
 #include "reference_rows.h"
 #include "reference_runtime.h"
 
@@ -295,7 +296,6 @@ double score_error_bound(const T* q, const T* w, int H, int D, double scale, dou
 
 // acc[s] = sum_h w[h] * max(S[h * ld + s], 0) for s in [a, b), heads summed in order. The hot loop
 // after the GEMM; cloned per ISA so that portable binaries still use AVX-512/AVX2 where present.
-#define AO_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 template <class T>
 inline void weighted_relu_sum_impl(const T* S, int64_t ld, const T* w, int H, int64_t a, int64_t b, T* acc) {
   std::fill(acc + a, acc + b, T(0));

@@ -5,6 +5,8 @@
 // Cephes's polynomial and its range limits.
 #include "reference_softmax.h"
 
+#include "attn_oracle/internal/isa_clones.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -20,14 +22,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 }  // namespace
 
-// GCC only: clang 14 accepts target_clones but emits one body for its first target (AVX-512 here), which
-// dies of SIGILL on a CPU without AVX-512 (the libFuzzer build, on an AMD EPYC). Clang builds get the
-// baseline lowering; every clone computes the same bits, so only speed differs.
-#if defined(__GNUC__) && !defined(__clang__)
-#define AO_SOFTMAX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define AO_SOFTMAX_CLONES
-#endif
+#define AO_SOFTMAX_CLONES AO_ISA_CLONES
 
 // Loads lanes [i, i + k) of x into v (the rest keep v's fill) and stores them back: whole vectors in the
 // loop body, a partial one at the row's end.
