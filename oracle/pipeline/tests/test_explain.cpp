@@ -163,27 +163,8 @@ TEST(Explain, IndexerRowsCompareAsSetsWithFills) {
   EXPECT_FALSE(r.equal(5, a, b));
 }
 
-// The selftest's diagnosis matrix: every detected cell of the built-in families is diagnosed.
-TEST(Explain, SelftestDiagnosisMatrixNamesEveryDetectedModel) {
-  const auto r = run_selftest(selftest_families());
-  EXPECT_TRUE(r.ok()) << format_selftest(r, true);
-  ASSERT_EQ(r.diagnosis.size(), r.models.size());
-  int detected = 0;
-  for (size_t b = 0; b < r.models.size(); ++b)
-    for (size_t f = 0; f < r.families.size(); ++f) {
-      const bool det = r.cells[b][f].kind == CellKind::Detected;
-      detected += det;
-      const auto k = r.diagnosis[b][f].kind;
-      if (det)
-        EXPECT_TRUE(k == DiagnosisKind::Named || k == DiagnosisKind::Equivalent) << r.models[b] << " F" << f + 1;
-      else
-        EXPECT_EQ(k, DiagnosisKind::None);
-    }
-  EXPECT_GT(detected, 0);
-  EXPECT_NE(format_selftest(r, false).find("diagnosis matrix"), std::string::npos);
-}
-
-// The diagnosis check can fail: an explanation whose candidates lack the injected model names another,
+// The selftest's diagnosis matrix (checked on the built-in families by Selftest.BuiltInMatrixDetectsAndDiagnoses...):
+// the diagnosis check can fail: an explanation whose candidates lack the injected model names another,
 // non-equivalent one, and diagnose() calls that WRONG.
 TEST(Explain, DiagnosisCheckFailsWhenTheInjectedModelIsNotNamed) {
   Trial t(parse_case("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 seed=2"));

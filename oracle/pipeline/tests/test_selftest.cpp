@@ -16,21 +16,30 @@ size_t model_index(const SelftestResult& r, const std::string& name) {
 }
 }  // namespace
 
-TEST(Selftest, BuiltInMatrixDetectsEveryObservableBug) {
-  for (uint64_t off : {0u, 17u}) {
-    const auto r = run_selftest(selftest_families(), off);
-    EXPECT_TRUE(r.ok()) << format_selftest(r, true);
-    ASSERT_EQ(r.models.size(), bug_models().size());
-    for (auto k : r.ref) EXPECT_EQ(k, Verdict::Pass);
-    for (size_t b = 0; b < r.models.size(); ++b) {
-      int detected = 0;
-      for (const auto& c : r.cells[b]) {
-        EXPECT_NE(c.kind, CellKind::Missed) << r.models[b];
-        detected += c.kind == CellKind::Detected;
-      }
-      EXPECT_GT(detected, 0) << r.models[b];
+// The matrix at seed offset 17; CTest `selftest_kill_matrix` runs `attn-oracle selftest` at offset 0 (each run
+// takes minutes: one per offset, not one per test). Kill and diagnosis are checked on the same run.
+TEST(Selftest, BuiltInMatrixDetectsAndDiagnosesEveryObservableBug) {
+  const auto r = run_selftest(selftest_families(), 17);
+  EXPECT_TRUE(r.ok()) << format_selftest(r, true);
+  ASSERT_EQ(r.models.size(), bug_models().size());
+  ASSERT_EQ(r.diagnosis.size(), r.models.size());
+  for (auto k : r.ref) EXPECT_EQ(k, Verdict::Pass);
+  for (size_t b = 0; b < r.models.size(); ++b) {
+    int detected = 0;
+    for (size_t f = 0; f < r.families.size(); ++f) {
+      const auto& c = r.cells[b][f];
+      EXPECT_NE(c.kind, CellKind::Missed) << r.models[b];
+      const bool det = c.kind == CellKind::Detected;
+      detected += det;
+      const auto k = r.diagnosis[b][f].kind;
+      if (det)
+        EXPECT_TRUE(k == DiagnosisKind::Named || k == DiagnosisKind::Equivalent) << r.models[b] << " F" << f + 1;
+      else
+        EXPECT_EQ(k, DiagnosisKind::None);
     }
+    EXPECT_GT(detected, 0) << r.models[b];
   }
+  EXPECT_NE(format_selftest(r, false).find("diagnosis matrix"), std::string::npos);
 }
 
 TEST(Selftest, NotObservableIsNotDetected) {
