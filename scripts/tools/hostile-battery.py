@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Hostile-input battery against the attn-oracle CLI: attacks an adversarial backend or a careless user would make.
 
-usage: hostile-battery.py ATTN_ORACLE BUILD_DIR [--full] [--only CLASS] [-v]
+usage: hostile-battery.py ATTN_ORACLE BUILD_DIR [--full] [--only CLASS] [--jobs N] [-v]
 
 BUILD_DIR holds the test plugins (BUILD_DIR/oracle/tests/libao_hostile_plugin_<mode>.so, libao_example_plugin_ok.so).
 Every attack runs in a fresh temp dir, in its own session, under a hard wall-clock limit (the whole process
 group is killed on the limit). Each states its expected exit codes and a predicate on output, files and
 processes; the verdict is HANDLED or NOT HANDLED with the reason. Deterministic (fixed seeds). Stdlib only.
-Default: a quick subset (< 3 min); --full: everything (< 15 min on 2 busy cores).
+Default: a quick subset (< 3 min); --full: everything (< 15 min on 2 busy cores). --jobs N (default 4): attacks
+run N at a time, each in its own session and folder (most of an attack's time is a harness waiting on a
+backend that sleeps, hangs or is timed out); an attack that needs the battery's process alone (a preexec
+hook: not safe beside threads) runs after the others, alone.
 Exit 0 if every attack was handled, 1 otherwise.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import random
@@ -44,10 +48,10 @@ CLASSES.update({24: "hostile text in reports", 25: "stops: SIGHUP / single repro
 
 class Attack:
     def __init__(self, cls, name, args, rc, check=None, env=None, setup=None, limit=60, quick=True, during=None,
-                 max_rss_mib=None):
+                 max_rss_mib=None, alone=False):
         self.cls, self.name, self.args, self.rc = cls, name, args, set(rc)
         self.check, self.env, self.setup, self.limit, self.quick = check, env or {}, setup, limit, quick
-        self.during, self.max_rss_mib = during, max_rss_mib
+        self.during, self.max_rss_mib, self.alone = during, max_rss_mib, alone
 
 
 class Result:
@@ -1036,7 +1040,7 @@ def build(bin_path, bdir, full):
     def fsize(n):
         return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (n, n))
     A.append(Attack(26, "RLIMIT_FSIZE below report.html's size", [], {0},
-                    setup=side_run(fsize_gate, preexec=fsize(24 << 10)),
+                    setup=side_run(fsize_gate, preexec=fsize(24 << 10)), alone=True,
                     check=side_ok(2, "report.html", "File too large", "gate: 1 cases x 1 backend(s)",
                                   then=reports_ok(1, extra=("--missing", "report.html")))))
     return A
@@ -1048,8 +1052,11 @@ def main():
     ap.add_argument("build_dir")
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--only", type=int, action="append")
+    ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
+    if a.jobs < 1:
+        ap.error(f"--jobs must be at least 1, got {a.jobs}")
     binary = os.path.abspath(a.binary)
     random.seed(0)
     attacks = [x for x in build(binary, os.path.abspath(a.build_dir), a.full) if a.full or x.quick]
@@ -1058,22 +1065,40 @@ def main():
     root = tempfile.mkdtemp(prefix="ao-attack-")
     tally, bad = {}, []
     t0 = time.monotonic()
-    for i, atk in enumerate(attacks):
+
+    def attempt(atk):
         try:
-            r = run_one(binary, atk, root)
+            return run_one(binary, atk, root)
         except Exception as e:  # the attack itself could not start (e.g. E2BIG): counted, never hidden
             r = Result()
             r.reason, r.rc, r.signal, r.wall, r.rss_mib, r.cmd, r.out = (f"attack setup failed: {e!r}", None, None,
                                                                        0.0, 0.0, atk.name, "")
+            return r
+
+    done = 0
+
+    def record(i, atk, r):
+        nonlocal done
+        done += 1
         ok = r.reason is None
         h, n = tally.get(atk.cls, (0, 0))
         tally[atk.cls] = (h + ok, n + 1)
         if a.v or not ok:
-            print(f"[{i + 1}/{len(attacks)}] {'HANDLED' if ok else 'NOT HANDLED'} ({atk.cls}) {atk.name}: "
+            print(f"[{done}/{len(attacks)}] #{i + 1} {'HANDLED' if ok else 'NOT HANDLED'} ({atk.cls}) {atk.name}: "
                   f"rc={r.rc} sig={r.signal} {r.wall:.1f}s {r.rss_mib:.0f}MiB" + ("" if ok else f" -- {r.reason}"),
                   flush=True)
         if not ok:
-            bad.append((atk, r))
+            bad.append((i, atk, r))
+
+    pooled = [(i, x) for i, x in enumerate(attacks) if not x.alone]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        futures = {pool.submit(attempt, x): (i, x) for i, x in pooled}
+        for f in concurrent.futures.as_completed(futures):
+            record(*futures[f], f.result())
+    for i, x in enumerate(attacks):
+        if x.alone:
+            record(i, x, attempt(x))
+    bad.sort(key=lambda b: b[0])
     subprocess.run(["rm", "-rf", root])
     print(f"\n{'class':<44} handled / tried")
     for c in sorted(tally):
@@ -1083,7 +1108,7 @@ def main():
     print(f"   {'total':<41} {th:>4} / {tn}   ({time.monotonic() - t0:.0f}s, {'full' if a.full else 'quick'})")
     if bad:
         print("\nNOT HANDLED:")
-        for atk, r in bad:
+        for _, atk, r in bad:
             print(f"- ({atk.cls}) {atk.name}: {r.reason}\n    $ {r.cmd}\n    output tail: {r.out[-300:]!r}")
     return 1 if bad else 0
 
