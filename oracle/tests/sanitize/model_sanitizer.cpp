@@ -29,9 +29,10 @@ using namespace ao;
 
 namespace {
 
-// One case: cpu-ref and every model of `only` (empty: every model) through one Trial; the first failing
-// model is explained (which runs every model again, through explain's own guarded loop). Returns the
-// number of broken runs.
+// One case: cpu-ref and every model of `only` (empty: every model) through one Trial; with every model,
+// the first failing one is explained (which runs every model again, through explain's own guarded loop;
+// with `only`, explaining would multiply a one-model case by the number of models). Returns the number of
+// broken runs.
 int run_case(const std::string& line, const std::vector<std::string>& only = {}) {
   Trial t(parse_case(line));
   auto ref_be = make_backend("cpu-ref");
@@ -54,7 +55,7 @@ int run_case(const std::string& line, const std::vector<std::string>& only = {})
       continue;
     }
     const Verdict v = t.judge(got, ref);
-    if (v.kind == Verdict::Fail && !explained) {
+    if (v.kind == Verdict::Fail && !explained && only.empty()) {
       const Explanation e = explain_trial(t, got, ref);
       explained = true;
       for (const auto& s : e.skipped)
