@@ -11,7 +11,7 @@ pkgs+=(python3-dev python3-venv)
 # clang with libFuzzer (libclang-rt-14-dev, also FuzzedDataProvider.h) and clang's OpenMP, for the
 # libFuzzer targets (fuzz/run-libfuzzer.sh) and the g++ replay of fuzz_differential.
 pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)
-# Headless Chromium for the report.html render test (reports/writers/tests/test_report_html.cpp), with a fixed
+# Headless Chromium for the report.html render test (report/tests/test_html.cpp), with a fixed
 # font so screenshots look the same everywhere; without it that test skips with the reason.
 [[ "${1:-}" == "--with-chromium" ]] && pkgs+=(chromium fonts-dejavu-core)
 missing=()

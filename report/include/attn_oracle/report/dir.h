@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 
 namespace ao {
 

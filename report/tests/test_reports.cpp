@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/pipeline/run_case.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "temp_files.h"
 
 using namespace ao;

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "attn_oracle/verdict/verdict.h"
 
 #ifndef AO_VERSION

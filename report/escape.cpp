@@ -1,4 +1,4 @@
-#include "attn_oracle/reports/escape.h"
+#include "attn_oracle/report/escape.h"
 
 #include <algorithm>
 #include <cstdint>

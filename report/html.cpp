@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "attn_oracle/verdict/verdict.h"
 #include "svg.h"
 #include "svg_pictures.h"

@@ -1,4 +1,4 @@
-#include "attn_oracle/reports/report_dir.h"
+#include "attn_oracle/report/dir.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

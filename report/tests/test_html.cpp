@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "attn_oracle/pipeline/run_case.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "temp_files.h"
 
 using namespace ao;
@@ -224,7 +224,7 @@ TEST(ReportHtml, ChromiumRendersBothExamplesWithoutConsoleErrors) {
     std::string args;
     for (const auto& [c, n] : e.colours) args += " " + c;
     const std::string stats = (dir / "stats.json").string();
-    ASSERT_EQ(sh("python3 " AO_SOURCE_DIR "/reports/writers/tests/png_stats.py " + png + args + " >" + stats), 0);
+    ASSERT_EQ(sh("python3 " AO_SOURCE_DIR "/report/tests/png_stats.py " + png + args + " >" + stats), 0);
     const std::string js = slurp(stats);
     auto field = [&](const std::string& key) {
       const auto at = js.find("\"" + key + "\": ");

@@ -21,8 +21,8 @@
 #include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/internal/utf8.h"
 #include "cli_run.h"
-#include "attn_oracle/reports/report.h"
-#include "attn_oracle/reports/report_dir.h"
+#include "attn_oracle/report/report.h"
+#include "attn_oracle/report/dir.h"
 #include "temp_files.h"
 
 extern char** environ;

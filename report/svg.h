@@ -2,7 +2,7 @@
 // long axes, and CellRuns, which draws a set of grid cells as horizontal runs in one <path>, so a
 // map of 100k cells costs a few hundred kB instead of megabytes of <rect>s.
 #pragma once
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include <cstdint>
 #include <string>
 #include <vector>

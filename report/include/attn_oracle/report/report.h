@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 #include "attn_oracle/pipeline/run_case.h"
-#include "attn_oracle/reports/escape.h"
+#include "attn_oracle/report/escape.h"
 
 namespace ao {
 
@@ -23,10 +23,10 @@ std::string signal_name(int sig);
 std::string report_json(const std::vector<CaseResult>& results, const ReportStatus& status = {});
 std::string report_markdown(const std::vector<CaseResult>& results, const ReportStatus& status = {});
 std::string report_junit(const std::vector<CaseResult>& results, const ReportStatus& status = {});
-// Self-contained HTML page with pictures of each failing case that kept its artifacts (report_html.cpp).
+// Self-contained HTML page with pictures of each failing case that kept its artifacts (html.cpp).
 std::string report_html(const std::vector<CaseResult>& results);
 // Writes report.json, report.md, report.xml and report.html into dir (created if missing) through a
-// ReportDir (report_dir.h): locked, written into a temporary dir, then renamed into place.
+// ReportDir (dir.h): locked, written into a temporary dir, then renamed into place.
 void write_report_files(const std::string& dir, const std::vector<CaseResult>& results,
                         const ReportStatus& status = {});
 

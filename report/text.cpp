@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "attn_oracle/verdict/verdict.h"
 
 namespace ao {

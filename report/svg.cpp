@@ -1,6 +1,6 @@
 #include "svg.h"
 
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -40,7 +40,7 @@ namespace {
 bool have_python3() { return std::system("python3 -c 'import xml.etree.ElementTree' >/dev/null 2>&1") == 0; }
 
 int check_reports(const fs::path& rep, const std::string& args) {
-  return std::system(fmt::format("python3 '{}/reports/writers/tests/check_reports.py' '{}' {}", AO_SOURCE_DIR,
+  return std::system(fmt::format("python3 '{}/report/tests/check_reports.py' '{}' {}", AO_SOURCE_DIR,
                                  rep.string(), args)
                          .c_str());
 }

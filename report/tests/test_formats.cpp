@@ -17,8 +17,8 @@
 
 #include "attn_oracle/internal/utf8.h"
 #include "attn_oracle/pipeline/run_case.h"
-#include "attn_oracle/reports/escape.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/escape.h"
+#include "attn_oracle/report/report.h"
 #include "cli_run.h"
 #include "temp_files.h"
 
@@ -30,7 +30,7 @@ namespace {
 
 bool have_python3() { return std::system("python3 -c 'import xml.etree.ElementTree' >/dev/null 2>&1") == 0; }
 
-std::string checker() { return std::string(AO_SOURCE_DIR) + "/reports/writers/tests/check_reports.py"; }
+std::string checker() { return std::string(AO_SOURCE_DIR) + "/report/tests/check_reports.py"; }
 
 // Foreign texts, each as a backend's reason (and, rotated, as its name, reference and case line).
 const std::vector<std::string> kHostile = {
