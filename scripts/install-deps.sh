@@ -63,7 +63,7 @@ fi
 # detection, symbols prefixed scipy_ so it never clashes with another BLAS in the process), its lib/ and
 # include/ extracted into .deps/scipy-openblas (CMake looks there first). Debian 12's OpenBLAS 0.3.21 stays
 # the fallback: on a VM that hides the CPU model it picks a kernel set ~6x slower than the one the CPU runs
-# (reports/cpu/ has the measurements).
+# (bench/results/ has the measurements).
 openblas_version=0.3.34.481.3
 openblas_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/scipy-openblas"
 if ! grep -qs "^${openblas_version}\$" "$openblas_dir/VERSION"; then
