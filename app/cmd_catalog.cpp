@@ -13,8 +13,8 @@
 
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/reports/escape.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/escape.h"
+#include "attn_oracle/report/report.h"
 #include "commands.h"
 
 namespace ao {

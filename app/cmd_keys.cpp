@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/case/case_keys.h"
-#include "attn_oracle/reports/escape.h"
+#include "attn_oracle/report/escape.h"
 #include "commands.h"
 
 namespace ao {

@@ -16,7 +16,7 @@
 
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "cli_run.h"
 #include "temp_files.h"
 

@@ -895,7 +895,7 @@ def build(bin_path, bdir, full):
     # xml.etree for report.xml and report.html, a GFM table check for report.md) when a backend's stderr or
     # name holds what XML forbids (U+FFFE, U+FFFF, C0 controls), a line that would start a heading, `|`,
     # an HTML comment, `]]>` or backticks.
-    checker = os.path.join(src, "reports", "writers", "tests", "check_reports.py")
+    checker = os.path.join(src, "report", "tests", "check_reports.py")
 
     def reports_ok(n=None, status="complete", where="rep", extra=()):
         def f(r, ctx):

@@ -17,7 +17,7 @@
 #include "attn_oracle/reference/reference.h"
 #include "attn_oracle/compare/tolerance.h"
 #include "cli_run.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "naive_reference.h"
 
 using namespace ao;
