@@ -28,7 +28,7 @@ std::string markdown_cell(std::string_view s, MarkdownText kind);
 
 // A GFM table: the header row, the `| --- |` rule, one line per row. Cells are Markdown as given
 // (markdown_cell for text; the writer's own markup, such as a `name` in a code span), so every table
-// the project prints (the README's key and catalog tables, report.md) has one shape.
+// the project prints (the key and catalog tables of docs/reference/, report.md) has one shape.
 class MarkdownTable {
  public:
   explicit MarkdownTable(std::vector<std::string> header);
