@@ -1,10 +1,10 @@
 // `attn-oracle catalog [--markdown]`: every bug model (bug_models()) as one table: id, catalog id,
 // defect class, public source, the gated metrics that catch it, the backends of this build that
 // re-create it (defect_table()); then the catalog entries no model re-creates, with the extension each
-// needs (unmodelled_catalog_entries()). `--markdown` prints the README's "Defect catalog" table (a test
-// keeps the README equal to it). `--json` prints the whole list as data, the trigger and outside cases
-// included, for the scripts that plan from it (scripts/device/catalog-plan.py). Everything comes from the
-// model list: nothing here names a model.
+// needs (unmodelled_catalog_entries()). `--markdown` prints the tables that docs/reference/catalog.md
+// holds whole (CTest `docs_generated` keeps the file equal to the CPU build's output). `--json` prints
+// the whole list as data, the trigger and outside cases included, for the scripts that plan from it
+// (scripts/device/catalog-plan.py). Everything comes from the model list: nothing here names a model.
 #include <algorithm>
 #include <iostream>
 
@@ -13,8 +13,8 @@
 
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/backends/bug_models.h"
-#include "attn_oracle/reports/escape.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/escape.h"
+#include "attn_oracle/report/report.h"
 #include "commands.h"
 
 namespace ao {
@@ -118,7 +118,7 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {
   auto* sub = app.add_subcommand("catalog",
                                  "every bug model: catalog id, class, public source, the metrics that catch it, the "
                                  "backends that re-create it; and the catalog entries without a model");
-  auto* md = sub->add_flag("--markdown", *markdown, "print the README's defect catalog tables (Markdown)");
+  auto* md = sub->add_flag("--markdown", *markdown, "print the defect catalog tables (Markdown: docs/reference/catalog.md)");
   sub->add_flag("--json", *as_json,
                 "print every model with its trigger and outside cases and the backends that re-create it (JSON, "
                 "schema attn-oracle.catalog)")

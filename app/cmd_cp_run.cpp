@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/gpu/cp_run.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #endif
 
 namespace ao {

@@ -9,7 +9,7 @@
 
 #include "attn_oracle/internal/interrupt.h"
 #include "attn_oracle/pipeline/explain.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "commands.h"
 
 namespace ao {

@@ -19,7 +19,7 @@
 #include "attn_oracle/verdict/claim.h"
 #include "attn_oracle/verdict/verdict.h"
 #include "commands.h"
-#include "attn_oracle/reports/report_dir.h"
+#include "attn_oracle/report/dir.h"
 
 namespace ao {
 namespace {

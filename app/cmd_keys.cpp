@@ -1,13 +1,13 @@
 // `attn-oracle keys`: every case-line key from the key table (case_keys.h) with the ops it applies
-// to, its default and its doc line; `--markdown` prints the README's key table (a test keeps the
-// README equal to it).
+// to, its default and its doc line; `--markdown` prints the key table that docs/reference/case-keys.md
+// holds whole (CTest `docs_generated` keeps the file equal to it).
 #include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/case/case_keys.h"
-#include "attn_oracle/reports/escape.h"
+#include "attn_oracle/report/escape.h"
 #include "commands.h"
 
 namespace ao {
@@ -36,7 +36,7 @@ std::string keys_markdown() {
 const CommandRegistrar reg([](CLI::App& app, const LayoutLimits&) {
   auto markdown = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("keys", "list the case-line keys (ops, default, meaning)");
-  sub->add_flag("--markdown", *markdown, "print the README's key table (Markdown)");
+  sub->add_flag("--markdown", *markdown, "print the key table (Markdown: docs/reference/case-keys.md)");
   return AppCommand{sub, [markdown] {
                       std::cout << (*markdown ? keys_markdown() : keys_text());
                       return 0;

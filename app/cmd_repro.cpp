@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/internal/interrupt.h"
-#include "attn_oracle/reports/report_dir.h"
+#include "attn_oracle/report/dir.h"
 #include "commands.h"
 
 namespace ao {

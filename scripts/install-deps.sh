@@ -11,7 +11,7 @@ pkgs+=(python3-dev python3-venv)
 # clang with libFuzzer (libclang-rt-14-dev, also FuzzedDataProvider.h) and clang's OpenMP, for the
 # libFuzzer targets (fuzz/run-libfuzzer.sh) and the g++ replay of fuzz_differential.
 pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)
-# Headless Chromium for the report.html render test (reports/writers/tests/test_report_html.cpp), with a fixed
+# Headless Chromium for the report.html render test (report/tests/test_html.cpp), with a fixed
 # font so screenshots look the same everywhere; without it that test skips with the reason.
 [[ "${1:-}" == "--with-chromium" ]] && pkgs+=(chromium fonts-dejavu-core)
 missing=()
@@ -63,7 +63,7 @@ fi
 # detection, symbols prefixed scipy_ so it never clashes with another BLAS in the process), its lib/ and
 # include/ extracted into .deps/scipy-openblas (CMake looks there first). Debian 12's OpenBLAS 0.3.21 stays
 # the fallback: on a VM that hides the CPU model it picks a kernel set ~6x slower than the one the CPU runs
-# (reports/cpu/ has the measurements).
+# (bench/results/ has the measurements).
 openblas_version=0.3.34.481.3
 openblas_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/scipy-openblas"
 if ! grep -qs "^${openblas_version}\$" "$openblas_dir/VERSION"; then

@@ -1,5 +1,5 @@
 // cp-run from the command line: bad input is exit 2 on any machine; without a GPU (CI) the run is a
-// visible skip (exit 125 with the reason), never a pass. The GPU evidence is reports/gpu/cp-run-*.
+// visible skip (exit 125 with the reason), never a pass. The GPU evidence is results/gpu/cp-run-*.
 #include <gtest/gtest.h>
 
 #include <string>

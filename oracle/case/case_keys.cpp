@@ -232,7 +232,7 @@ std::vector<CaseKey> build_table() {
     return v == "all" ? 0 : parse_int(k, v, 1, kMaxLen);
   });
   rows.show = [](const Case& c) { return c.rows == 0 ? std::string("all") : text(c.rows); };
-  const std::string derived_tol = "derived";  // the README's "How the tolerances are derived"
+  const std::string derived_tol = "derived";  // docs/tolerances.md, "How the tolerances are derived"
 
   std::vector<Entry> e = {
       {"op", Both, Keep, choices<Op>("the operation; the other keys' defaults depend on it (it may come anywhere)"),

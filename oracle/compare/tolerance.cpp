@@ -1,4 +1,4 @@
-// Tolerance derivation (tolerance.h; README "How the tolerances are derived"). u = 2^-24 is fp32's
+// Tolerance derivation (tolerance.h; docs/tolerances.md). u = 2^-24 is fp32's
 // unit roundoff, u_d the dtype's; n = the row's allowed keys; D = head dim.
 #include "attn_oracle/compare/tolerance.h"
 

@@ -1,4 +1,4 @@
-// probe=edges. Scheme (README "Mask-probe inputs"):
+// probe=edges. Scheme (docs/tolerances.md, "Mask-probe inputs"):
 //  * Key s of a document gets a position code in the first 2F dims: for frequency j < F the pair
 //    (cos, sin)(2*pi*s / 2^(j+1)), times sqrt(amp_j / scale) with amp_j = 0.3 * 1.5^j.
 //  * A query row whose allowed keys are [lo, hi) gets the same code of its newest allowed key hi-1

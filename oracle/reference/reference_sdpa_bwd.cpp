@@ -34,7 +34,7 @@ constexpr size_t kRowBlock = 128;
 constexpr int64_t kKeyBlock = 256;
 constexpr int64_t kKeyChunk = 512;  // pass A's keys per product
 // 128 x 512 and 256-key tiles: 1.32x faster than 64 x whole span and 64-key tiles on the 32k pack
-// (reports/cpu/sdpa-bwd-blocks-2026-12-05/), where small tiles left sgemm's packing a large share.
+// (bench/results/sdpa-bwd-blocks-2026-12-05/), where small tiles left sgemm's packing a large share.
 
 // A run of keys of one row block: KV buffer rows base + [lo, hi), the union of its rows' range j.
 struct Span {
@@ -91,7 +91,7 @@ struct Run {
   // the coarser choice for a scale below 1, as 1/sqrt(d) is (scaled dS of rows with small P fall into
   // fp16's subnormals), and so is rounding
   // every head: cuDNN makes both (its fp16 dK errors, matched to three digits in
-  // reports/gpu/backward-diagnosis-h100-2026-12-05/); a kernel that makes neither errs less.
+  // results/gpu/backward-diagnosis-h100-2026-12-05/); a kernel that makes neither errs less.
   bool emulate;
   // With twin (T = float, emulate off): the emulation's gradients too, from the same products of S and dP
   // and the same P and dS, rounded as emulate rounds them: the comparator's two fp32 answers, 10 products

@@ -25,7 +25,7 @@
 #include "attn_oracle/internal/utf8.h"
 #include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/pipeline/run_case.h"
-#include "attn_oracle/reports/report_dir.h"
+#include "attn_oracle/report/dir.h"
 #include "attn_oracle/verdict/claim.h"
 
 namespace nb = nanobind;

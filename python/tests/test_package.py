@@ -281,7 +281,7 @@ def test_the_kernel_reads_the_minus_one_slots():
 
 
 # The eight failures a 17-minute fuzz of cuDNN frontend 1.32.0's SM90 indexer backward found on the H200
-# (reports/gpu/indexer-backward-inprocess-2026-12-04/found-fe-idx-bwd/, shrunk): the numpy model of its
+# (corpus/found/cudnn-fe-indexer-bwd/, shrunk): the numpy model of its
 # arithmetic gives each failing ratio exactly, and without rounding dS to bf16 it passes. Equal values round
 # alike (values=plateau/extreme: the roundings add up, not as sqrt(n)) and tiny gradients underflow: the
 # oracle's gates were too tight (fixed in compare_indexer_bwd.cpp), not the kernel wrong.

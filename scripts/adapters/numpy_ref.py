@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A backend in numpy (float64): the DSA indexer (its forward top-k and, under pass=bwd, its KL loss and
-gradients) and padded-THD SDPA (forward, and under pass=bwd dQ/dK/dV), written from the semantics in README/meta.json, independently of the C++
+gradients) and padded-THD SDPA (forward, and under pass=bwd dQ/dK/dV), written from the semantics in docs/case.md, docs/ops.md and meta.json, independently of the C++
 reference. CI uses it to test the exec: protocol, and --fault re-creates every way an external backend can fail:
 
   usage: numpy_ref.py [--fault F] [--bug topleft-cp|loss-mean-buffer-rows] CASE_DIR
@@ -62,8 +62,8 @@ LOSS_MEANS = ("rows", "valid", "keyed", "sum")
 
 
 def indexer_backward(case, inputs, mean_bug, ft=np.float64):
-    """The indexer's KL loss and its gradients over the given top-k slots (README "The indexer's training
-    path"), straight from the definition: per row, its valid slots; d_index_k accumulated over every row
+    """The indexer's KL loss and its gradients over the given top-k slots (docs/ops.md, "The indexer's
+    training path"), straight from the definition: per row, its valid slots; d_index_k accumulated over every row
     that selected a key. ft = np.float32 computes like an honest fp32 kernel (fp32 logs, exps and sums)."""
     loss_mean = case.meta.get("loss_mean", "rows")
     if loss_mean not in LOSS_MEANS:  # a convention this adapter does not know: never a silent wrong answer
@@ -103,7 +103,7 @@ def indexer_backward(case, inputs, mean_bug, ft=np.float64):
     return {"dq": dq, "dw": dw, "dk": dk, "loss": loss}
 
 
-# LSE of a row with no allowed key, by meta.json's empty_rows (README: conventions).
+# LSE of a row with no allowed key, by meta.json's empty_rows (docs/case.md: conventions).
 EMPTY_LSE = {"neginf": -np.inf, "posinf": np.inf}
 
 
@@ -151,7 +151,7 @@ def sdpa(case, inputs, topleft_bug):
 
 
 def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None, fold_scale=False, round_heads=False):
-    """SDPA's backward from its definition (README "The backward pass"), per segment and query head:
+    """SDPA's backward from its definition (docs/ops.md, "The backward pass"), per segment and query head:
     P = exp(scale QK^T - lse) from the given LSE over the allowed keys, D = rowsum(dO o O) from the given O,
     dV += P^T dO, dS = P o (dO V^T - D), dQ = scale dS K, dK += scale dS^T Q; GQA heads summed into their
     K/V head; rows without a key (infinite LSE) contribute nothing. Only valid rows are written (pad

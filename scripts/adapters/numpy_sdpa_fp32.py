@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An `exec:` SDPA backend in numpy doing its arithmetic in float32 on purpose: two honest fp32
 kernels whose rounding differs from the oracle's own fp32 emulation, to show that the derived gates
-(README "How the tolerances are derived") pass correct fp32 arithmetic without a false failure.
+(docs/tolerances.md, "How the tolerances are derived") pass correct fp32 arithmetic without a false failure.
 
   usage: numpy_sdpa_fp32.py [--impl dense|online] [--tile N] [--round | --cudnn-rounding] CASE_DIR
     dense:  S = scale * Q K^T over the row's allowed keys, one max, exp, sum, P V / sum

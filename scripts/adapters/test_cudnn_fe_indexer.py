@@ -159,7 +159,7 @@ class CudnnFeIndexer(CaseDirTest):
         local0 = 0
         for d in case.docs:
             c = d["q_padded"] // (2 * cp)
-            # bottom-right: the queries are the document's last q_len of kv_len*ratio positions (README)
+            # bottom-right: the queries are the document's last q_len of kv_len*ratio positions (docs/case.md)
             shift = d["kv_len"] * ratio - d["q_len"] if case.mask == "bottomright" else 0
             for j, chunk in enumerate((rank, 2 * cp - 1 - rank)):
                 pos0 = shift + chunk * c

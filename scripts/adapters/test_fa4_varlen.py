@@ -111,7 +111,7 @@ def fake_fa4_bwd(plan, case, out, lse):
 
 
 def reference(case):
-    """The oracle's semantics (README.md), fp64: {o buffer row: (o, lse)} for every valid row."""
+    """The oracle's semantics (docs/case.md, docs/ops.md), fp64: {o buffer row: (o, lse)} for every valid row."""
     q, k, v = (case.input(n).astype(np.float64) for n in ("q", "k", "v"))
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
     g = hq // hkv

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`exec:` adapter: a plain PyTorch DSA lightning indexer + torch.topk on the GPU (the semantics of README.md):
+"""`exec:` adapter: a plain PyTorch DSA lightning indexer + torch.topk on the GPU (the semantics of docs/ops.md):
 score(t,s) = scale * sum_h w[t,h] * relu(q[t,h] . k[s]) over the segment's allowed keys, top-k per row.
 
   usage: torch_indexer.py [--compute fp32|input] [--bug topleft-cp] CASE_DIR

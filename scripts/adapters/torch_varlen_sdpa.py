@@ -16,7 +16,7 @@ pass=bwd: the same forward calls under autograd, then backward with the case's d
 forward, not the case's O/LSE: PyTorch's kernels take no external O); dQ at valid rows, dK/dV summed over
 the segments in fp32 at every document's K/V rows. PyTorch's backward forms D = rowsum(dO o O) from that
 recomputed O, which the oracle's dQ gate (derived for the case's O) does not cover: dK/dV are a baseline,
-dQ beyond its gate is the adapter's protocol gap (reports/gpu/backward-kernels-2026-12-04/).
+dQ beyond its gate is the adapter's protocol gap (results/gpu/backward-kernels-2026-12-04/).
 Exits 125 (skip) for op=indexer, for cases an implementation cannot express, or without CUDA.
 In process (attn_oracle, python/): `kernel(case, inputs, impl=..., device=...)` is the same call; a
 decline is a SKIPPED verdict with the same reason.

@@ -8,7 +8,7 @@
 #   2. scripts/tools/fuzz-detection.sh over every cpu-bug model (SEEDS seeds, BUDGET each, one
 #      single-threaded campaign per core) by each build: cases and seconds to the first failure;
 #   3. `gate corpus` for cpu-ref and every cpu-bug model by each build: the verdict lines must be identical;
-#   4. full checks (repro --backend cpu-ref, scripts/tools/bench/sdpa-checks.case) by each build in turn,
+#   4. full checks (repro --backend cpu-ref, bench/sdpa-checks.case) by each build in turn,
 #      REPS times at each of CHECK_THREADS: wall, the time line's stages, peak RSS, the verdict lines
 #      (scripts/device/checks-table.py).
 # Usage: scripts/device/before-after.sh OUT BEFORE_DIR AFTER_DIR
@@ -121,7 +121,7 @@ EOF
 fi
 
 if [[ " $steps " == *" checks "* ]]; then
-  mapfile -t checks < <(grep -v -e '^#' -e '^$' "$ao_root/scripts/tools/bench/sdpa-checks.case")
+  mapfile -t checks < <(grep -v -e '^#' -e '^$' "$ao_root/bench/sdpa-checks.case")
   mkdir -p "$out/checks"
   for t in ${CHECK_THREADS:-2 $(nproc)}; do
     for r in $(seq 1 "${REPS:-3}"); do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Packs scripts/tools/bench.sh's binaries for the device host's CPU: attn-oracle and ao_bench (CPU-only,
+# Packs bench/run.sh's binaries for the device host's CPU: attn-oracle and ao_bench (CPU-only,
 # linked against the build's BLAS) with the shared libraries they need (scripts/device/lib.sh's ao_pack), plus
-# the sgemm candidates scripts/tools/bench/sgemm_probe.py compares (Debian's OpenBLAS with its gfortran
+# the sgemm candidates bench/sgemm_probe.py compares (Debian's OpenBLAS with its gfortran
 # runtime, Debian's BLIS, where installed), all compressed into .deps/cpu-bench.tar.xz: name that in the
 # device call's `carry` (the folder itself is over the carry limit). scripts/device/cpu-bench.sh unpacks it.
 # Usage: scripts/device/cpu-bench-pack.sh [BUILD_DIR=build-bench]   (an existing build dir is only rebuilt)
@@ -14,7 +14,7 @@ build=${1:-build-bench}
 [[ -f "$build/CMakeCache.txt" ]] ||
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DAO_WITH_CUDA=OFF -DAO_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target attn-oracle ao_bench >/dev/null
-ao_pack "$build/attn-oracle" "$build/oracle/bench/ao_bench"
+ao_pack "$build/attn-oracle" "$build/bench/ao_bench"
 for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libblis.so.4; do
   f=$(ldconfig -p | awk -v n="$lib" '$1 == n && /x86-64/ {print $NF; exit}')
   [[ -n "$f" ]] && cp -L -n "$f" "$ao_bin/lib/"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/tools/bench.sh on the device host's CPU (the GPU is not used): the same table at each thread count
+# bench/run.sh on the device host's CPU (the GPU is not used): the same table at each thread count
 # (default 2, the project's machine, then every core), each from one run. Writes OUT/env.txt (versions, CPU
 # model and flags, BLAS), OUT/table_t<T>.md and the raw results of each, OUT/t<T>/ and t<T>.err, in OUT/raw.tgz.
 # Usage: scripts/device/cpu-bench.sh OUT [--quick]   (env: THREADS="2 16", REPS=2, LIMIT_S per table=600,
@@ -23,13 +23,13 @@ mkdir -p "$out"
   lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|MHz|L2|L3"
   echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2 | tr ' ' '\n' | grep -E '^(avx|fma|amx)' | tr '\n' ' ')"
   echo "linked BLAS: $(ldd "$ao_bin/attn-oracle" | grep -i blas)"
-  echo "OPENBLAS_ variables here: $(env | grep ^OPENBLAS_ | tr "\n" " ")(scripts/tools/bench.sh unsets them)"
+  echo "OPENBLAS_ variables here: $(env | grep ^OPENBLAS_ | tr "\n" " ")(bench/run.sh unsets them)"
 } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
 for t in ${THREADS:-2 $(nproc)}; do
   t0=$(date +%s)
   OMP_NUM_THREADS=$t AO_BIN=$ao_bin PYTHON_NUMPY=$py PYTHON_TORCH=$py REPS=${REPS:-2} KEEP=$out/t$t \
-    timeout "${LIMIT_S:-600}" bash scripts/tools/bench.sh $mode > "$out/table_t$t.md" 2> "$out/t$t.err"
+    timeout "${LIMIT_S:-600}" bash bench/run.sh $mode > "$out/table_t$t.md" 2> "$out/t$t.err"
   echo "threads $t: rc $?, wall $(( $(date +%s) - t0 )) s" | tee -a "$out/env.txt"
   cat "$out/table_t$t.md"
 done
@@ -45,5 +45,6 @@ for t in ${PLACEMENT:-}; do
 done
 [[ -f "$out/placement.txt" ]] && cat "$out/placement.txt"
 # What comes back from a device call is limited in file count and depth: the raw results go back as one
-# archive beside the tables (an 8-thread table was lost to that limit once).
+# archive beside the tables (an 8-thread table was lost to that limit once). A run folder under bench/results/
+# keeps the tables and env.txt, not the archive: git history is where raw files are kept.
 ( cd "$out" && tar -czf raw.tgz t[0-9]* && rm -rf t[0-9]* )

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns a gpu-campaign.sh result folder (env.txt, *.json from ao-gpu-campaign, the unpacked
 campaign-*.tgz logs) into one Markdown report. Run here, after the device call:
-  scripts/device/gpu-report.py RESULT_DIR > reports/gpu/cuda-<date>.md"""
+  scripts/device/gpu-report.py RESULT_DIR > results/gpu/cuda-<date>/README.md"""
 import json, os, re, sys
 
 d = sys.argv[1]

@@ -9,7 +9,9 @@ Fails (exit 1, one `file:line: ...` per finding) on:
     does not exist: a token starting with a top-level folder of the repository (`scripts/tools/build.sh`,
     `corpus/catalog/`), an `attn_oracle/<x>.h` header (also in C++ string literals: a user reads those in
     messages) or an upper-case top-level document name (`README.md`). A `*` or a `<placeholder>` is a
-    wildcard and `{a,b}` an alternation: the pattern must match at least one path;
+    wildcard and `{a,b}` an alternation: the pattern must match at least one path; a path under a top-level
+    folder that moved away (RETIRED) is one too; a Markdown line that says `git show <commit>:` names an
+    older commit's paths and is left alone;
   * a path that leaves the repository for a sibling folder (`../` followed by a folder name that is not
     part of the repository): a user's clone has nothing beside it;
   * a machine-specific absolute path (a home or work folder, a mktemp folder) in any committed text file.
@@ -23,6 +25,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from repo_check import finish, repo_files, repo_root  # noqa: E402
+
+# Top-level folders that moved away: a path under one of them names nothing now, and without this list it
+# would not even look like a repository path (reports/ became report/, results/ and bench/results/).
+RETIRED = {"reports"}
+# A line that tells how to read a file of an older commit (`git show <commit>:<path>`) names paths of that
+# commit, not of this tree.
+OLD_COMMIT = re.compile(r"git show [0-9a-f]{7,40}:")
 
 CODE_C = {".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh", ".c"}
 CODE_HASH = {".py", ".sh", ".cmake"}
@@ -113,7 +122,7 @@ class Checker:
             parts = f.split("/")
             for k in range(1, len(parts)):
                 self.paths.add("/".join(parts[:k]) + "/")
-        tops = sorted({f.split("/")[0] for f in self.files if "/" in f}, key=len, reverse=True)
+        tops = sorted({f.split("/")[0] for f in self.files if "/" in f} | RETIRED, key=len, reverse=True)
         self.tops = set(tops)
         self.path_re = re.compile(LEAD + r"(?:" + "|".join(re.escape(t) for t in tops) + r")/" + TOKEN)
         # Public headers live in each part's include/ folder (oracle/include/, fuzz/include/, ...).
@@ -182,7 +191,8 @@ class Checker:
         base = os.path.basename(f)
         if ext == ".md":
             for no, raw in enumerate(text.split("\n"), 1):
-                self.check_names(f, no, raw)
+                if not OLD_COMMIT.search(raw):  # names paths of an older commit, which `git show` reads
+                    self.check_names(f, no, raw)
         elif ext in CODE_C:
             comments, strings = c_comments(text)
             for no, c in comments:

@@ -612,7 +612,7 @@ def build(bin_path, bdir, full):
     for v in ["5/4", "4/4", "a/b", "1/0", "-1/3", "1/", "/3", "1", "1/4/2", "99999999999999999999/3"]:
         A.append(Attack(13, f"--shard {v!r}", ["fuzz", "--backend", "cpu-ref", "--shard", v, "--budget", "1"], {2},
                         check=has("shard")))
-    for v in ["0/4", "3/4"]:  # shards are 0-based (README: case numbers i, i+n, ...)
+    for v in ["0/4", "3/4"]:  # shards are 0-based (docs/subcommands.md: case numbers i, i+n, ...)
         A.append(Attack(13, f"--shard {v} (control)", ["fuzz", "--backend", "cpu-ref", "--shard", v, "--budget", "3",
                                                        "--no-save"], {0}))
 
@@ -899,7 +899,7 @@ def build(bin_path, bdir, full):
     # xml.etree for report.xml and report.html, a GFM table check for report.md) when a backend's stderr or
     # name holds what XML forbids (U+FFFE, U+FFFF, C0 controls), a line that would start a heading, `|`,
     # an HTML comment, `]]>` or backticks.
-    checker = os.path.join(src, "reports", "writers", "tests", "check_reports.py")
+    checker = os.path.join(src, "report", "tests", "check_reports.py")
 
     def reports_ok(n=None, status="complete", where="rep", extra=()):
         def f(r, ctx):

@@ -91,7 +91,8 @@ std::string read(const fs::path& p) {
 }
 
 // Files that name defects: the docs, scripts, Python adapters, plugins, GPU backends and their tests,
-// corpora. Not reports/ (recorded results keep the spelling of their day) nor this file.
+// corpora, the benchmark's scripts. Not results/ nor bench/results/ (recorded results keep the spelling of
+// their day) nor this file.
 std::vector<fs::path> scanned_files() {
   const fs::path root = AO_SOURCE_DIR;
   std::vector<fs::path> out;
@@ -100,12 +101,13 @@ std::vector<fs::path> scanned_files() {
     if (fs::is_regular_file(root / f)) out.push_back(root / f);
   }
   const std::set<std::string> exts = {".md", ".sh", ".py", ".cpp", ".cu", ".h", ".case", ".txt"};
-  for (const char* dir : {"docs", "scripts", "gpu_backends", "oracle", "app", "fuzz", "corpus"}) {
+  for (const char* dir : {"docs", "scripts", "bench", "gpu_backends", "oracle", "app", "fuzz", "corpus"}) {
     if (!fs::exists(root / dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
       if (!e.is_regular_file() || !exts.count(e.path().extension().string())) continue;
       if (e.path().filename() == "test_backend_registry.cpp" || e.path().filename() == "test_knobs.cpp") continue;  // old spellings on purpose
       if (e.path().string().find("/fuzz/corpus/") != std::string::npos) continue;  // libFuzzer byte inputs
+      if (e.path().string().find("/bench/results/") != std::string::npos) continue;
       out.push_back(e.path());
     }
   }

@@ -1,4 +1,4 @@
-// Derived tolerances (tolerance.h, README "How the tolerances are derived"): the emulation reference,
+// Derived tolerances (tolerance.h, docs/tolerances.md): the emulation reference,
 // the per-row O / LSE / rel_l2 gates, their visibility (gate, gate_ratio in JSON), the overrides, and
 // the two blind spots they close: a one-key mask error on long rows, and an LSE gate that ignored the
 // scale.
@@ -17,7 +17,7 @@
 #include "attn_oracle/reference/reference.h"
 #include "attn_oracle/compare/tolerance.h"
 #include "cli_run.h"
-#include "attn_oracle/reports/report.h"
+#include "attn_oracle/report/report.h"
 #include "naive_reference.h"
 
 using namespace ao;
@@ -285,7 +285,7 @@ TEST(Tolerance, JsonShowsGateAndGateRatio) {
 // No false failure from honest fp32 arithmetic of another order: numpy's dense masked SDPA and an
 // online-softmax one (tiles of 16, P and O rounded to the dtype like a flash kernel) pass a
 // representative corpus subset (masks, GQA, windows, TE's padded THD) and a long-row CP rank. The whole
-// corpus is in the README's measurement; this subset keeps CI (2 cores) short.
+// corpus is in docs/tolerances.md's measurement; this subset keeps CI (2 cores) short.
 TEST(Tolerance, Fp32ExecReferencesPassTheCorpusSubset) {
   if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 with numpy (Debian python3-numpy) is not installed";

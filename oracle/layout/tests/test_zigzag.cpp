@@ -169,7 +169,7 @@ TEST(Zigzag, SeedCp32Rank31MultiDoc) {
 }
 
 TEST(Zigzag, CropKeyExtentIsTheChunkEnd) {
-  // crop=1: the kernel sees keys [0, pos0 + rows) of the document (the crop= key, README.md), else all kv.
+  // crop=1: the kernel sees keys [0, pos0 + rows) of the document (the crop= key, docs/reference/case-keys.md), else all kv.
   for (int crop : {0, 1}) {
     const Layout l = make_layout(parse_case(fmt::format("op=indexer docs=64,32 cp=2 rank=1 crop={}", crop)));
     for (const auto& s : l.segments) {

@@ -1,7 +1,7 @@
 // Deliberately naive fp64 re-implementation of the oracle's semantics, for cross-checking the
 // production path (layout.cpp, reference_*.cpp). It shares no helper with it: offsets, CP chunk
 // positions, pad rows and allowed keys are re-derived here from the ao::Case fields alone, with plain
-// loops and no Eigen, following README.md and the comment at the top of attn_oracle/layout/layout.h.
+// loops and no Eigen, following docs/case.md, docs/ops.md and the comment at the top of attn_oracle/layout/layout.h.
 // Only the input tensors (ao::make_inputs, tested on its own in test_inputs.cpp) are shared.
 #pragma once
 #include <cstdint>

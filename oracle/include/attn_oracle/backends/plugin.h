@@ -30,12 +30,12 @@
  *            [q_rows, topk] (exact fp32 distributions over each row's slots; -1 slots hold poison),
  *            grad_loss [1]; loss_mean names the mean the loss is divided by;
  *            out: dq [q_rows, heads, dim], dk [kv_rows, dim] (a CP rank's partial, as for sdpa),
- *            dw [q_rows, heads], loss [1] (optional). The loss and gradients: README "The indexer's
- *            training path" / attn_oracle/reference/indexer_backward.h.
+ *            dw [q_rows, heads], loss [1] (optional). The loss and gradients: docs/ops.md, "The
+ *            indexer's training path" / attn_oracle/reference/indexer_backward.h.
  * Pointers a pass does not use are null. Outputs arrive filled with a sentinel; write valid rows only
  * (pad slots must stay untouched unless pad_writes=allow; gradient rows of pad slots unless
  * grad_pad_zero_allowed, when zeros are accepted too). A GPU plugin copies to and from the device itself.
- * Semantics of rows, segments and allowed keys: README.md / attn_oracle/layout/layout.h. In short: row i of a
+ * Semantics of rows, segments and allowed keys: docs/case.md / attn_oracle/layout/layout.h. In short: row i of a
  * segment sits at document position pos0 + i; a document's q tokens t sit at shift + t, shift = 0 for
  * top-left, and for bottom-right the queries are the document's last q_len positions, shift =
  * kv_len*ratio - q_len (sdpa: kv_len - q_len), with and without CP (CP splits tokens t). Indexer keys

@@ -27,7 +27,7 @@ enum class Ties { Set, Strict };                 // top-k ties: any valid set, o
 enum class Pass { Fwd, Bwd };                    // which pass is judged: the forward, or the backward's gradients
 enum class GradPad { Untouched, Zero };          // what gradient rows of pad slots may hold: as given, or zeros
 // The indexer loss's mean (pass=bwd): over the Q buffer's rows, the valid rows, the valid rows with a key,
-// or none (a sum). README "The indexer's training path" says which caller uses which.
+// or none (a sum). docs/ops.md, "The indexer's training path", says which caller uses which.
 enum class LossMean { Rows, Valid, Keyed, Sum };
 
 

@@ -1,7 +1,7 @@
 // The case-key table: every case-line key is declared once, here (case_keys.cpp), with the ops it
 // applies to, a one-line doc, its default, how its value is parsed into the Case and printed
 // canonically, and how the structural shrinker treats it. parse_case / print_case (case_line.cpp),
-// `attn-oracle keys` and the README's key table (`attn-oracle keys --markdown`) all read it.
+// `attn-oracle keys` and the key table (`attn-oracle keys --markdown`, docs/reference/case-keys.md) all read it.
 //
 // A new key: add a Case field (case.h), one entry in case_keys.cpp, its semantics where the layout,
 // inputs or references use it, and tests.
@@ -30,7 +30,7 @@ enum class KeyShrink {
 struct CaseKey {
   const char* name;
   KeyOps ops;
-  std::string doc;          // one line, for `keys` and the README
+  std::string doc;          // one line, for `keys` and docs/reference/case-keys.md
   KeyShrink shrink;
   // Parses `value` into the Case; throws CaseError naming `key` and the value.
   std::function<void(Case& c, const std::string& key, const std::string& value)> parse;

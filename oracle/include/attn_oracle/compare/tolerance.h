@@ -1,4 +1,4 @@
-// Tolerances derived from the arithmetic (README "How the tolerances are derived").
+// Tolerances derived from the arithmetic (docs/tolerances.md).
 //  * SDPA: an emulation of a flash kernel in the case dtype and the exact fp64 answer on the checked
 //    rows (reference_emulation.cpp); FlashAttention's rule per (row, head): a kernel's max error
 //    against the exact answer <= c * the emulation's + a floor that follows from the dtype.

@@ -1,7 +1,7 @@
 // Layout: the validated, derived view of a Case: where every document's rows live in each buffer,
 // which query rows this CP rank holds (segments), and each row's causal position.
 //
-// Semantics (README.md, "The case line"):
+// Semantics (docs/case.md):
 //  * Documents b have valid lengths q_len/kv_len and per-tensor ragged offsets (rows) into Q/K/V/O/stats
 //    buffers. Rows of a buffer not covered by a valid row are pad slots (gaps, capacity).
 //  * Positions: a document's q tokens t = 0..q_len-1 sit at positions shift + t. Top-left (and mask=none):

@@ -1,6 +1,6 @@
 // The DSA indexer's training path (op=indexer pass=bwd): the KL indexer loss over the exact forward's
 // top-k slots and its gradients d_index_q, d_weights, d_index_k, as cuDNN frontend's
-// indexer_backward_wrapper defines them (README "The indexer's training path"):
+// indexer_backward_wrapper defines them (docs/ops.md, "The indexer's training path"):
 //   per valid slot j of row t (topk[t, j] >= 0):
 //     lt_j = clip(log target_j, -100, 0),  lp_j = clip(log predict_j, -100, 0)
 //     loss_t = sum_j exp(lt_j) * (lt_j - lp_j)                       (kl_div, log_target=True)
