@@ -1,6 +1,6 @@
 // explain (explain.h): names the injected bug model on recorded seeds, says "nothing to explain" for
 // a backend equal to the reference, "no known defect" for a foreign backend whose outputs match no model;
-// the selftest's diagnosis matrix names every detected model and its check can fail.
+// the diagnosis check can fail (the built-in matrix's diagnoses: test_selftest.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
