@@ -281,10 +281,10 @@ def test_the_kernel_reads_the_minus_one_slots():
 
 
 # The eight failures a 17-minute fuzz of cuDNN frontend 1.32.0's SM90 indexer backward found on the H200
-# (corpus/found/cudnn-fe-indexer-bwd/, shrunk): the numpy model of its
-# arithmetic gives each failing ratio exactly, and without rounding dS to bf16 it passes. Equal values round
-# alike (values=plateau/extreme: the roundings add up, not as sqrt(n)) and tiny gradients underflow: the
-# oracle's gates were too tight (fixed in compare_indexer_bwd.cpp), not the kernel wrong.
+# (shrunk: corpus/found/cudnn-fe-indexer-bwd/, one in results/gpu/indexer-backward-inprocess-2026-12-04/): the
+# numpy model of its arithmetic gives each failing ratio exactly, and without rounding dS to bf16 it passes.
+# Equal values round alike (values=plateau/extreme: the roundings add up, not as sqrt(n)) and tiny gradients
+# underflow: the oracle's gates were too tight (fixed in compare_indexer_bwd.cpp), not the kernel wrong.
 FE_BWD_DEVICE_FOUND = [
     "op=indexer docs=33 q_pad=0 kv_pad=1 mask=topleft max_seqlen_q=132 heads=64 dim=128 topk=1024 seed=726238 poison=none values=plateau loss_mean=sum pass=bwd",
     "op=indexer docs=132,4 cp=2 heads=64 dim=128 topk=2048 values=extreme pass=bwd",
