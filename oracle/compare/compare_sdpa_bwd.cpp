@@ -31,11 +31,13 @@
 // dkv_unreached_nonzero (K/V rows no query may reach, exact dK = dV = 0, holding anything but zeros: a
 // gradient leaked into keys outside every row's band, another document's).
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/compare/compare.h"
+#include "prepared.h"
 #include "attn_oracle/compare/judged_region.h"
 #include "attn_oracle/reference/reference.h"
 
@@ -53,25 +55,41 @@ struct Grad {
   bool kv;  // over K/V rows (dK, dV), else Q rows (dQ)
 };
 
-}  // namespace
+std::array<Grad, 3> grads(const Case& c) {
+  return {Grad{"dq", &Outputs::dq, c.hq, c.dim, false}, Grad{"dk", &Outputs::dk, c.hkv, c.dim, true},
+          Grad{"dv", &Outputs::dv, c.hkv, c.dim_v, true}};
+}
 
-Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
-  (void)ref;
+// The prepared half: the exact backward, and per judged (row, head) cell of each gradient its gate.
+class SdpaBwdJudgement final : public PreparedJudgement {
+ public:
+  SdpaBwdJudgement(const Layout& l, const Inputs& in);
+  Verdict judge(const Outputs& got) const override;
+  const Outputs& exact() const override { return exact_; }
+
+ private:
+  const Layout& l_;
+  const JudgedRegion region_;
+  Outputs exact_;
+  std::array<std::vector<double>, 3> gates_;  // per gradient: [buffer row][head]
+  std::array<double, 3> sum2_{};              // per gradient: sum of exact^2 over the judged rows
+};
+
+SdpaBwdJudgement::SdpaBwdJudgement(const Layout& l, const Inputs& in) : l_(l), region_(l) {
   const Case& c = l.c;
   Layout lx = l;  // the exact answer: the reference in fp64
   lx.c.precision = Precision::F64;
-  Outputs exact = make_sentinel_outputs(l), emul = make_sentinel_outputs(l), f32 = make_sentinel_outputs(l);
+  Outputs& exact = exact_;
+  exact = make_sentinel_outputs(l);
+  Outputs emul = make_sentinel_outputs(l), f32 = make_sentinel_outputs(l);
   // The emulation and an honest fp32 backward (its error: FlashAttention's "2x the fp32 reference's").
   reference_and_emulate_sdpa_bwd_f32(l, in, f32, emul);
-  const JudgedRegion region(l);
+  const JudgedRegion& region = region_;
   const std::vector<int64_t>& qrows = region.value_rows();
   const std::vector<int64_t>& kvrows = region.kv_value_rows();
   int64_t n_keys = 1;
   for (const auto& d : l.docs) n_keys = std::max(n_keys, d.kv_len);
   const double u_d = c.dtype == DType::F32 ? 0.0 : unit_roundoff(c.dtype);
-  const Grad grads[] = {{"dq", &Outputs::dq, c.hq, c.dim, false},
-                        {"dk", &Outputs::dk, c.hkv, c.dim, true},
-                        {"dv", &Outputs::dv, c.hkv, c.dim_v, true}};
   auto norm = [](const float* x, int n) {
     double s2 = 0;
     for (int e = 0; e < n; ++e) s2 += double(x[e]) * double(x[e]);
@@ -174,6 +192,51 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   } else {
     reference_sdpa_bwd(lx, in, exact);
   }
+  // Each judged cell's gate: 2 x the emulation's error (the larger of the emulation's and the fp32
+  // backward's) + the floor (see the top of the file).
+  for (size_t gi = 0; gi < 3; ++gi) {
+    const Grad g = grads(c)[gi];
+    const auto& rows = g.kv ? kvrows : qrows;
+    const std::vector<float>&X = exact.*g.t, &E = emul.*g.t, &F = f32.*g.t;
+    const size_t W = size_t(g.width), RW = size_t(g.heads) * W;
+    // The gradient's rms over the judged rows: the scale of its fp32 accumulation floor.
+    double sum2 = 0;
+    int64_t elems = 0;
+    for (int64_t r : rows)
+      for (size_t e = 0; e < RW; ++e, ++elems) sum2 += double(X[size_t(r) * RW + e]) * double(X[size_t(r) * RW + e]);
+    const double rms = elems > 0 ? std::sqrt(sum2 / double(elems)) : 0;
+    sum2_[gi] = sum2;
+    const double acc_floor = kLambda * std::sqrt(double(n_keys)) * kU32 * rms;
+    std::vector<double>& gate = gates_[gi];
+    gate.assign(size_t(g.kv ? l.kv_rows : l.q_rows) * size_t(g.heads), 0);
+    for (int64_t r : rows)
+      for (int h = 0; h < g.heads; ++h) {
+        const size_t at = size_t(r) * RW + size_t(h) * W;
+        double emul_err = 0, xmax = 0, x2 = 0;
+        for (size_t e = 0; e < W; ++e) {
+          const double x = X[at + e];
+          xmax = std::max(xmax, std::fabs(x));
+          x2 += x * x;
+          emul_err = std::max({emul_err, std::fabs(double(E[at + e]) - x), std::fabs(double(F[at + e]) - x)});
+        }
+        double floor = dtype_ulp(c.dtype, xmax) + kLambda * u_d * std::sqrt(x2 / double(W)) + acc_floor;
+        if (!g.kv) {  // dQ: the rounding of dP - D and of P (see the top of the file)
+          floor += dq_floor[size_t(r) * size_t(c.hq) + size_t(h)];
+        } else {  // dK, dV: the same roundings through every row that attends the key
+          floor += (gi == 1 ? dk_floor : dv_floor)[size_t(r) * size_t(c.hkv) + size_t(h)];
+        }
+        gate[size_t(r) * size_t(g.heads) + size_t(h)] = kEmulationFactor * emul_err + floor;
+      }
+  }
+}
+
+Verdict SdpaBwdJudgement::judge(const Outputs& got) const {
+  const Layout& l = l_;
+  const Case& c = l.c;
+  const JudgedRegion& region = region_;
+  const std::vector<int64_t>& qrows = region.value_rows();
+  const std::vector<int64_t>& kvrows = region.kv_value_rows();
+  const Outputs& exact = exact_;
   std::vector<Metric> metrics;
   std::vector<RowNote> notes;
   int64_t unwritten = 0;
@@ -183,33 +246,24 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   std::vector<Metric> per_grad;
   auto maps = std::make_shared<std::vector<CellMap>>();
   for (size_t gi = 0; gi < 3; ++gi) {
-    const Grad& g = grads[gi];
+    const Grad g = grads(c)[gi];
     const auto& rows = g.kv ? kvrows : qrows;
-    const std::vector<float>&G = got.*g.t, &X = exact.*g.t, &E = emul.*g.t, &F = f32.*g.t;
+    const std::vector<float>&G = got.*g.t, &X = exact.*g.t;
     const size_t W = size_t(g.width), RW = size_t(g.heads) * W;
     CellMap& map = maps->emplace_back(g.name, g.kv, g.kv ? l.kv_rows : l.q_rows, g.heads);
     const int out_index = region.output_of(g.t);
     region.mark_pad_rows(map, out_index, got);
-    // The gradient's rms over the judged rows: the scale of its fp32 accumulation floor.
-    double sum2 = 0;
-    int64_t elems = 0;
-    for (int64_t r : rows)
-      for (size_t e = 0; e < RW; ++e, ++elems) sum2 += double(X[size_t(r) * RW + e]) * double(X[size_t(r) * RW + e]);
-    const double rms = elems > 0 ? std::sqrt(sum2 / double(elems)) : 0;
-    const double acc_floor = kLambda * std::sqrt(double(n_keys)) * kU32 * rms;
+    const double sum2 = sum2_[gi];
     int64_t violations = 0, nonfinite = 0;
     double worst = 0, worst_gate = 0, max_abs = 0, diff2 = 0;
     for (int64_t r : rows) {
       double row_ratio = 0;
       for (int h = 0; h < g.heads; ++h) {
         const size_t at = size_t(r) * RW + size_t(h) * W;
-        double err = 0, emul_err = 0, xmax = 0, x2 = 0;
+        double err = 0;
         bool unw = false, bad = false;
         for (size_t e = 0; e < W; ++e) {
           const double x = X[at + e];
-          xmax = std::max(xmax, std::fabs(x));
-          x2 += x * x;
-          emul_err = std::max({emul_err, std::fabs(double(E[at + e]) - x), std::fabs(double(F[at + e]) - x)});
           const float v = G[at + e];
           if (is_sentinel(v)) { unw = true; continue; }
           if (!std::isfinite(v)) { ++nonfinite; bad = true; err = INFINITY; continue; }
@@ -218,13 +272,7 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
           diff2 += d * d;
         }
         unwritten += unw;
-        double floor = dtype_ulp(c.dtype, xmax) + kLambda * u_d * std::sqrt(x2 / double(W)) + acc_floor;
-        if (!g.kv) {  // dQ: the rounding of dP - D and of P (see the top of the file)
-          floor += dq_floor[size_t(r) * size_t(c.hq) + size_t(h)];
-        } else {  // dK, dV: the same roundings through every row that attends the key
-          floor += (gi == 1 ? dk_floor : dv_floor)[size_t(r) * size_t(c.hkv) + size_t(h)];
-        }
-        const double gate = kEmulationFactor * emul_err + floor;
+        const double gate = gates_[gi][size_t(r) * size_t(g.heads) + size_t(h)];
         const double ratio = gate > 0 ? err / gate : (err > 0 ? INFINITY : 0);
         violations += !(err <= gate);
         max_abs = std::max(max_abs, err);
@@ -272,6 +320,16 @@ Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, 
   Verdict v = build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
   v.cell_maps = std::move(maps);
   return v;
+}
+
+}  // namespace
+
+std::unique_ptr<PreparedJudgement> prepare_sdpa_bwd_judgement(const Layout& l, const Inputs& in) {
+  return std::make_unique<SdpaBwdJudgement>(l, in);
+}
+
+Verdict compare_sdpa_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
+  return SdpaBwdJudgement(l, in).judge(got);
 }
 
 }  // namespace ao
