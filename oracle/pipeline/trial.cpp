@@ -28,6 +28,11 @@ Trial::Trial(const Case& c, const LayoutLimits& lim) : Trial(make_layout(c, with
 
 Trial::Trial(Layout l) : l_(std::move(l)), in_(make_case_inputs(l_)), pristine_(fingerprint(in_)) {}
 
+Trial::Trial(Trial&& o) noexcept : l_(std::move(o.l_)), in_(std::move(o.in_)), pristine_(std::move(o.pristine_)) {
+  o.prepared_.reset();
+  o.checks_.reset();
+}
+
 Trial::~Trial() = default;
 
 namespace {

@@ -50,7 +50,9 @@ class Trial {
  public:
   explicit Trial(const Case& c, const LayoutLimits& lim = {});
   explicit Trial(Layout l);  // a layout made elsewhere (cp-run's per-rank layouts)
-  // Not copied or moved: the prepared comparator refers to the trial's layout and inputs.
+  // Moved, not copied: the prepared comparator refers to the trial's layout and inputs, so it stays
+  // behind (a moved trial prepares it again at its next need).
+  Trial(Trial&& o) noexcept;
   Trial(const Trial&) = delete;
   Trial& operator=(const Trial&) = delete;
   ~Trial();
