@@ -30,6 +30,8 @@ double dtype_ulp(DType t, double x) {
 //    moves the weights, each weight change moves O by at most |v - O| <= 2 v_abs;
 //  * u * (lambda sqrt(n) + 4) * v_abs: fp32 accumulation of P.V and of the sum in another order.
 // A row without keys must give O = 0: gate ulp_d(1), one rounding at the scale of V.
+// A row whose every allowed key scores one exact fp32 value has score_abs 0 (sdpa_truth): its score
+// rounding is the same for every key and moves no weight, so neither term holds it (docs/tolerances-bwd-floor.md).
 // LSE (fp32 in every dtype): c * u * ((D + 4) score_abs + 4 + lambda sqrt(n) + log(n) + |LSE|):
 // score rounding, exp (<= 2 ulp each), the n-term sum, the log and the final add. It is relative to
 // |LSE| where the scores dominate it (score_abs ~ |LSE| at large scale).

@@ -79,7 +79,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
   {
     std::vector<double> Qd, Qa, S, P2, Kd, Ka, Vd, Va, V2, X, M, Q2;
     std::vector<float> Qf, S32, E, Qa32, A32, Pf, P2f, Ka32, Va32, V2f, Mf, Q2f;
-    std::vector<double> sum, mx, sabs;
+    std::vector<double> sum, mx, sabs, smin, smax;
+    std::vector<char> one_exact;  // per stacked row: q has at most one nonzero element, its products exact in fp32
     std::vector<float> sum32, mx32;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
@@ -120,6 +121,9 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       mx.assign(size_t(SR), -INFINITY);
       mx32.assign(size_t(SR), -INFINITY);
       sabs.assign(size_t(SR), 0.0);
+      smin.assign(size_t(SR), INFINITY);
+      smax.assign(size_t(SR), -INFINITY);
+      one_exact.assign(size_t(SR), 1);
       for (int64_t j = 0; j < SR; ++j)
         for (int d = 0; d < D; ++d) {
           const float q = in.q[size_t((rows[size_t(j % R)] * Hq + h0 + j / R) * D + d)];
@@ -213,6 +217,20 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           const double m = mx[size_t(j)];
           const float m32 = mx32[size_t(j)];
           double tot = sum[size_t(j)], score_abs = sabs[size_t(j)];
+          // The row's exact scores: their spread, and whether each is one product exact in fp32 (then a
+          // kernel's fp32 score is that value in any order of its dot).
+          for (int64_t k = a; k < b; ++k) {
+            smin[size_t(j)] = std::min(smin[size_t(j)], s[k]);
+            smax[size_t(j)] = std::max(smax[size_t(j)], s[k]);
+          }
+          if (b > a && one_exact[size_t(j)]) {
+            int nz = 0;
+            for (int d = 0; d < D; ++d)
+              if (Qf[size_t(j * D + d)] != 0.f) {
+                const double prod = double(Qf[size_t(j * D + d)]) * Kd[size_t(a * D + d)];
+                one_exact[size_t(j)] = ++nz <= 1 && double(float(prod)) == prod;
+              }
+          }
           float tot32 = sum32[size_t(j)];
           for (double* x : {s, p2}) std::fill(x, x + a, 0.0), std::fill(x + b, x + cn, 0.0);
           for (float* x : {s32, pf, p2f}) std::fill(x, x + a, 0.f), std::fill(x + b, x + cn, 0.f);
@@ -276,6 +294,11 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
         const double tot = sum[size_t(j)];
         x.lse = mx[size_t(j)] + std::log(tot);
         x.score_abs = sabs[size_t(j)] / tot;
+        // Every allowed key scores the same exact fp32 value (values=extreme's even rows, a row with one
+        // key): a kernel's score rounding (the scale, log2 e, the maximum) is then the same for every key and
+        // moves no weight (dO = sum_i dp_i (v_i - O), sum_i dp_i = 0), and its dot is exact: no score term
+        // in O's floor or LSE's gate (tolerance.cpp; LSE keeps its rounding at |LSE|).
+        if (one_exact[size_t(j)] && smin[size_t(j)] == smax[size_t(j)]) x.score_abs = 0;
         for (int e = 0; e < Dv; ++e) {
           xo[e] = X[size_t(j * Dv + e)] / tot;
           eo[e] = round_to(c.dtype, E[size_t(j * Dv + e)] / sum32[size_t(j)]);
