@@ -34,13 +34,35 @@ namespace fs = std::filesystem;
 namespace {
 
 // Where a zero answer may pass a gate honestly, and why (docs/weak-status.md): the case is WEAK there,
-// never PASS. An SDPA backward in a 16-bit dtype under values=extreme: every key shares a component of
-// 2048, dQ's largest element is the difference of dS's roundings through it (sum_j dS_ij ~ 0), and an
-// honest kernel that rounds dS to the dtype errs by about dQ itself (numpy tiles of 32, P and dS
-// rounded: dq_rel_l2 ~0.6); a gate that passes it cannot reject a zero dQ on such a case.
-bool inherently_weak(const Case& c, const std::string& output) {
-  return c.op == Op::Sdpa && c.pass == Pass::Bwd && c.values == Values::Extreme && c.dtype != DType::F32 &&
-         output == "dq";
+// never PASS. Each class is a mechanism by which an honest kernel's own error reaches the size of the
+// gradient; outside them every output must discriminate (restoring the backward's old floor fails this).
+struct InherentClass {
+  const char* why;
+  bool (*holds)(const Case& c, const std::string& output, double zero_ratio);
+};
+const InherentClass kInherentlyWeak[] = {
+    // Keys sharing a large component (SDPA's values=extreme: 2048 in every key; the indexer's clustered:
+    // one shared vector): dQ = sum_j dS_ij k_j with sum_j dS_ij ~ 0 shows only the keys' spread, while
+    // a kernel that rounds dS to a 16-bit dtype before its dQ product errs by u_d sum_j |dS_ij| |k_j|,
+    // through the shared part (numpy tiles of 32, P and dS rounded: dq rel_l2 ~0.6).
+    {"16-bit dS through a component the keys share (dq)",
+     [](const Case& c, const std::string& o, double) {
+       return c.pass == Pass::Bwd && c.dtype != DType::F32 && o == "dq" &&
+              ((c.op == Op::Sdpa && c.values == Values::Extreme) || (c.op == Op::Indexer && c.values == Values::Clustered));
+     }},
+    // SDPA under values=extreme: logits and LSE near 10^6, where fp32's spacing is 0.06-0.125, so P of a
+    // row is off by a few percent (the exponent's roundings, the same for every key of the row); a
+    // gradient that is a cancelling sum over rows (dV_j = sum_i P_ij dO_i) can be that small. Weak only
+    // within a factor 2 of its gate: the old floor, 10x too wide, put zero answers at 0.04-0.3.
+    {"P's exponent rounded at |s| ~ 10^6 (values=extreme), zero answer within 2x of the gate",
+     [](const Case& c, const std::string&, double zero_ratio) {
+       return c.op == Op::Sdpa && c.pass == Pass::Bwd && c.values == Values::Extreme && zero_ratio >= 0.5;
+     }},
+};
+
+bool inherently_weak(const Case& c, const std::string& output, double zero_ratio) {
+  return std::any_of(std::begin(kInherentlyWeak), std::end(kInherentlyWeak),
+                     [&](const InherentClass& k) { return k.holds(c, output, zero_ratio); });
 }
 
 struct Row {  // one op x pass x values mode of the table
@@ -53,17 +75,22 @@ std::string mode_key(const Case& c) {
   return fmt::format("{} {} values={}", to_string(c.op), c.pass == Pass::Bwd ? "bwd" : "fwd", to_string(c.values));
 }
 
+// The valid judged rows of output o, as rows of its buffer.
+std::vector<int64_t> judged_rows(const Layout& l, const JudgedRegion& region, size_t o) {
+  const OutputSpec& s = region.outputs()[o];
+  if (s.rows == RowBuffer::KV) return region.kv_value_rows();
+  std::vector<int64_t> rows;
+  for (int64_t r : region.value_rows())
+    if (region.judges(o, r) && l.valid_row(r)) rows.push_back(region.buffer_row(o, r));
+  return rows;
+}
+
 // The answer of one output's valid judged rows replaced by `zero` (0 / key 0) or the NaN answer (NaN / an
 // index past the K/V buffer), the other outputs and the pad slots as the exact answer holds them.
 Outputs replaced(const Layout& l, const JudgedRegion& region, size_t o, const Outputs& exact, bool zero) {
   Outputs a = exact;
   const OutputSpec& s = region.outputs()[o];
-  std::vector<int64_t> rows;
-  if (s.rows == RowBuffer::KV) rows = region.kv_value_rows();
-  else
-    for (int64_t r : region.value_rows())
-      if (region.judges(o, r) && l.valid_row(r)) rows.push_back(region.buffer_row(o, r));
-  for (int64_t r : rows)
+  for (int64_t r : judged_rows(l, region, o))
     for (int64_t e = 0; e < s.width; ++e) {
       const size_t at = size_t(r * s.width + e);
       if (s.floats) (a.*s.floats)[at] = zero ? 0.f : std::numeric_limits<float>::quiet_NaN();
@@ -72,10 +99,17 @@ Outputs replaced(const Layout& l, const JudgedRegion& region, size_t o, const Ou
   return a;
 }
 
+// The exact answer is zero on every valid judged cell of o, or below 2^-100 (a sum of terms below fp32's
+// normal range, which a kernel built with fast math flushes): the zero answer is then right.
 bool all_zero_on_judged(const Layout& l, const JudgedRegion& region, size_t o, const Outputs& exact) {
-  const Outputs z = replaced(l, region, o, exact, true);
   const OutputSpec& s = region.outputs()[o];
-  return s.floats ? z.*s.floats == exact.*s.floats : z.*s.indices == exact.*s.indices;
+  for (int64_t r : judged_rows(l, region, o))
+    for (int64_t e = 0; e < s.width; ++e) {
+      const size_t at = size_t(r * s.width + e);
+      if (s.floats ? !(std::fabs((exact.*s.floats)[at]) < 0x1p-100f) : (exact.*s.indices)[at] != 0)
+        return false;
+    }
+  return true;
 }
 
 // Judges the zero and NaN answers of every output of c; records the case in the table. Returns the
@@ -108,6 +142,7 @@ std::vector<std::string> check_case(const Case& c, Backend& ref_backend, std::ma
   bool weak = false, allowed = true;
   for (size_t o = 0; o < region.outputs().size(); ++o) {
     const std::string name = region.outputs()[o].name;
+    if (judged_rows(l, region, o).empty()) continue;  // nothing of it is judged: no answer to replace
     const Verdict zero = judge(replaced(l, region, o, exact, true));
     const Verdict nan = judge(replaced(l, region, o, exact, false));
     const auto names = weak_outputs(zero);
@@ -127,7 +162,10 @@ std::vector<std::string> check_case(const Case& c, Backend& ref_backend, std::ma
     if (zero.kind == Verdict::Weak && !right) {
       weak = true;
       row.weak_outputs.insert(name);
-      if (!inherently_weak(c, name)) allowed = false;
+      double ratio = -1;
+      for (const GateCheck& g : clean.gate_checks)
+        if (g.output == name) ratio = g.zero_ratio;
+      if (!inherently_weak(c, name, ratio)) allowed = false;
     }
     for (const GateCheck& g : clean.gate_checks)
       if (g.output == name && g.zero_ratio >= 0 && !g.exact_zero) row.min_zero_ratio = std::min(row.min_zero_ratio, g.zero_ratio);

@@ -78,7 +78,7 @@ struct CellMap {
 struct GateCheck {
   std::string output;        // the output's name in output_specs(): "o", "lse", "dq", "topk", ...
   int64_t judged = 0;        // judged elements (0: nothing of this output is judged in this case: never weak)
-  bool exact_zero = false;   // the exact answer is zero on every judged element: a zero answer is right
+  bool exact_zero = false;   // the exact answer is zero (below 2^-100: underflow) on every judged element: a zero answer is right
   bool zero_fails = true, nan_fails = true;
   double zero_ratio = -1;    // the zero answer's worst err/gate over the gated metrics (-1: none carries one)
   double moved_ratio = -1;   // the moved answer's (-1: not computed)
