@@ -79,7 +79,7 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
   {
     std::vector<double> Qd, Qa, S, P2, Kd, Ka, Vd, Va, V2, X, M, Q2;
     std::vector<float> Qf, S32, E, Qa32, A32, Pf, P2f, Ka32, Va32, V2f, Mf, Q2f;
-    std::vector<double> sum, mx, sabs, smin, smax;
+    std::vector<double> sum, mx, sabs, smin, smax, sq, vmax, key_vmax;
     std::vector<char> one_exact;  // per stacked row: q has at most one nonzero element, its products exact in fp32
     std::vector<float> sum32, mx32;
 #pragma omp for schedule(dynamic, 1)
@@ -121,6 +121,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       mx.assign(size_t(SR), -INFINITY);
       mx32.assign(size_t(SR), -INFINITY);
       sabs.assign(size_t(SR), 0.0);
+      sq.assign(size_t(SR), 0.0);
+      vmax.assign(size_t(SR), 0.0);
       smin.assign(size_t(SR), INFINITY);
       smax.assign(size_t(SR), -INFINITY);
       one_exact.assign(size_t(SR), 1);
@@ -205,6 +207,13 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       for (int64_t c0 = 0; c0 < n; c0 += kKeyChunk) {
         const int64_t cn = std::min(kKeyChunk, n - c0);
         scores(c0, cn, false, n <= kKeyChunk);  // one chunk: the maxima's pass left its fp32 scores
+        {  // each key's max_e |v_e|, for the rows' v_spread
+          const float* vk = in.v.data() + ((base + lo + c0) * Hkv + kvh) * Dv;
+          key_vmax.assign(size_t(cn), 0.0);
+          for (int64_t s = 0; s < cn; ++s)
+            for (int e = 0; e < Dv; ++e)
+              key_vmax[size_t(s)] = std::max(key_vmax[size_t(s)], std::fabs(double(vk[s * Hkv * Dv + e])));
+        }
         // Softmax weights over the row's own range; outside it the weights are 0.
         for (int64_t j = 0; j < SR; ++j) {
           double* s = S.data() + j * cn;
@@ -237,6 +246,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           if (b > a) {
             tot += detail::exp_shift_sum(s + a, b - a, m);
             Eigen::Map<Eigen::ArrayXd> p(s + a, b - a), pp(p2 + a, b - a);
+            sq[size_t(j)] += p.square().sum();
+            for (int64_t k = a; k < b; ++k) vmax[size_t(j)] = std::max(vmax[size_t(j)], key_vmax[size_t(k)]);
             if (mag32) {
               score_abs += (p * Eigen::Map<const Eigen::ArrayXf>(a32 + a, b - a).cast<double>()).sum();
               Eigen::Map<Eigen::ArrayXf>(pf + a, b - a) = p.cast<float>();
@@ -307,6 +318,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           x.emul_err = std::max(x.emul_err, std::fabs(double(eo[e]) - xo[e]));
           x.o_max = std::max(x.o_max, std::fabs(xo[e]));
         }
+        const double concentration = sq[size_t(j)] / (tot * tot);  // sum_i p_i^2: 1 for a one-key softmax
+        x.v_spread = std::min(2 * x.v_abs, 2 * vmax[size_t(j)] * std::max(0.0, 1 - concentration));
       }
     }
   }

@@ -1,4 +1,4 @@
-// The discrimination check (discrimination.h, docs/weak-status.md): the issue-53 examples whose zero answer
+// The discrimination check (discrimination.h, docs/tolerances.md, "WEAK"): the issue-53 examples whose zero answer
 // passed the SDPA backward's old floor fail it now, with the comparator's words; a gate made vacuous on
 // purpose (atol=1e9) makes its output weak and the verdict WEAK; an output whose exact value is zero is not
 // weak; the moved answer scores about kMovedGates of the gate; the trial's check before any run is the one
@@ -71,6 +71,22 @@ TEST(Discrimination, TheIssueExamplesZeroAnswersFail) {
     EXPECT_TRUE(g.zero_fails);
     EXPECT_GT(g.zero_ratio, 1);
     EXPECT_FALSE(g.weak());
+  }
+}
+
+// The forward's O floor was vacuous on rows whose softmax the score rounding cannot move: every allowed
+// key scoring one exact value (values=extreme's even rows; err/gate 0.47 before) and rows whose softmax is
+// one key (scale=1e6, the selftest's neg-logits family; 0.14 before).
+TEST(Discrimination, ForwardZeroOFailsWhereTheScoreRoundingMovesNoWeight) {
+  for (const char* line : {"op=sdpa docs=1 hq=1 dim=8 values=extreme", "op=sdpa docs=40,24 scale=1e6 dtype=fp32 seed=42",
+                           "op=sdpa docs=40,24 scale=1e6 dtype=fp32 seed=59"}) {
+    SCOPED_TRACE(line);
+    Trial t(parse_case(line));
+    const Verdict v = judge_zero(t, "o");
+    EXPECT_EQ(v.kind, Verdict::Fail) << v.reason;
+    const GateCheck& g = check_of(v, "o");
+    EXPECT_TRUE(g.zero_fails);
+    EXPECT_GT(g.zero_ratio, 1);
   }
 }
 
