@@ -1,4 +1,4 @@
-// No gate is vacuous (docs/weak-status.md): over the catalog, edge and found corpora and a seeded
+// No gate is vacuous (docs/tolerances.md, "WEAK"): over the catalog, edge and found corpora and a seeded
 // generated sample of every op x pass x values mode, an all-zero answer and a NaN answer of every judged
 // output of every case fail it (FAIL), or the case comes out WEAK naming that output; never PASS. The
 // answers are built here from the output specs (output_specs(): one per output tensor of every op and
@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Where a zero answer may pass a gate honestly, and why (docs/weak-status.md): the case is WEAK there,
+// Where a zero answer may pass a gate honestly, and why (docs/tolerances.md, "WEAK"): the case is WEAK there,
 // never PASS. Each class is a mechanism by which an honest kernel's own error reaches the size of the
 // gradient; outside them every output must discriminate (restoring the backward's old floor fails this).
 struct InherentClass {

@@ -16,7 +16,7 @@
 //    for dK the same rounding reaches key j through every row that attends it: scale u_32 lambda
 //    sqrt(d_v) sum_i P_ij |dO_i| (max_j |v_j| + |O_i|) max |q_i| (a row's one key: dP - D cancels
 //    exactly, dK = 0, and a kernel's differently ordered dP and D leave ~u_32 of it). And P itself
-//    (docs/tolerances-bwd-floor.md): a kernel's exponent of P = exp(s - lse) carries the fp32 rounding of
+//    (docs/tolerances.md, "P's rounding"): a kernel's exponent of P = exp(s - lse) carries the fp32 rounding of
 //    the scaled logit, of lse (or lse log2 e) and of their difference, |theta_ij| <= u_32 T_i with
 //    T_i = 4 (S_i + |lse_i|) + 4, S_i >= |s_ij| (Hoelder over the keys' element maxima or
 //    Cauchy-Schwarz); the error theta_ij P_ij of P moves dS_ij by theta_ij dS_ij, so it reaches

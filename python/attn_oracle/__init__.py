@@ -72,7 +72,7 @@ class Verdict:
     metrics, the failing metrics and rows, the discrimination check of each output (gate_checks), explain's
     answer (on a FAIL, when asked) and the report directory (when asked). True only for a pass: a skipped,
     errored or weak case (no metric failed, but a gate cannot reject an all-zero or NaN answer of an
-    output: docs/weak-status.md) is never a pass."""
+    output: docs/tolerances.md, "WEAK") is never a pass."""
 
     def __init__(self, d):
         self._d = d

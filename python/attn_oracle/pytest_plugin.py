@@ -12,7 +12,7 @@
 Options: --ao-corpus PATH (repeatable) replaces every @cases corpus; --ao-fuzz-budget N|30s (0 skips the
 fuzz tests); --ao-fuzz-out DIR keeps found files (default: the test's tmp_path); --ao-report-dir DIR
 writes a report directory per failing case (its path is in the failure text); --ao-strict fails a WEAK
-case (a gate that an all-zero or NaN answer passes: docs/weak-status.md), which is otherwise an expected
+case (a gate that an all-zero or NaN answer passes: docs/tolerances.md, "WEAK"), which is otherwise an expected
 failure (xfail); the terminal summary counts weak cases and fuzz cases apart.
 A corpus path is taken as given, else from the working directory, else from the test file's folder
 and the folders above it (so "corpus/edge" finds the repository's corpus from examples/).

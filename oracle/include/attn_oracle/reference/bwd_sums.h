@@ -1,5 +1,5 @@
 // The SDPA backward's sums over its own P and dS that the comparator's floors take (compare_sdpa_bwd.cpp,
-// docs/tolerances-bwd-floor.md), beside the exact backward: no products of S or dP of their own.
+// docs/tolerances.md, "P's rounding"), beside the exact backward: no products of S or dP of their own.
 #pragma once
 #include <vector>
 
