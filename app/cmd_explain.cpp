@@ -47,8 +47,9 @@ int run_explain(const ExplainArgs& a, const LayoutLimits& lim) {
   if (const int sig = interrupted()) return stopped(sig);
   const Verdict v = t.judge(got, ref);
   std::cout << fmt::format("verdict: {}{}\n", verdict_label(v.kind), v.reason.empty() ? "" : " (" + v.reason + ")");
-  if (v.kind == Verdict::Pass) {
-    std::cout << fmt::format("nothing to explain: {} passes this case\n", got.backend);
+  if (v.kind == Verdict::Pass || v.kind == Verdict::Weak) {  // weak: no metric failed either
+    std::cout << fmt::format("nothing to explain: {} {} this case\n", got.backend,
+                             v.kind == Verdict::Pass ? "passes" : "fails no metric of");
     return 0;
   }
   if (v.kind != Verdict::Fail) {

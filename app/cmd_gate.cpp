@@ -1,7 +1,8 @@
 // `attn-oracle gate <files|dirs> --backend B`: the CI regression gate. Every case line of the corpus is
 // parsed and validated first (a bad line: `file:line: ...`, exit 2, nothing run), then replayed on
-// each backend vs the reference. Exit 0 only if every case that ran passed; skipped cases are listed
-// and, with --require-run, fail the gate; 125 if nothing ran at all. Reports via --report-dir (checked
+// each backend vs the reference. Exit 0 only if no case that ran failed; skipped cases are listed
+// and, with --require-run, fail the gate; weak cases (a gate that an all-zero answer passes:
+// discrimination.h) are listed and counted apart and, with --strict, fail the gate; 125 if nothing ran. Reports via --report-dir (checked
 // and locked before any case runs). A `# catches: B` claim whose case passes on B fails the gate.
 // SIGINT/SIGTERM/SIGHUP: stops after the case in flight, writes an interrupted report, exits 128 + signal.
 // A closed stdout (`gate ... | head -1`) stops it the same way (SIGPIPE, exit 141, the summary on stderr).
@@ -27,7 +28,7 @@ namespace {
 struct GateArgs {
   std::vector<std::string> paths, backends;
   std::string vs = "cpu-ref", report_dir;
-  bool report_dir_given = false, require_run = false, quiet = false, no_explain = false;
+  bool report_dir_given = false, require_run = false, strict = false, quiet = false, no_explain = false;
 };
 
 // `# catches: <backend>` claims, each checked to name a backend that exists; key: the claim text.
@@ -110,7 +111,14 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
       report_error = 2;
     }
   }
-  const int64_t passed = n[Verdict::Pass], failed = n.bad(), skipped = n[Verdict::Skipped];
+  const int64_t passed = n[Verdict::Pass], failed = n.bad(), skipped = n[Verdict::Skipped], weak = n.weak();
+  if (weak > 0) {
+    std::cout << fmt::format("weak ({}{}): a gate of the case cannot reject an all-zero or NaN answer\n", weak,
+                             a.strict ? ", --strict: they fail the gate" : "");
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].verdict.kind == Verdict::Weak)
+        std::cout << fmt::format("  {}  [{}]  {}\n", where[i], results[i].backend, results[i].verdict.reason);
+  }
   if (skipped > 0) {
     std::cout << fmt::format("skipped ({}{}):\n", skipped, a.require_run ? ", --require-run: they fail the gate" : "");
     for (size_t i = 0; i < results.size(); ++i)
@@ -121,15 +129,15 @@ int run_gate(const GateArgs& a, const LayoutLimits& lim) {
       claims_checked == 0 ? "" : fmt::format(", {} of {} claims held", claims_checked - claims_not_held, claims_checked);
   if (sig) {
     const std::string summary =
-        fmt::format("gate: INTERRUPTED by {} after {} of {} case runs: {} passed, {} failed, {} skipped{}\n",
-                    signal_name(sig), results.size(), entries.size() * a.backends.size(), passed, failed, skipped,
+        fmt::format("gate: INTERRUPTED by {} after {} of {} case runs: {} passed, {} failed, {} weak, {} skipped{}\n",
+                    signal_name(sig), results.size(), entries.size() * a.backends.size(), passed, failed, weak, skipped,
                     claim_note);
     (sig == SIGPIPE ? std::cerr : std::cout) << summary << std::flush;  // SIGPIPE: stdout is gone
     return 128 + sig;
   }
-  const int code = a.require_run && skipped > 0 ? 1 : n.exit_code();
-  std::cout << fmt::format("gate: {} cases x {} backend(s): {} passed, {} failed, {} skipped{} -> {}\n",
-                           entries.size(), a.backends.size(), passed, failed, skipped, claim_note,
+  const int code = a.require_run && skipped > 0 ? 1 : n.exit_code(a.strict);
+  std::cout << fmt::format("gate: {} cases x {} backend(s): {} passed, {} failed, {} weak, {} skipped{} -> {}\n",
+                           entries.size(), a.backends.size(), passed, failed, weak, skipped, claim_note,
                            code == 0 ? "PASS" : code == 125 ? "NOTHING RAN" : "FAIL")
             << std::flush;
   return report_error ? report_error : code;
@@ -143,6 +151,8 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
   sub->add_option("--vs", a->vs, "reference backend")->capture_default_str();
   auto* rd = sub->add_option("--report-dir", a->report_dir, "write report.json / report.md / report.xml here");
   sub->add_flag("--require-run", a->require_run, "skipped cases fail the gate");
+  sub->add_flag("--strict", a->strict,
+                "weak cases fail the gate (a gate that an all-zero or NaN answer of an output passes)");
   sub->add_flag("--quiet,-q", a->quiet, "print only cases that did not pass");
   sub->add_flag("--no-explain", a->no_explain,
                 "do not explain failing cases (explain runs every bug model on each; for big gates)");

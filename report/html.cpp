@@ -32,7 +32,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.failed td{background:#fee2e2;font-weight:600}
 td.bad{background:#fee2e2;font-weight:600}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:700;font-size:12px;color:#ffffff}
-.badge.pass{background:#16a34a}.badge.fail{background:#dc2626}.badge.error{background:#7c3aed}.badge.skipped{background:#6b7280}
+.badge.pass{background:#16a34a}.badge.fail{background:#dc2626}.badge.error{background:#7c3aed}.badge.skipped{background:#6b7280}.badge.weak{background:#d97706}
 section.case{border-top:3px solid #dc2626;margin-top:26px;padding-top:12px}
 section.case.error{border-top-color:#7c3aed}
 p.meta{margin:4px 0;font-size:13px;color:#374151}
@@ -159,8 +159,8 @@ std::string report_html(const std::vector<CaseResult>& results) {
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>attn-oracle report</title>";
   s += fmt::format("<style>{}</style></head><body>\n", kStyle);
   s += "<h1>attn-oracle report</h1>";
-  s += fmt::format("<p class=\"sum\"><b>{} passed, {} failed, {} errors, {} skipped</b> ({} cases) · attn-oracle {}</p>\n",
-                   n[Verdict::Pass], n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped], results.size(),
+  s += fmt::format("<p class=\"sum\"><b>{} passed, {} failed, {} weak, {} errors, {} skipped</b> ({} cases) · attn-oracle {}</p>\n",
+                   n[Verdict::Pass], n[Verdict::Fail], n.weak(), n[Verdict::Error], n[Verdict::Skipped], results.size(),
                    xml_escape(tool_version()));
   s += "<table class=\"cases\"><tr><th>#</th><th>verdict</th><th>backend</th><th>vs</th><th>case</th>"
        "<th>failing metrics / reason</th></tr>";

@@ -50,8 +50,18 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
       w.push_back({{"row", x.row}, {"doc", x.doc}, {"chunk", x.chunk}, {"pos", x.pos}, {"value", number(x.value)}});
     c["seconds"] = {{"backend", r.backend_seconds},         {"reference", r.ref_seconds},
                     {"inputs", r.inputs_seconds},           {"run_setup", r.run_setup_seconds},
-                    {"judge", r.judge_seconds}};
+                    {"judge", r.judge_seconds},             {"gate_check", r.gate_check_seconds}};
     c["reference_ran"] = r.reference_ran;
+    // Added in schema 4: the discrimination check of every judged output (discrimination.h).
+    auto& gc = c["gate_checks"] = nlohmann::json::array();
+    for (const auto& g : r.verdict.gate_checks) {
+      nlohmann::json x = {{"output", g.output},         {"judged", g.judged},         {"exact_zero", g.exact_zero},
+                          {"zero_fails", g.zero_fails}, {"nan_fails", g.nan_fails}, {"weak", g.weak()}};
+      if (g.zero_ratio >= 0) x["zero_ratio"] = number(g.zero_ratio);
+      if (!g.zero_failed.empty()) x["zero_failed"] = g.zero_failed;
+      if (g.moved_ratio >= 0) x["moved_ratio"] = number(g.moved_ratio), x["moved_fails"] = g.moved_fails;
+      gc.push_back(std::move(x));
+    }
     if (r.explanation) {  // added in schema 3: failing cases only, unless explaining was turned off
       const Explanation& e = *r.explanation;
       auto& x = c["explanation"];
@@ -79,7 +89,8 @@ std::string report_json(const std::vector<CaseResult>& results, const ReportStat
   }
   const VerdictTally n = tally(results);
   j["summary"] = nlohmann::json::object();
-  for (auto k : {Verdict::Pass, Verdict::Fail, Verdict::Skipped, Verdict::Error}) j["summary"][verdict_name(k)] = n[k];
+  for (auto k : {Verdict::Pass, Verdict::Fail, Verdict::Skipped, Verdict::Error, Verdict::Weak})
+    j["summary"][verdict_name(k)] = n[k];  // "weak": added in schema 4
   // Strings are sanitized where they enter a result; `replace` keeps one that was not from ending the report.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

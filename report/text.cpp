@@ -19,6 +19,12 @@ std::string signal_name(int sig) {
 }
 
 namespace {
+std::string gate_check_lines(const Verdict& v) {
+  std::string s;
+  for (const auto& g : v.gate_checks) s += gate_check_text(g) + "\n";
+  return s;
+}
+
 std::string metric_lines(const Verdict& v) {
   std::string s;
   for (const auto& m : v.metrics)
@@ -29,8 +35,8 @@ std::string metric_lines(const Verdict& v) {
 
 std::string report_markdown(const std::vector<CaseResult>& results, const ReportStatus& status) {
   const VerdictTally n = tally(results);
-  std::string s = fmt::format("## attn-oracle report\n\n**{} passed, {} failed, {} errors, {} skipped** ({} cases, attn-oracle {})\n\n",
-                              n[Verdict::Pass], n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped],
+  std::string s = fmt::format("## attn-oracle report\n\n**{} passed, {} failed, {} weak, {} errors, {} skipped** ({} cases, attn-oracle {})\n\n",
+                              n[Verdict::Pass], n[Verdict::Fail], n.weak(), n[Verdict::Error], n[Verdict::Skipped],
                               results.size(), tool_version());
   if (status.signal)
     s += fmt::format("**INTERRUPTED by {}**: only the {} cases below finished; the rest did not run.\n\n",
@@ -47,6 +53,11 @@ std::string report_markdown(const std::vector<CaseResult>& results, const Report
                      metric_lines(r.verdict));
     if (r.explanation) s += fmt::format("\n**explain**: {}\n", lit(r.explanation->headline()));
   }
+  for (const auto& r : results) {  // weak: no metric failed, but a gate cannot tell a zero answer from it
+    if (r.verdict.kind != Verdict::Weak) continue;
+    s += fmt::format("\n### WEAK {} on {}\n\nAn all-zero or NaN answer of an output passes this case's gates:\n\n```\n{}```\n",
+                     lit(r.backend), lit(r.case_line), gate_check_lines(r.verdict));
+  }
   return s;
 }
 
@@ -61,8 +72,9 @@ std::string report_junit(const std::vector<CaseResult>& results, const ReportSta
                    results.size(), n[Verdict::Fail], n[Verdict::Error], n[Verdict::Skipped], t);
   s += fmt::format("    <properties><property name=\"status\" value=\"{}\"/>{}</properties>\n",
                    status.signal ? "interrupted" : "complete",
-                   status.signal ? fmt::format("<property name=\"signal\" value=\"{}\"/>", signal_name(status.signal))
-                                 : "");
+                   (status.signal ? fmt::format("<property name=\"signal\" value=\"{}\"/>", signal_name(status.signal))
+                                  : std::string()) +
+                       fmt::format("<property name=\"weak\" value=\"{}\"/>", n.weak()));
   for (const auto& r : results) {
     s += fmt::format("    <testcase classname=\"attn-oracle.{}\" name=\"{}\" time=\"{:.3f}\">", xml_escape(r.backend),
                      xml_escape(r.case_line), r.backend_seconds + r.ref_seconds);
@@ -73,6 +85,10 @@ std::string report_junit(const std::vector<CaseResult>& results, const ReportSta
       s += fmt::format("<error message=\"{}\"/>", xml_escape(r.verdict.reason));
     else if (r.verdict.kind == Verdict::Skipped)
       s += fmt::format("<skipped message=\"{}\"/>", xml_escape(r.verdict.reason));
+    else if (r.verdict.kind == Verdict::Weak)  // JUnit has no such status: neither a failure nor a pass
+      s += fmt::format("<properties><property name=\"verdict\" value=\"weak\"/></properties><system-out>WEAK: {}\n{}{}</system-out>",
+                       xml_escape(r.verdict.reason), xml_escape(gate_check_lines(r.verdict)),
+                       xml_escape(metric_lines(r.verdict)));
     else
       s += fmt::format("<system-out>{}</system-out>", xml_escape(metric_lines(r.verdict)));
     s += "</testcase>\n";

@@ -11,6 +11,7 @@
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/pipeline/run_case.h"
 #include "cli_run.h"
+#include "temp_files.h"
 
 using namespace ao;
 namespace fs = std::filesystem;
@@ -70,6 +71,29 @@ TEST(Gate, SkippedCasesAreListedAndFailOnlyWithRequireRun) {
   EXPECT_EQ(run_cli("gate " + f + " --backend cpu-bug:tail-read --require-run").code, 1);
   const auto only = t.write("b.case", "op=indexer docs=16\n");
   EXPECT_EQ(run_cli("gate " + only + " --backend cpu-bug:tail-read").code, 125);  // nothing ran
+}
+
+// A case whose gate cannot reject an all-zero answer (atol=1e9 on O) is WEAK: listed and counted apart,
+// exit 0, and under --strict it fails the gate; its report counts it in every format.
+TEST(Gate, WeakCasesAreCountedApartAndFailOnlyWithStrict) {
+  TempCorpus t("weak");
+  const auto f = t.write("a.case", "op=sdpa docs=16,5 hq=2 dim=8\nop=sdpa docs=16,5 hq=2 dim=8 atol=1e9 rtol=0\n");
+  const std::string rep = (t.dir / "rep").string();
+  auto r = run_cli("gate " + f + " --backend cpu-ref --report-dir " + rep);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("WEAK    " + f + ":2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weak:o (a zero o passes every gate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weak (1): a gate of the case cannot reject an all-zero or NaN answer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 cases x 1 backend(s): 1 passed, 0 failed, 1 weak, 0 skipped -> PASS"), std::string::npos) << r.out;
+  const std::string json = test::slurp(fs::path(rep) / "report.json");
+  EXPECT_NE(json.find("\"weak\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"gate_checks\""), std::string::npos);
+  EXPECT_NE(test::slurp(fs::path(rep) / "report.md").find("1 passed, 0 failed, 1 weak"), std::string::npos);
+  EXPECT_NE(test::slurp(fs::path(rep) / "report.xml").find("<property name=\"weak\" value=\"1\"/>"), std::string::npos);
+  auto s = run_cli("gate " + f + " --backend cpu-ref --strict");
+  EXPECT_EQ(s.code, 1) << s.out;
+  EXPECT_NE(s.out.find("--strict: they fail the gate"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("-> FAIL"), std::string::npos) << s.out;
 }
 
 TEST(Gate, BadLineNamesFileLineAndKeyAndRunsNothing) {

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -169,17 +170,31 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if (opt.max_failures > 0 && s.verdicts.bad() >= opt.max_failures) break;
     const uint64_t index = uint64_t(opt.shard) + k * uint64_t(opt.shards);
     GeneratedCase g;
+    // The trial of the case that runs: made by the discrimination check of each draw (a weak draw is
+    // replaced), its prepared comparator then judges the run.
+    std::unique_ptr<Trial> trial;
+    double inputs_seconds = 0;
+    int redraws = 0;
     try {
-      g = generate_recorded(opt.seed, index, opt.gen);
+      g = generate_discriminating(opt.seed, index, opt.gen, [&](const Case& c) {
+        const double t = elapsed();
+        trial.reset();
+        trial = std::make_unique<Trial>(c, opt.lim);
+        inputs_seconds = elapsed() - t;
+        const std::vector<GateCheck>* checks = trial->gate_checks();
+        return checks && std::any_of(checks->begin(), checks->end(), [](const GateCheck& x) { return x.weak(); });
+      }, &redraws);
     } catch (const BadInput& e) {
       ++s.cases;
       ++s.invalid;
       s.invalid_lines.push_back(fmt::format("case #{}: generator produced an invalid case: {}", index, e.what()));
       continue;
     }
+    s.weak_redrawn += uint64_t(redraws);
     const double t_run = elapsed();
-    CaseResult r = run_case(g.c, *backend, *vs, opt.lim);
-    s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t_run);
+    CaseResult r = run_trial(*trial, *backend, *vs);
+    r.inputs_seconds = inputs_seconds;
+    s.longest_run_seconds = std::max(s.longest_run_seconds, elapsed() - t_run + inputs_seconds);
     if ((s.interrupted = interrupted()) != 0) break;  // a run cut short proves nothing: not counted
     ++s.cases;
     s.verdicts.add(r.verdict.kind);
@@ -276,8 +291,8 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
     if (s.interrupted != 0) break;
     if (opt.progress && elapsed() - last_progress >= 0.25) {
       last_progress = elapsed();
-      err << fmt::format("\r[fuzz] {} cases  {} passed  {} failed ({} unique)  {} skipped  {:.0f} cases/s  {:.0f}s",
-                         s.cases, s.verdicts[Verdict::Pass], s.verdicts.bad(), s.unique.size(),
+      err << fmt::format("\r[fuzz] {} cases  {} passed  {} failed ({} unique)  {} weak  {} skipped  {:.0f} cases/s  {:.0f}s",
+                         s.cases, s.verdicts[Verdict::Pass], s.verdicts.bad(), s.unique.size(), s.verdicts.weak(),
                          s.verdicts[Verdict::Skipped],
                          double(s.cases) / std::max(last_progress, 1e-9), last_progress)
           << std::flush;
@@ -306,11 +321,12 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
 std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s) {
   std::string out = fmt::format(
       "fuzz summary: backend {} vs {}, seed {}, shard {}/{}, dims {}\n"
-      "  {} cases in {:.1f} s ({:.0f} cases/s): {} passed, {} failed, {} skipped, {} invalid (generator bugs)\n",
+      "  {} cases in {:.1f} s ({:.0f} cases/s): {} passed, {} failed, {} weak, {} skipped, {} invalid (generator bugs)\n"
+      "  {} drawn case(s) redrawn for a weak gate (an all-zero or NaN answer of an output would have passed)\n",
       escape_comment_text(opt.backend), escape_comment_text(opt.vs), opt.seed, opt.shard, opt.shards,
       dims_name(opt.gen.dims),
       s.cases, s.seconds, double(s.cases) / std::max(s.seconds, 1e-9), s.verdicts[Verdict::Pass], s.verdicts.bad(),
-      s.verdicts[Verdict::Skipped], s.invalid);
+      s.verdicts.weak(), s.verdicts[Verdict::Skipped], s.invalid, s.weak_redrawn);
   if (s.interrupted != 0)
     out += fmt::format("  INTERRUPTED by signal {}: the counts cover the cases that finished\n", s.interrupted);
   if (!s.backend_lost.empty())
@@ -356,11 +372,12 @@ std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s)
   }
   out += fmt::format("fuzz-result cases={} failed={} unique={} merged={} merged_per_case={} skipped={} invalid={} "
                      "first_failure_case={} first_failure_seconds={:.3f} seconds={:.3f} longest_run_seconds={:.3f} "
-                     "interrupted={} nondeterministic={} unsaved={} backend_lost={}\n",
+                     "interrupted={} nondeterministic={} unsaved={} backend_lost={} weak={} weak_redrawn={}\n",
                      s.cases, s.verdicts.bad(), s.unique.size(), merged, per_case.empty() ? "-" : per_case,
                      s.verdicts[Verdict::Skipped],
                      s.invalid, s.first_failure_case, s.first_failure_seconds, s.seconds, s.longest_run_seconds,
-                     s.interrupted, s.nondeterministic, s.unsaved, s.backend_lost.empty() ? 0 : 1);
+                     s.interrupted, s.nondeterministic, s.unsaved, s.backend_lost.empty() ? 0 : 1, s.verdicts.weak(),
+                     s.weak_redrawn);
   return out;
 }
 

@@ -541,6 +541,18 @@ GeneratedCase generate_recorded(uint64_t seed, uint64_t index, const GenOptions&
   return g;
 }
 
+uint64_t redraw_seed(uint64_t seed, int redraw) { return seed + uint64_t(redraw) * 0x9E3779B97F4A7C15ull; }
+
+GeneratedCase generate_discriminating(uint64_t seed, uint64_t index, const GenOptions& opt,
+                                      const std::function<bool(const Case&)>& weak, int* redraws) {
+  GeneratedCase g = generate_recorded(seed, index, opt);
+  int n = 0;
+  // weak() sees every draw, the last too (the campaign keeps what it prepared for the draw it runs).
+  while (weak(g.c) && n < kWeakRedraws) g = generate_recorded(redraw_seed(seed, ++n), index, opt);
+  if (redraws) *redraws = n;
+  return g;
+}
+
 Case replay_choices(const Choices& seq, const GenOptions& opt, Choices* effective, std::vector<Choice>* record) {
   ReplayChoices R(seq);
   Case c = generate_case(R, opt);

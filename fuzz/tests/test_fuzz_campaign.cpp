@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "attn_oracle/fuzz/generator.h"
 #include "attn_oracle/internal/atomic_file.h"
 #include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/pipeline/trial.h"
 #include "cli_run.h"
 #include "temp_files.h"
 
@@ -43,6 +45,10 @@ void expect_only_valid_case_files(const fs::path& dir, size_t* count = nullptr) 
   }
   if (count) *count = n;
 }
+
+// A backward campaign whose first draws include a weak case (SDPA, 16-bit, values=extreme: dQ).
+constexpr uint64_t kWeakSeed = 1;
+constexpr uint64_t kWeakCases = 40;
 
 CampaignOptions one_failure(const fs::path& dir) {
   CampaignOptions o;
@@ -202,6 +208,56 @@ TEST(FuzzCampaign, ExactReferenceFindsNothing) {
   EXPECT_EQ(s.verdicts[Verdict::Pass], 150);
   EXPECT_EQ(campaign_exit_code(s), 0);
   EXPECT_TRUE(err.str().empty());  // no progress line unless asked (terminal only)
+}
+
+// The fuzzer prefers cases whose gates discriminate: a weak draw is replaced by the same case number's
+// draw from the next stream, at most kWeakRedraws times (the last draw is kept), weak() seeing every draw.
+TEST(FuzzCampaign, AWeakDrawIsRedrawnAtMostTwice) {
+  GenOptions gen;
+  const GeneratedCase first = generate_recorded(7, 3, gen);
+  int calls = 0, redraws = -1;
+  const GeneratedCase a = generate_discriminating(7, 3, gen, [&](const Case&) { return ++calls, false; }, &redraws);
+  EXPECT_EQ(print_case(a.c), print_case(first.c));
+  EXPECT_EQ(redraws, 0);
+  EXPECT_EQ(calls, 1);
+  calls = 0;
+  const GeneratedCase b = generate_discriminating(7, 3, gen, [&](const Case&) { return ++calls, true; }, &redraws);
+  EXPECT_EQ(redraws, kWeakRedraws);
+  EXPECT_EQ(calls, kWeakRedraws + 1);
+  EXPECT_EQ(print_case(b.c), print_case(generate_recorded(redraw_seed(7, kWeakRedraws), 3, gen).c));
+  const GeneratedCase c = generate_discriminating(
+      7, 3, gen, [&](const Case& x) { return print_case(x) == print_case(first.c); }, &redraws);
+  EXPECT_EQ(redraws, 1);
+  EXPECT_NE(print_case(c.c), print_case(first.c));
+  EXPECT_EQ(print_case(replay_choices(c.choices, gen)), print_case(c.c));  // the shrinker replays it
+}
+
+// In a campaign: the first draws of the case numbers whose gates have a weak output (judged here, apart)
+// are redrawn, the summary counts them, and fewer weak cases run than were drawn.
+TEST(FuzzCampaign, PrefersCasesWhoseGatesDiscriminate) {
+  CampaignOptions o;
+  o.backend = "cpu-ref";
+  o.gen.op = Op::Sdpa;
+  o.gen.pass = Pass::Bwd;
+  o.seed = kWeakSeed;
+  o.budget = {0, kWeakCases};
+  int weak_first = 0;
+  for (uint64_t i = 0; i < kWeakCases; ++i) {
+    Trial t(generate_case(o.seed, i, o.gen));
+    const auto* checks = t.gate_checks();
+    ASSERT_NE(checks, nullptr);
+    weak_first += std::any_of(checks->begin(), checks->end(), [](const GateCheck& g) { return g.weak(); });
+  }
+  ASSERT_GT(weak_first, 0) << "the seed must draw a weak case";
+  std::ostringstream err;
+  const CampaignSummary s = run_campaign(o, err);
+  EXPECT_EQ(s.cases, kWeakCases);
+  EXPECT_GE(s.weak_redrawn, uint64_t(weak_first)) << format_summary(o, s);
+  EXPECT_LT(s.verdicts.weak(), weak_first) << format_summary(o, s);
+  EXPECT_EQ(s.verdicts.bad(), 0) << format_summary(o, s);
+  const std::string text = format_summary(o, s);
+  EXPECT_NE(text.find(fmt::format("{} drawn case(s) redrawn for a weak gate", s.weak_redrawn)), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("weak_redrawn={}", s.weak_redrawn)), std::string::npos) << text;
 }
 
 TEST(FuzzCampaign, ShardsPartitionTheCaseNumbers) {

@@ -18,21 +18,47 @@
 
 #include "attn_oracle/internal/omp_threads.h"
 #include "attn_oracle/compare/compare.h"
+#include "prepared.h"
+#include "attn_oracle/compare/discrimination.h"
 #include "attn_oracle/compare/judged_region.h"
 #include "attn_oracle/reference/reference.h"
 #include "attn_oracle/compare/tolerance.h"
 
 namespace ao {
 
-Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
+namespace {
+
+// The prepared half: the K/V rows' owners and the largest key (the score tolerance's scale); the
+// reference's top-k is the yardstick (its exact answer).
+class IndexerJudgement final : public PreparedJudgement {
+ public:
+  IndexerJudgement(const Layout& l, const Inputs& in, const Outputs& ref)
+      : l_(l), in_(in), ref_(ref), kv_doc_(size_t(l.kv_rows), -1), kmax_(max_abs_key(l, in)), region_(l) {
+    for (size_t b = 0; b < l.docs.size(); ++b)
+      for (int64_t s = 0; s < l.docs[b].kv_len; ++s) kv_doc_[size_t(l.docs[b].kv_off + s)] = int32_t(b);
+  }
+  Verdict judge(const Outputs& got) const override { return judge_rows(got, false); }
+  Verdict judge_until_failure(const Outputs& got) const override { return judge_rows(got, true); }
+  const Outputs& exact() const override { return ref_; }
+
+ private:
+  const Layout& l_;
+  const Inputs& in_;
+  const Outputs& ref_;
+  std::vector<int32_t> kv_doc_;  // owner document of each KV row (-1: pad slot)
+  const double kmax_;
+  const JudgedRegion region_;
+  Verdict judge_rows(const Outputs& got, bool until_failure) const;
+};
+
+Verdict IndexerJudgement::judge_rows(const Outputs& got, bool until_failure) const {
+  const Layout& l = l_;
+  const Inputs& in = in_;
+  const Outputs& ref = ref_;
   const Case& c = l.c;
   const size_t K = size_t(c.topk);
-  // Owner document of each KV row (-1: pad slot).
-  std::vector<int32_t> kv_doc(size_t(l.kv_rows), -1);
-  for (size_t b = 0; b < l.docs.size(); ++b)
-    for (int64_t s = 0; s < l.docs[b].kv_len; ++s) kv_doc[size_t(l.docs[b].kv_off + s)] = int32_t(b);
-
-  const double kmax = max_abs_key(l, in);
+  const std::vector<int32_t>& kv_doc = kv_doc_;
+  const double kmax = kmax_;
 
   // Per-row judgement; rows are independent, so they run in parallel and are summed in row order.
   struct RowStats {
@@ -40,12 +66,18 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
     bool unwritten = false, bad_fill = false, bad = false, tie_order = false;
     double ov = 1, rc = 1;
   };
-  const JudgedRegion region(l);
-  const auto& rows = region.value_rows();
-  std::vector<RowStats> st(rows.size());
+  const JudgedRegion& region = region_;
+  const auto& all_rows = region.value_rows();
+  std::vector<RowStats> st(all_rows.size());
+  // Until a failure: the rows in blocks, the metrics over the blocks judged (a synthetic answer of the
+  // discrimination check fails on its first rows; its later rows would cost a whole judgement more).
+  const size_t block = until_failure ? 256 : std::max<size_t>(all_rows.size(), 1);
+  size_t judged = 0;
+  for (size_t b0 = 0; b0 < all_rows.size(); b0 += block) {
+    const size_t b1 = std::min(all_rows.size(), b0 + block);
 #pragma omp parallel for schedule(dynamic, 16) num_threads(omp_team_size())
-  for (size_t ri = 0; ri < rows.size(); ++ri) {
-    const int64_t r = rows[ri];
+  for (size_t ri = b0; ri < b1; ++ri) {
+    const int64_t r = all_rows[ri];
     RowStats& x = st[ri];
     const auto& seg = l.seg_of(r);
     const auto& d = l.docs[size_t(seg.doc)];
@@ -113,6 +145,14 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
     x.ov = expect ? double(inter) / double(expect) : (seen.empty() ? 1.0 : 0.0);
     x.rc = expect ? double(std::min(good, expect)) / double(expect) : (seen.empty() ? 1.0 : 0.0);
   }
+    judged = b1;
+    const double min_recall = c.min_recall >= 0 ? c.min_recall : 1.0;
+    if (until_failure && std::any_of(st.begin() + long(b0), st.begin() + long(b1), [&](const RowStats& x) {
+          return x.bad || x.unwritten || x.rc < min_recall;
+        }))
+      break;
+  }
+  const std::vector<int64_t> rows(all_rows.begin(), all_rows.begin() + long(judged));
   int64_t out_of_causal = 0, cross_doc = 0, out_of_range = 0, dups = 0, fill_rows = 0, unwritten = 0,
           rows_scored = 0, tie_rows = 0;
   double ov_min = 1, ov_sum = 0, rc_min = 1, rc_sum = 0;
@@ -162,6 +202,12 @@ Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, c
   return build_verdict(std::move(metrics), std::move(notes), WorseIs::Lowest);
 }
 
+}  // namespace
+
+Verdict compare_indexer(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
+  return IndexerJudgement(l, in, ref).judge(got);
+}
+
 // Per thread, a row's sets (seen, in_ref: hash nodes of the returned and the reference's keys) and its
 // lists (to_score, listed). Counted in one part with the reference's row-block scratch, as a refusal over
 // --max-mem names it; the SDPA comparator's rows are the reference stage's (sdpa_truth).
@@ -173,9 +219,15 @@ std::vector<ScratchBytes> compare_scratch_bytes(const Layout& l) {
 
 bool comparator_reads_reference(const Case& c) { return c.op == Op::Indexer; }
 
+std::unique_ptr<PreparedJudgement> prepare_judgement(const Layout& l, const Inputs& in, const Outputs& ref) {
+  if (l.c.op == Op::Indexer)
+    return l.c.pass == Pass::Bwd ? prepare_indexer_bwd_judgement(l, in) : std::make_unique<IndexerJudgement>(l, in, ref);
+  return l.c.pass == Pass::Bwd ? prepare_sdpa_bwd_judgement(l, in) : prepare_sdpa_judgement(l, in);
+}
+
 Verdict compare(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
-  if (l.c.op == Op::Indexer) return l.c.pass == Pass::Bwd ? compare_indexer_bwd(l, in, got, ref) : compare_indexer(l, in, got, ref);
-  return l.c.pass == Pass::Bwd ? compare_sdpa_bwd(l, in, got, ref) : compare_sdpa(l, in, got, ref);
+  const auto j = prepare_judgement(l, in, ref);
+  return with_gate_checks(j->judge(got), check_gates(l, *j));
 }
 
 }  // namespace ao

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/compare/compare.h"
+#include "prepared.h"
 #include "attn_oracle/compare/judged_region.h"
 #include "attn_oracle/compare/tolerance.h"
 #include "attn_oracle/reference/emulation.h"
@@ -72,11 +73,23 @@ double judge_row(const float* x, const float* e, const float* gate, int cells, s
   return row_unwritten ? INFINITY : row_worst;
 }
 
-}  // namespace
+// The prepared half: the exact backward and its per-element gates, widened (see the top of the file).
+class IndexerBwdJudgement final : public PreparedJudgement {
+ public:
+  IndexerBwdJudgement(const Layout& l, const Inputs& in);
+  Verdict judge(const Outputs& got) const override;
+  const Outputs& exact() const override { return g_.exact; }
 
-Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
+ private:
+  const Layout& l_;
+  IndexerBackwardGates g_;
+  const JudgedRegion region_;
+};
+
+IndexerBwdJudgement::IndexerBwdJudgement(const Layout& l, const Inputs& in)
+    : l_(l), g_(indexer_backward_gates(l, in)), region_(l) {
   const Case& c = l.c;
-  IndexerBackwardGates g = indexer_backward_gates(l, in);
+  IndexerBackwardGates& g = g_;
   {  // underflow, and the 16-bit kernel's roundings (see the top of the file)
     const bool f32 = c.dtype == DType::F32;
     const double ds = f32 ? 0.0 : kEmulationFactor * unit_roundoff(c.dtype);
@@ -92,6 +105,12 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
     widen(g.dw, g.exact.dw, g.dw_floor, nullptr);
     widen(g.dk, g.exact.dk, g.dk_ds_floor, f32 ? nullptr : &g.dk_ds_abs);
   }
+}
+
+Verdict IndexerBwdJudgement::judge(const Outputs& got) const {
+  const Layout& l = l_;
+  const Case& c = l.c;
+  const IndexerBackwardGates& g = g_;
   const size_t H = size_t(c.heads), D = size_t(c.dim);
   std::vector<RowNote> notes;
   auto maps = std::make_shared<std::vector<CellMap>>();
@@ -121,7 +140,7 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
     if (!g.dk_selected[j] && std::any_of(x, x + D, [](float v) { return !is_sentinel(v) && v != 0.f; }))
       ++unselected_written;
   }
-  const JudgedRegion region(l);
+  const JudgedRegion& region = region_;
   region.mark_pad_rows(mq, region.output_of(&Outputs::dq), got);
   region.mark_pad_rows(mw, region.output_of(&Outputs::dw), got);
   region.mark_pad_rows(mk, region.output_of(&Outputs::dk), got);
@@ -153,6 +172,16 @@ Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& go
   Verdict v = build_verdict(std::move(metrics), std::move(notes), WorseIs::Highest);
   v.cell_maps = std::move(maps);
   return v;
+}
+
+}  // namespace
+
+std::unique_ptr<PreparedJudgement> prepare_indexer_bwd_judgement(const Layout& l, const Inputs& in) {
+  return std::make_unique<IndexerBwdJudgement>(l, in);
+}
+
+Verdict compare_indexer_bwd(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
+  return IndexerBwdJudgement(l, in).judge(got);
 }
 
 }  // namespace ao

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "attn_oracle/compare/compare.h"
+#include "prepared.h"
 #include "attn_oracle/compare/judged_region.h"
 
 namespace ao {
@@ -29,13 +30,48 @@ SdpaTolerance sdpa_tolerance(const Case& c) {
   return {c.atol >= 0 ? c.atol : t, c.rtol >= 0 ? c.rtol : t, c.lse_tol >= 0 ? c.lse_tol : t};
 }
 
-Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs& ref) {
-  (void)ref;
+namespace {
+
+// The prepared half: the exact answer and the emulation on the checked rows (sdpa_truth), their gates.
+class SdpaJudgement final : public PreparedJudgement {
+ public:
+  SdpaJudgement(const Layout& l, const Inputs& in) : l_(l), truth_(sdpa_truth(l, in)), region_(l) {
+    const Case& c = l.c;
+    gates_.reserve(truth_.rh.size());
+    for (const SdpaRowTruth& t : truth_.rh) gates_.push_back(sdpa_row_gate(c, t));
+    exact_ = make_sentinel_outputs(l);
+    const size_t Hq = size_t(c.hq), Dv = size_t(c.dim_v);
+    for (size_t ri = 0; ri < truth_.rows.size(); ++ri) {
+      const int64_t r = truth_.rows[ri];
+      const auto& seg = l.seg_of(r);
+      const size_t orow = size_t(seg.o_row0 + (r - seg.row0)), srow = size_t(seg.stats_row0 + (r - seg.row0));
+      for (size_t h = 0; h < Hq; ++h) {
+        const size_t th = ri * Hq + h;
+        for (size_t k = 0; k < Dv; ++k) exact_.o[(orow * Hq + h) * Dv + k] = float(truth_.o_exact[th * Dv + k]);
+        const SdpaRowTruth& t = truth_.rh[th];
+        exact_.lse[srow * Hq + h] = t.keys == 0 ? (c.empty_rows == EmptyRows::NegInf ? -INFINITY : INFINITY)
+                                                : float(t.lse);
+      }
+    }
+  }
+  Verdict judge(const Outputs& got) const override;
+  const Outputs& exact() const override { return exact_; }
+
+ private:
+  const Layout& l_;
+  const SdpaTruth truth_;
+  const JudgedRegion region_;
+  std::vector<SdpaRowGate> gates_;
+  Outputs exact_;
+};
+
+Verdict SdpaJudgement::judge(const Outputs& got) const {
+  const Layout& l = l_;
   const Case& c = l.c;
   const int Hq = c.hq, Dv = c.dim_v;
   const bool fixed_o = c.atol >= 0 || c.rtol >= 0, fixed_lse = c.lse_tol >= 0;
   const auto tol = sdpa_tolerance(c);
-  const SdpaTruth truth = sdpa_truth(l, in);
+  const SdpaTruth& truth = truth_;
   double max_abs = 0, diff2 = 0, ref2 = 0, emul2 = 0, floor2 = 0, lse_err = 0;
   double o_ratio = 0, o_gate_at = 0, lse_ratio = 0, lse_gate_at = 0;
   int64_t violations = 0, nonfinite = 0, unwritten = 0, elems = 0;
@@ -49,7 +85,7 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
     for (int h = 0; h < Hq; ++h) {
       const size_t th = ri * size_t(Hq) + size_t(h);
       const SdpaRowTruth& t = truth.rh[th];
-      const SdpaRowGate gate = sdpa_row_gate(c, t);
+      const SdpaRowGate& gate = gates_[th];
       const float* g = got.o.data() + (orow * Hq + h) * Dv;
       const double* x = truth.o_exact.data() + th * size_t(Dv);
       const float* e = truth.o_emul.data() + th * size_t(Dv);
@@ -100,7 +136,7 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
     }
     if (row_ratio > 1) notes.push_back({r, seg.doc, seg.chunk, l.pos_of(r), row_ratio});
   }
-  const int64_t clobbered = JudgedRegion(l).clobbered_pad_slots(got);
+  const int64_t clobbered = region_.clobbered_pad_slots(got);
 
   const double rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   const double rel_gate = fixed_o ? INFINITY : sdpa_rel_l2_gate(emul2, ref2, floor2, elems);
@@ -129,6 +165,16 @@ Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, cons
                        clobbered > 0),
       },
       std::move(notes), WorseIs::Highest);
+}
+
+}  // namespace
+
+std::unique_ptr<PreparedJudgement> prepare_sdpa_judgement(const Layout& l, const Inputs& in) {
+  return std::make_unique<SdpaJudgement>(l, in);
+}
+
+Verdict compare_sdpa(const Layout& l, const Inputs& in, const Outputs& got, const Outputs&) {
+  return SdpaJudgement(l, in).judge(got);
 }
 
 }  // namespace ao

@@ -26,10 +26,13 @@ double dtype_ulp(DType t, double x) {
 //  * ulp_d(max|O|): the output rounding can land on the other neighbour of the exact value;
 //  * lambda * u_d * v_rms: P rounded to the dtype at another point (a running max instead of the final
 //    one), a sum of n independent roundings of p_i v_i (none in fp32);
-//  * u * (D + 4) * score_abs * 2 v_abs: fp32 score rounding (D-term dot, scale, log2(e), minus max)
-//    moves the weights, each weight change moves O by at most |v - O| <= 2 v_abs;
+//  * u * (D + 4) * score_abs * v_spread: fp32 score rounding (D-term dot, scale, log2(e), minus max)
+//    moves the weights, dO = sum_i p_i (ds_i - ds^) (v_i - O), by at most sum_i p_i |v_i - O| <= v_spread
+//    (min(2 v_abs, 2 max|v| (1 - sum p^2)): near 0 on a row whose softmax is one key, as at scale=1e6);
 //  * u * (lambda sqrt(n) + 4) * v_abs: fp32 accumulation of P.V and of the sum in another order.
 // A row without keys must give O = 0: gate ulp_d(1), one rounding at the scale of V.
+// A row whose every allowed key scores one exact fp32 value has score_abs 0 (sdpa_truth): its score
+// rounding is the same for every key and moves no weight, so neither term holds it (docs/tolerances.md, "P's rounding").
 // LSE (fp32 in every dtype): c * u * ((D + 4) score_abs + 4 + lambda sqrt(n) + log(n) + |LSE|):
 // score rounding, exp (<= 2 ulp each), the n-term sum, the log and the final add. It is relative to
 // |LSE| where the scores dominate it (score_abs ~ |LSE| at large scale).
@@ -43,7 +46,7 @@ SdpaRowGate sdpa_row_gate(const Case& c, const SdpaRowTruth& t) {
   const double n = double(t.keys), D = double(c.dim);
   const double u_d = c.dtype == DType::F32 ? 0.0 : unit_roundoff(c.dtype);
   g.o_floor = dtype_ulp(c.dtype, t.o_max) + kLambda * u_d * t.v_rms +
-              kU32 * ((D + 4) * t.score_abs * 2 * t.v_abs + (kLambda * std::sqrt(n) + 4) * t.v_abs);
+              kU32 * ((D + 4) * t.score_abs * t.v_spread + (kLambda * std::sqrt(n) + 4) * t.v_abs);
   g.o_gate = kEmulationFactor * t.emul_err + g.o_floor;
   g.lse_gate = kEmulationFactor * kU32 *
                ((D + 4) * t.score_abs + 4 + kLambda * std::sqrt(n) + std::log(n) + std::fabs(t.lse));

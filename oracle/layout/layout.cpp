@@ -186,6 +186,8 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
     part("the K input", 4 * KV * D, kvkey, KV, {{"dim", D, d.dim}}, true);
     if (!bwd) {
       part("the top-k outputs (backend + reference)", 2 * 8 * Q * K, qkey, Q, {{"topk", K, d.topk}}, true);
+      // The discrimination check's answer: the reference's top-k with one output replaced (discrimination.h).
+      part("the discrimination check's answer", 8 * Q * K, qkey, Q, {{"topk", K, d.topk}}, false);
       part("the failure artifacts", 2 * 4 * C * K, qkey, C, {{"topk", K, d.topk}}, false);
     } else {
       // One gradient set: d_index_q, d_weights, d_index_k (fp32).
@@ -198,6 +200,7 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
       // Gates, the exact answer and the gates' rounding and underflow terms; the cell maps.
       part("the comparator's gradient sets", 3 * set + 5 * (2 * Q * H + KV) + KV, qkey, Q,
            {{"heads", H, d.heads}, {"dim", D, d.dim}}, false);
+      part("the discrimination check's answer", set, qkey, Q, {{"heads", H, d.heads}, {"dim", D, d.dim}}, false);
     }
   } else {
     const double Hq = c.hq, Hkv = c.hkv, D = c.dim, Dv = c.dim_v;
@@ -207,6 +210,9 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
     if (!bwd) {
       part("the O and LSE outputs (backend + reference)", 2 * 4 * (O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
            {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, true);
+      // The exact answer in the outputs' shapes and the discrimination check's answer (discrimination.h).
+      part("the discrimination check's answers", 2 * 4 * (O * Hq * Dv + ST * Hq), qkey, std::max(O, Q),
+           {{"hq", Hq, d.hq}, {"dim_v", Dv, d.dim}}, false);
     } else {
       // One gradient set: dQ, dK, dV (fp32); the fp64 reference holds one in doubles while it runs.
       const double set = 4 * (Q * Hq * D + KV * Hkv * (D + Dv));
@@ -218,6 +224,9 @@ MemEstimate estimate_memory(const Layout& l, int64_t nsample, const LayoutLimits
       part("the comparator's gradient sets", 4 * set + 2 * set + 4 * Q * Hq * Dv + 8 * 3 * Q * Hq + 8 * 2 * KV * Hkv +
                                                  5 * (Q * Hq + 2 * KV * Hkv),
            qkey, Q, {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, false);
+      // The per-cell gates the prepared comparator keeps, and the discrimination check's answer.
+      part("the discrimination check's answer", set + 8 * (Q * Hq + 2 * KV * Hkv), qkey, Q,
+           {{"hq", Hq, d.hq}, {"dim", D, d.dim}}, false);
     }
   }
   if (lim.scratch) {

@@ -64,6 +64,7 @@ CaseResult run_trial(Trial& t, Backend& backend, Backend& vs, bool keep_artifact
   t0 = Clock::now();
   res.verdict = reference_needed ? t.judge(got, ref) : t.judge_exact(got);
   res.judge_seconds = seconds_since(t0);
+  res.gate_check_seconds = t.gate_check_seconds();
   if (failed(res.verdict)) res.layout = layout_without_rows(t.layout());
   const bool fail = res.verdict.kind == Verdict::Fail;
   // Before keep_artifacts moves the outputs. Not after a stop request: explaining runs every bug model,
@@ -91,6 +92,10 @@ std::string format_result(const CaseResult& r) {
   s += fmt::format("verdict: {}{}\n", verdict_label(r.verdict.kind), r.verdict.reason.empty() ? "" : " (" + r.verdict.reason + ")");
   for (const auto& m : r.verdict.metrics)
     s += fmt::format("  {:<24} {:>14.6g}  {}{}\n", m.name, m.value, m.rule, m.failed ? "   <-- FAILED" : "");
+  if (!r.verdict.gate_checks.empty()) {
+    s += "  discrimination (an all-zero / NaN answer of each output against this case's gates):\n";
+    for (const auto& g : r.verdict.gate_checks) s += "    " + gate_check_text(g) + "\n";
+  }
   if (!r.verdict.worst_rows.empty()) {
     s += "  worst rows (Q row, doc, chunk, position, value):\n";
     for (const auto& w : r.verdict.worst_rows)
@@ -98,8 +103,10 @@ std::string format_result(const CaseResult& r) {
                        w.value);
   }
   // The reference's seconds stay in their place (0 when not run) so that the line parses the same way.
-  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, outputs + input checks {:.3f} s, judge {:.3f} s{}\n",
+  s += fmt::format("  time: backend {:.3f} s, reference {:.3f} s; inputs {:.3f} s, outputs + input checks {:.3f} s, judge {:.3f} s "
+                   "(gate check {:.3f} s){}\n",
                    r.backend_seconds, r.ref_seconds, r.inputs_seconds, r.run_setup_seconds, r.judge_seconds,
+                   r.gate_check_seconds,
                    reference_not_run_note(r).empty() ? "" : " (" + reference_not_run_note(r) + ")");
   if (r.explanation) s += "explain: " + format_explanation(*r.explanation, 3);
   return s;

@@ -3,10 +3,12 @@
 #include "attn_oracle/internal/interrupt.h"
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "attn_oracle/compare/discrimination.h"
 #include "attn_oracle/internal/utf8.h"
 #include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/reference/reference.h"
@@ -25,6 +27,34 @@ constexpr int64_t kArtifactBudget = int64_t(1) << 30;
 Trial::Trial(const Case& c, const LayoutLimits& lim) : Trial(make_layout(c, with_stage_memory(lim))) {}
 
 Trial::Trial(Layout l) : l_(std::move(l)), in_(make_case_inputs(l_)), pristine_(fingerprint(in_)) {}
+
+Trial::Trial(Trial&& o) noexcept : l_(std::move(o.l_)), in_(std::move(o.in_)), pristine_(std::move(o.pristine_)) {
+  o.prepared_.reset();
+  o.checks_.reset();
+}
+
+Trial::~Trial() = default;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
+const PreparedJudgement& Trial::prepared() const {
+  if (!prepared_) prepared_ = prepare_judgement(l_, in_, no_reference_);
+  if (!checks_) {
+    const auto t0 = Clock::now();
+    checks_ = std::make_unique<std::vector<GateCheck>>(check_gates(l_, *prepared_));
+    gate_check_seconds_ = seconds_since(t0);
+  }
+  return *prepared_;
+}
+
+const std::vector<GateCheck>* Trial::gate_checks() {
+  if (comparator_reads_reference(l_.c)) return nullptr;
+  prepared();
+  return checks_.get();
+}
 
 TrialRun Trial::run(Backend& b) {
   TrialRun r;
@@ -56,7 +86,8 @@ Verdict Trial::judge(const TrialRun& got, const TrialRun& ref) const { return ju
 Verdict Trial::judge_exact(const TrialRun& got) const {
   if (comparator_reads_reference(l_.c)) throw std::logic_error("judge_exact: this comparator reads the reference");
   if (auto v = unjudged(got)) return *v;
-  return compare(l_, in_, got.out, Outputs{});
+  const PreparedJudgement& j = prepared();
+  return with_gate_checks(j.judge(got.out), *checks_);
 }
 
 Verdict Trial::judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<int64_t> rows) const {
@@ -73,7 +104,16 @@ Verdict Trial::judge_on(const Layout& l, const TrialRun& got, const TrialRun& re
     return skipped_verdict(sanitize_utf8(fmt::format("reference {} did not run: {}", ref.backend, ref.status.reason)));
   if (auto bad = reference_sanity(l, ref.out); !bad.empty())
     return error_verdict(sanitize_utf8(fmt::format("reference {} failed its own sanity check: {}", ref.backend, bad)));
-  return compare(l, in_, got.out, ref.out);
+  if (&l == &l_ && !comparator_reads_reference(l.c)) {  // the reference's outputs are not read: the prepared half
+    const PreparedJudgement& j = prepared();
+    return with_gate_checks(j.judge(got.out), *checks_);
+  }
+  const auto j = prepare_judgement(l, in_, ref.out);
+  Verdict v = j->judge(got.out);
+  const auto t0 = Clock::now();
+  std::vector<GateCheck> checks = check_gates(l, *j);
+  gate_check_seconds_ = seconds_since(t0);
+  return with_gate_checks(std::move(v), std::move(checks));
 }
 
 // The pictures use indices of checked rows (indexer) or O and LSE (SDPA); see CaseArtifacts.

@@ -79,7 +79,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
   {
     std::vector<double> Qd, Qa, S, P2, Kd, Ka, Vd, Va, V2, X, M, Q2;
     std::vector<float> Qf, S32, E, Qa32, A32, Pf, P2f, Ka32, Va32, V2f, Mf, Q2f;
-    std::vector<double> sum, mx, sabs;
+    std::vector<double> sum, mx, sabs, smin, smax, sq, vmax, key_vmax;
+    std::vector<char> one_exact;  // per stacked row: q has at most one nonzero element, its products exact in fp32
     std::vector<float> sum32, mx32;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
@@ -120,6 +121,11 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       mx.assign(size_t(SR), -INFINITY);
       mx32.assign(size_t(SR), -INFINITY);
       sabs.assign(size_t(SR), 0.0);
+      sq.assign(size_t(SR), 0.0);
+      vmax.assign(size_t(SR), 0.0);
+      smin.assign(size_t(SR), INFINITY);
+      smax.assign(size_t(SR), -INFINITY);
+      one_exact.assign(size_t(SR), 1);
       for (int64_t j = 0; j < SR; ++j)
         for (int d = 0; d < D; ++d) {
           const float q = in.q[size_t((rows[size_t(j % R)] * Hq + h0 + j / R) * D + d)];
@@ -201,6 +207,13 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
       for (int64_t c0 = 0; c0 < n; c0 += kKeyChunk) {
         const int64_t cn = std::min(kKeyChunk, n - c0);
         scores(c0, cn, false, n <= kKeyChunk);  // one chunk: the maxima's pass left its fp32 scores
+        {  // each key's max_e |v_e|, for the rows' v_spread
+          const float* vk = in.v.data() + ((base + lo + c0) * Hkv + kvh) * Dv;
+          key_vmax.assign(size_t(cn), 0.0);
+          for (int64_t s = 0; s < cn; ++s)
+            for (int e = 0; e < Dv; ++e)
+              key_vmax[size_t(s)] = std::max(key_vmax[size_t(s)], std::fabs(double(vk[s * Hkv * Dv + e])));
+        }
         // Softmax weights over the row's own range; outside it the weights are 0.
         for (int64_t j = 0; j < SR; ++j) {
           double* s = S.data() + j * cn;
@@ -213,12 +226,28 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           const double m = mx[size_t(j)];
           const float m32 = mx32[size_t(j)];
           double tot = sum[size_t(j)], score_abs = sabs[size_t(j)];
+          // The row's exact scores: their spread, and whether each is one product exact in fp32 (then a
+          // kernel's fp32 score is that value in any order of its dot).
+          for (int64_t k = a; k < b; ++k) {
+            smin[size_t(j)] = std::min(smin[size_t(j)], s[k]);
+            smax[size_t(j)] = std::max(smax[size_t(j)], s[k]);
+          }
+          if (b > a && one_exact[size_t(j)]) {
+            int nz = 0;
+            for (int d = 0; d < D; ++d)
+              if (Qf[size_t(j * D + d)] != 0.f) {
+                const double prod = double(Qf[size_t(j * D + d)]) * Kd[size_t(a * D + d)];
+                one_exact[size_t(j)] = ++nz <= 1 && double(float(prod)) == prod;
+              }
+          }
           float tot32 = sum32[size_t(j)];
           for (double* x : {s, p2}) std::fill(x, x + a, 0.0), std::fill(x + b, x + cn, 0.0);
           for (float* x : {s32, pf, p2f}) std::fill(x, x + a, 0.f), std::fill(x + b, x + cn, 0.f);
           if (b > a) {
             tot += detail::exp_shift_sum(s + a, b - a, m);
             Eigen::Map<Eigen::ArrayXd> p(s + a, b - a), pp(p2 + a, b - a);
+            sq[size_t(j)] += p.square().sum();
+            for (int64_t k = a; k < b; ++k) vmax[size_t(j)] = std::max(vmax[size_t(j)], key_vmax[size_t(k)]);
             if (mag32) {
               score_abs += (p * Eigen::Map<const Eigen::ArrayXf>(a32 + a, b - a).cast<double>()).sum();
               Eigen::Map<Eigen::ArrayXf>(pf + a, b - a) = p.cast<float>();
@@ -276,6 +305,11 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
         const double tot = sum[size_t(j)];
         x.lse = mx[size_t(j)] + std::log(tot);
         x.score_abs = sabs[size_t(j)] / tot;
+        // Every allowed key scores the same exact fp32 value (values=extreme's even rows, a row with one
+        // key): a kernel's score rounding (the scale, log2 e, the maximum) is then the same for every key and
+        // moves no weight (dO = sum_i dp_i (v_i - O), sum_i dp_i = 0), and its dot is exact: no score term
+        // in O's floor or LSE's gate (tolerance.cpp; LSE keeps its rounding at |LSE|).
+        if (one_exact[size_t(j)] && smin[size_t(j)] == smax[size_t(j)]) x.score_abs = 0;
         for (int e = 0; e < Dv; ++e) {
           xo[e] = X[size_t(j * Dv + e)] / tot;
           eo[e] = round_to(c.dtype, E[size_t(j * Dv + e)] / sum32[size_t(j)]);
@@ -284,6 +318,8 @@ SdpaTruth sdpa_truth(const Layout& l, const Inputs& in) {
           x.emul_err = std::max(x.emul_err, std::fabs(double(eo[e]) - xo[e]));
           x.o_max = std::max(x.o_max, std::fabs(xo[e]));
         }
+        const double concentration = sq[size_t(j)] / (tot * tot);  // sum_i p_i^2: 1 for a one-key softmax
+        x.v_spread = std::min(2 * x.v_abs, 2 * vmax[size_t(j)] * std::max(0.0, 1 - concentration));
       }
     }
   }

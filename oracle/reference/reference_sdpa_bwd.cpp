@@ -24,6 +24,7 @@
 #include "reference_rows.h"
 #include "reference_softmax.h"
 #include "reference_runtime.h"
+#include "attn_oracle/reference/bwd_sums.h"
 #include "attn_oracle/reference/reference.h"
 
 namespace ao {
@@ -108,26 +109,33 @@ struct Run {
   // its products of S.
   const std::vector<float>* col_w;
   int cols;
+  // With ds (beside col_w): the comparator's sums over dS: |dS|^T W2 of W2's first ds_cols columns, and per
+  // valid (row, head) sum_j |dS_j| max_e |k_je| and sum_j dS_j^2 (DsSums).
+  DsSums* ds;
+  int ds_cols;
 
   Run(const Layout& l_, const Inputs& in_, const ReferenceSeams& s_, bool emulate_ = false,
       const std::vector<float>* dout_ = nullptr, int dv_only_ = 0, bool twin_ = false,
-      const std::vector<float>* col_w_ = nullptr, int cols_ = 0)
+      const std::vector<float>* col_w_ = nullptr, int cols_ = 0, DsSums* ds_ = nullptr)
       : l(l_), in(in_), seams(s_), Hq(l_.c.hq), Hkv(l_.c.hkv), D(l_.c.dim), Dv(l_.c.dim_v), scale(T(l_.scale)),
         ds_fold(emulate_ ? T(s_.dk_scale(l_)) : T(1)), dq_scale(emulate_ ? T(1) : T(s_.dq_scale(l_))),
         dk_scale(emulate_ ? T(1) : T(s_.dk_scale(l_))), guard(s_.guards_empty_rows(l_)),
         emulate(emulate_), twin(twin_), blocks(all_row_blocks(l_, s_)), dout(dout_ ? *dout_ : in_.dout),
-        dv_only(dv_only_), col_w(col_w_), cols(col_w_ ? cols_ : 0) {
+        dv_only(dv_only_), col_w(col_w_), cols(col_w_ ? cols_ : 0), ds(ds_),
+        ds_cols(ds_ && ds_->weights ? ds_->cols : 0) {
     if (twin && (emulate || dv_only || !std::is_same_v<T, float>))
       throw std::logic_error("Run: the emulation twin rides on a whole fp32 backward");
     if (col_w && (emulate || dv_only || cols < 1 || cols > Dv))
       throw std::logic_error("Run: the column sums ride on a whole backward, 1 to dim_v columns");
+    if (ds && (!col_w || (ds->weights && (ds_cols < 1 || ds_cols > D))))
+      throw std::logic_error("Run: the sums over dS ride on the column sums, 1 to dim columns");
   }
   // The twin's dS fold (emulate's ds_fold; its dQ/dK products then take 1).
   T twin_fold() const { return T(seams.dk_scale(l)); }
 
   // The block's rows for head h: Q, dO, the saved LSE and D = rowsum(dO o O).
   struct RowsOfHead {
-    std::vector<T> q, dout, lse, d, w;  // w: the column sums' weights (rows x cols)
+    std::vector<T> q, dout, lse, d, w, w2;  // w: the column sums' weights (rows x cols); w2: |dS|'s (rows x ds_cols)
   };
   void load_rows(const Block& b, int h, RowsOfHead& x) const {
     const size_t R = b.rows.size();
@@ -148,6 +156,10 @@ struct Run {
       if (cols) {
         x.w.resize(R * size_t(cols));
         std::copy_n(col_w->data() + (qr * Hq + h) * Dv, cols, x.w.data() + i * size_t(cols));
+      }
+      if (ds_cols) {
+        x.w2.resize(R * size_t(ds_cols));
+        std::copy_n(ds->weights->data() + (qr * Hq + h) * Dv, ds_cols, x.w2.data() + i * size_t(ds_cols));
       }
     }
   }
@@ -239,14 +251,18 @@ struct Run {
     return true;
   }
 
-  // Pass A: dQ of every valid row, packed per block (rows x Hq x D), in block order (the twin's in out_e).
-  void dq(std::vector<std::vector<T>>& out, std::vector<std::vector<T>>& out_e) const {
+  // Pass A: dQ of every valid row, packed per block (rows x Hq x D), in block order (the twin's in out_e;
+  // with ds, the row sums over dS in sums: rows x Hq x 2).
+  void dq(std::vector<std::vector<T>>& out, std::vector<std::vector<T>>& out_e,
+          std::vector<std::vector<double>>& sums) const {
     out.assign(blocks.size(), {});
     out_e.assign(twin ? blocks.size() : 0, {});
+    sums.assign(ds ? blocks.size() : 0, {});
 #pragma omp parallel num_threads(detail::reference_threads())
     {
       RowsOfHead x;
       std::vector<T> K, V, P, dS, Pe, dSe, acc, acc_e;
+      std::vector<double> kinf;
 #pragma omp for schedule(dynamic, 1)
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const Block& b = blocks[bi];
@@ -254,6 +270,7 @@ struct Run {
         auto& dst = out[bi];
         dst.assign(size_t(R * Hq * D), T(0));
         if (twin) out_e[bi].assign(size_t(R * Hq * D), T(0));
+        if (ds) sums[bi].assign(size_t(R * Hq * 2), 0.0);
         for (int h = 0; h < Hq; ++h) {
           const int kvh = seams.kv_head(l, h);
           load_rows(b, h, x);
@@ -268,6 +285,20 @@ struct Run {
               const KvRows Kr = kv_rows(in.k, D, kvh, a, e, K), Vr = kv_rows(in.v, Dv, kvh, a, e, V);
               if (!tile(b, j, a, e, x, Kr, Vr, P, dS, Pe, dSe)) continue;
               detail::gemm_ab<T>(R, D, e - a, dq_scale, dS.data(), e - a, Kr.ptr, Kr.ld, T(1), acc.data(), D);
+              if (ds) {  // sum_j |dS_ij| max_e |k_je| and sum_j dS_ij^2 of the block's rows
+                const int64_t n = e - a;
+                kinf.assign(size_t(n), 0.0);
+                for (int64_t s = 0; s < n; ++s)
+                  for (int c = 0; c < D; ++c) kinf[size_t(s)] = std::max(kinf[size_t(s)], std::fabs(double(Kr.ptr[s * Kr.ld + c])));
+                for (int64_t i = 0; i < R; ++i) {
+                  double* to = sums[bi].data() + (i * Hq + h) * 2;
+                  for (int64_t s = 0; s < n; ++s) {
+                    const double v = double(dS[size_t(i * n + s)]);
+                    to[0] += std::fabs(v) * kinf[size_t(s)];
+                    to[1] += v * v;
+                  }
+                }
+              }
               if (twin) detail::gemm_ab<T>(R, D, e - a, T(1), dSe.data(), e - a, Kr.ptr, Kr.ld, T(1), acc_e.data(), D);
             }
           }
@@ -291,8 +322,9 @@ struct Run {
     std::vector<T> dk, dv, tk, tv, hk, hv;
     bool round_heads = false;
     T dk_scale = T(1);
-    bool columns = false;  // the column sums: dv holds cols columns a row (the others are 0), no dk
+    bool columns = false;  // the column sums: dv holds cols columns a row (the others are 0), dk ds_cols
     int dvw = 0;           // dv's width a row and head
+    int dkw = 0;           // dk's
   };
 
   // Pass B: dK/dV of the key block [k0, k0 + kKeyBlock) of the buffer, per KV head (n x Hkv x D / Dv),
@@ -310,13 +342,14 @@ struct Run {
     out[2].columns = true;
     for (int k : answers) {
       out[k].dvw = out[k].columns ? cols : Dv;
-      out[k].dk.assign(out[k].columns ? 0 : size_t(n * Hkv * D), T(0));
+      out[k].dkw = out[k].columns ? ds_cols : D;
+      out[k].dk.assign(size_t(n * Hkv * out[k].dkw), T(0));
       out[k].dv.assign(size_t(n * Hkv * out[k].dvw), T(0));
     }
     touched.assign(size_t(n), 0);
     const bool sum_group = seams.dkv_sums_group(l), sum_segments = seams.dkv_sums_segments(l);
     RowsOfHead x;
-    std::vector<T> K, V, P, dS, Pe, dSe;
+    std::vector<T> K, V, P, dS, Pe, dSe, absdS;
     std::vector<char> seg_touched;
     int loaded_kvh = -1;  // the K/V head whose rows [k0, k1) kb_k/kb_v hold
     KvRows kb_k{nullptr, 0}, kb_v{nullptr, 0};
@@ -360,9 +393,15 @@ struct Run {
           // dV[a:e] += P^T dO, dK[a:e] += dk_scale dS^T Q.
           for (int k : answers) {
             KvSums& o = out[k];
-            if (o.columns) {  // the backward's own P against the weights
+            if (o.columns) {  // the backward's own P (and |dS|) against the weights
               detail::gemm_atb<T>(m, cols, R, T(1), P.data(), m, x.w.data(), cols, T(1),
                                   o.tv.data() + ((a - k0) * Hkv + kvh) * cols, int64_t(Hkv) * cols);
+              if (ds_cols) {
+                absdS.resize(dS.size());
+                for (size_t z = 0; z < dS.size(); ++z) absdS[z] = std::abs(dS[z]);
+                detail::gemm_atb<T>(m, ds_cols, R, T(1), absdS.data(), m, x.w2.data(), ds_cols, T(1),
+                                    o.tk.data() + ((a - k0) * Hkv + kvh) * ds_cols, int64_t(Hkv) * ds_cols);
+              }
               continue;
             }
             const std::vector<T>& Pk = k ? Pe : P;
@@ -392,7 +431,7 @@ struct Run {
         touched[size_t(s)] = 1;
         for (int k : answers) {
           KvSums& o = out[k];
-          for (int64_t i = s * Hkv * D; i < (s + 1) * Hkv * D && !o.columns; ++i)
+          for (int64_t i = s * Hkv * o.dkw; i < (s + 1) * Hkv * o.dkw; ++i)
             o.dk[size_t(i)] = add ? o.dk[size_t(i)] + o.tk[size_t(i)] : o.tk[size_t(i)];
           for (int64_t i = s * Hkv * o.dvw; i < (s + 1) * Hkv * o.dvw; ++i)
             o.dv[size_t(i)] = add ? o.dv[size_t(i)] + o.tv[size_t(i)] : o.tv[size_t(i)];
@@ -416,7 +455,15 @@ struct Run {
     // dQ: stored row by row in order (a model whose dQ rows collide stores the last deterministically).
     {
       std::vector<std::vector<T>> dq_blocks[2];
-      if (!dv_only) dq(dq_blocks[0], dq_blocks[1]);
+      std::vector<std::vector<double>> sums;
+      if (!dv_only) dq(dq_blocks[0], dq_blocks[1], sums);
+      if (ds) {
+        ds->rows.assign(size_t(l.q_rows) * size_t(Hq) * 2, 0.0);
+        for (size_t bi = 0; bi < sums.size(); ++bi)
+          for (size_t i = 0; i < blocks[bi].rows.size(); ++i)
+            std::copy_n(sums[bi].data() + i * size_t(Hq) * 2, size_t(Hq) * 2,
+                        ds->rows.data() + size_t(blocks[bi].rows[i]) * size_t(Hq) * 2);
+      }
       for (int k = 0; k < answers; ++k)
         for (size_t bi = 0; bi < dq_blocks[k].size(); ++bi)
           for (size_t i = 0; i < blocks[bi].rows.size(); ++i) {
@@ -451,8 +498,10 @@ struct Run {
         for (int a = 0; a < 3; ++a) {
           if (!dst[a]) continue;
           const KvSums& o = sums[size_t(kb)][size_t(a)];
-          for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only && !o.columns; ++e)
-            dst[a]->dk[size_t(w * Hkv * D + e)] = float(o.dk[size_t(s * Hkv * D + e)]);
+          for (int64_t e = 0; e < int64_t(Hkv) * D && !dv_only && (!o.columns || o.dkw > 0); ++e) {
+            const int64_t c = e % D;  // the column sums of |dS|: a column beyond their width is 0
+            dst[a]->dk[size_t(w * Hkv * D + e)] = c < o.dkw ? float(o.dk[size_t((s * Hkv + e / D) * o.dkw + c)]) : 0.f;
+          }
           for (int64_t e = 0; e < int64_t(Hkv) * Dv; ++e) {
             const int64_t c = e % Dv;  // a column beyond the sums' width is 0, as dV alone leaves it
             dst[a]->dv[size_t(w * Hkv * Dv + e)] =
@@ -482,6 +531,19 @@ void reference_sdpa_bwd_with_columns(const Layout& l, const Inputs& in, Outputs&
     Run<double>(l, in, exact_seams(), false, nullptr, 0, false, &weights, cols)(out, nullptr, &cols_out);
   else
     Run<float>(l, in, exact_seams(), false, nullptr, 0, false, &weights, cols)(out, nullptr, &cols_out);
+}
+
+void reference_sdpa_bwd_with_sums(const Layout& l, const Inputs& in, Outputs& out, const std::vector<float>& weights,
+                                  int p_cols, Outputs& cols_out, DsSums& ds) {
+  if (p_cols < 1 || p_cols > l.c.dim_v)
+    throw std::invalid_argument("reference_sdpa_bwd_with_sums: p_cols outside [1, dim_v]");
+  if (ds.weights && (ds.cols < 1 || ds.cols > l.c.dim))
+    throw std::invalid_argument("reference_sdpa_bwd_with_sums: the sums over dS take 1 to dim columns");
+  detail::BlasSingleThread blas_in_caller;
+  if (l.c.precision == Precision::F64)
+    Run<double>(l, in, exact_seams(), false, nullptr, 0, false, &weights, p_cols, &ds)(out, nullptr, &cols_out);
+  else
+    Run<float>(l, in, exact_seams(), false, nullptr, 0, false, &weights, p_cols, &ds)(out, nullptr, &cols_out);
 }
 
 void reference_sdpa_bwd_dv(const Layout& l, const Inputs& in, const std::vector<float>& dout, int cols, Outputs& out) {

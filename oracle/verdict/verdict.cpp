@@ -20,6 +20,7 @@ const char* verdict_name(Verdict::Kind k) {
     case Verdict::Pass: return "pass";
     case Verdict::Fail: return "fail";
     case Verdict::Skipped: return "skipped";
+    case Verdict::Weak: return "weak";
     default: return "error";
   }
 }
@@ -47,8 +48,54 @@ Verdict build_verdict(std::vector<Metric> metrics, std::vector<RowNote> worst_ro
   return v;
 }
 
-Verdict error_verdict(std::string reason) { return {Verdict::Error, std::move(reason), {}, {}, {}}; }
-Verdict skipped_verdict(std::string reason) { return {Verdict::Skipped, std::move(reason), {}, {}, {}}; }
+Verdict error_verdict(std::string reason) { return {Verdict::Error, std::move(reason), {}, {}, {}, {}}; }
+Verdict skipped_verdict(std::string reason) { return {Verdict::Skipped, std::move(reason), {}, {}, {}, {}}; }
+
+Verdict with_gate_checks(Verdict v, std::vector<GateCheck> checks) {
+  v.gate_checks = std::move(checks);
+  if (v.kind != Verdict::Pass) return v;
+  std::string reason;
+  for (const auto& g : v.gate_checks) {
+    if (!g.weak()) continue;
+    std::string why;
+    if (!g.nan_fails) why = fmt::format("a NaN {} passes every gate", g.output);
+    if (!g.zero_fails && !g.exact_zero)
+      why += fmt::format("{}a zero {} passes every gate{}", why.empty() ? "" : "; ", g.output,
+                         g.zero_ratio >= 0 ? fmt::format(": worst err/gate {:.3g}", g.zero_ratio) : std::string());
+    reason += fmt::format("{}weak:{} ({})", reason.empty() ? "" : ", ", g.output, why);
+  }
+  if (!reason.empty()) {
+    v.kind = Verdict::Weak;
+    v.reason = std::move(reason);
+  }
+  return v;
+}
+
+std::string gate_check_text(const GateCheck& g) {
+  if (g.judged == 0) return fmt::format("{}: nothing judged", g.output);
+  const auto ratio = [](double r) { return r >= 0 ? fmt::format("worst err/gate {:.3g}", r) : std::string(); };
+  std::string s = g.output + ": ";
+  if (g.exact_zero) {
+    s += "exact answer is zero (a zero answer is right)";
+  } else {
+    s += fmt::format("zero answer {}", g.zero_fails ? "fails" : "PASSES");
+    const std::string r = ratio(g.zero_ratio);
+    const std::string what = g.zero_fails ? g.zero_failed : "";
+    if (!r.empty() || !what.empty()) s += " (" + r + (!r.empty() && !what.empty() ? "; " : "") + what + ")";
+  }
+  s += fmt::format(", NaN answer {}", g.nan_fails ? "fails" : "PASSES");
+  if (g.moved_ratio >= 0)
+    s += fmt::format(", moved by {:g} gates: err/gate {:.3g}{}", kMovedGates, g.moved_ratio, g.moved_fails ? "" : " PASSES");
+  if (g.weak()) s += ": WEAK";
+  return s;
+}
+
+std::vector<std::string> weak_outputs(const Verdict& v) {
+  std::vector<std::string> out;
+  for (const auto& g : v.gate_checks)
+    if (g.weak()) out.push_back(g.output);
+  return out;
+}
 
 std::set<std::string> failing_metrics(const Verdict& v) {
   std::set<std::string> s;

@@ -11,7 +11,9 @@
 
 Options: --ao-corpus PATH (repeatable) replaces every @cases corpus; --ao-fuzz-budget N|30s (0 skips the
 fuzz tests); --ao-fuzz-out DIR keeps found files (default: the test's tmp_path); --ao-report-dir DIR
-writes a report directory per failing case (its path is in the failure text).
+writes a report directory per failing case (its path is in the failure text); --ao-strict fails a WEAK
+case (a gate that an all-zero or NaN answer passes: docs/tolerances.md, "WEAK"), which is otherwise an expected
+failure (xfail); the terminal summary counts weak cases and fuzz cases apart.
 A corpus path is taken as given, else from the working directory, else from the test file's folder
 and the folders above it (so "corpus/edge" finds the repository's corpus from examples/).
 """
@@ -32,11 +34,26 @@ def pytest_addoption(parser):
                 help="where ao_fuzz saves found (shrunk) cases (default: the test's tmp_path)")
     g.addoption("--ao-report-dir", default=None, metavar="DIR",
                 help="write a report directory per failing case under DIR")
+    g.addoption("--ao-strict", action="store_true", default=False,
+                help="a WEAK case (a gate an all-zero or NaN answer passes) fails instead of xfailing")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "ao_cases(*corpus): parametrize over attn-oracle corpus case lines "
                                        "(the fixture `case`)")
+    attn_oracle.strict_weak = bool(config.getoption("--ao-strict"))
+
+
+_fuzz_weak = [0]  # weak cases of the ao_fuzz campaigns of this session
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not attn_oracle.weak_seen and not _fuzz_weak[0]:
+        return
+    terminalreporter.write_sep("-", "attn-oracle: weak cases (a gate an all-zero or NaN answer passes)")
+    for case, reason in attn_oracle.weak_seen:
+        terminalreporter.write_line(f"WEAK {case}: {reason}")
+    terminalreporter.write_line(f"{len(attn_oracle.weak_seen)} weak case(s) checked, {_fuzz_weak[0]} in fuzz campaigns")
 
 
 def _resolve(path, start):
@@ -111,6 +128,7 @@ def ao_fuzz(request, tmp_path):
         if str(budget).strip() in ("0", "0s"):
             pytest.skip("--ao-fuzz-budget 0")
         r = attn_oracle.fuzz(kernel, op=op, budget=budget, out=out, **kw)
+        _fuzz_weak[0] += r["weak"]
         if r["failed"] or r["invalid"]:
             lines = [f"fuzz: {r['failed']} of {r['cases']} cases failed ({len(r['found'])} unique)"]
             for f in r["found"]:

@@ -261,6 +261,20 @@ nb::dict result_dict(const CaseResult& r, const std::string& report_dir) {
     rows.append(rd);
   }
   d["worst_rows"] = rows;
+  nb::list checks;  // the discrimination check of every judged output (discrimination.h)
+  for (const auto& g : r.verdict.gate_checks) {
+    nb::dict gd;
+    gd["output"] = g.output;
+    gd["judged"] = g.judged;
+    gd["exact_zero"] = g.exact_zero;
+    gd["zero_fails"] = g.zero_fails;
+    gd["nan_fails"] = g.nan_fails;
+    gd["zero_ratio"] = g.zero_ratio < 0 ? nb::none() : nb::cast(g.zero_ratio);
+    gd["weak"] = g.weak();
+    gd["text"] = gate_check_text(g);
+    checks.append(gd);
+  }
+  d["gate_checks"] = checks;
   d["failing"] = failing_summary(r.verdict);
   d["text"] = format_result(r);
   d["explain"] = r.explanation ? nb::cast(r.explanation->headline()) : nb::none();
@@ -274,6 +288,7 @@ nb::dict result_dict(const CaseResult& r, const std::string& report_dir) {
   d["inputs_seconds"] = r.inputs_seconds;
   d["run_setup_seconds"] = r.run_setup_seconds;
   d["judge_seconds"] = r.judge_seconds;
+  d["gate_check_seconds"] = r.gate_check_seconds;
   d["reference_ran"] = r.reference_ran;
   d["report_dir"] = report_dir.empty() ? nb::none() : nb::cast(report_dir);
   return d;
@@ -384,6 +399,8 @@ nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, con
   d["passed"] = s.verdicts[Verdict::Pass];
   d["failed"] = s.verdicts.bad();
   d["skipped"] = s.verdicts[Verdict::Skipped];
+  d["weak"] = s.verdicts.weak();
+  d["weak_redrawn"] = s.weak_redrawn;
   d["invalid"] = s.invalid;
   d["seconds"] = s.seconds;
   nb::list found;

@@ -101,6 +101,25 @@ def test_judge_of_outputs_computed_outside_and_report_dir(tmp_path):
     assert ok.passed and bool(ok)
 
 
+def test_a_gate_that_cannot_reject_a_zero_answer_is_weak_never_a_pass():
+    # atol=1e9 makes O's gates accept anything finite: the exact answer is WEAK naming o, never a pass;
+    # the same case without the override discriminates (a zero O fails it).
+    case = attn_oracle.Case("op=sdpa docs=64,20 hq=2 dim=16 atol=1e9 rtol=0")
+    v = case.run(numpy_ref.kernel)
+    assert v.kind == "weak" and v.weak and not v.passed and not bool(v), v.message()
+    assert v.weak_outputs == ["o"], v.gate_checks
+    assert "weak:o" in v.reason and "gate check:" in v.message()
+    with pytest.raises(BaseException):  # pytest's xfail outcome, or AssertionError outside pytest
+        case.check(numpy_ref.kernel)
+    plain = attn_oracle.Case("op=sdpa docs=64,20 hq=2 dim=16")
+    ok = plain.run(numpy_ref.kernel)
+    assert ok.passed and not ok.weak_outputs
+    out = numpy_ref.kernel(plain, plain.inputs())
+    out["o"] = np.zeros_like(out["o"])  # no pad slots in this layout: only the gates can fail it
+    zero = plain.judge(out)
+    assert zero.kind == "fail" and "rel_l2_err" in [m.name for m in zero.failing], zero.message()
+
+
 def test_a_raising_kernel_is_an_error_never_a_pass():
     def boom(case, inputs):
         raise RuntimeError("kernel exploded")

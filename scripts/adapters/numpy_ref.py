@@ -150,7 +150,7 @@ def sdpa(case, inputs, topleft_bug):
     return {"o": o, "lse": lse}
 
 
-def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None, fold_scale=False, round_heads=False):
+def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None, fold_scale=False, round_heads=False, exp2=False):
     """SDPA's backward from its definition (docs/ops.md, "The backward pass"), per segment and query head:
     P = exp(scale QK^T - lse) from the given LSE over the allowed keys, D = rowsum(dO o O) from the given O,
     dV += P^T dO, dS = P o (dO V^T - D), dQ = scale dS K, dK += scale dS^T Q; GQA heads summed into their
@@ -159,7 +159,9 @@ def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None, fold_scale=F
     ft = np.float32 computes like an fp32 kernel; tile: keys in tiles of that many (a flash kernel's
     accumulation order), else one dense product; rnd: P and dS rounded (to the dtype) before their products;
     fold_scale: scale * dS is rounded (and the products take 1), round_heads: each query head's dK/dV is
-    rounded before its GQA group's sum (the two rounding choices cuDNN's SDPA backward makes)."""
+    rounded before its GQA group's sum (the two rounding choices cuDNN's SDPA backward makes); exp2: P as a
+    FlashAttention kernel computes it, exp2(fma(q k^T, fl(fl(scale) log2 e), -fl(lse log2 e))) in fp32 (the
+    constant and lse log2 e each rounded once, the fused product and difference rounded once)."""
     rnd = rnd or (lambda a: a)
     q, k, v, dout, o_in, lse_in = (inputs[n].astype(ft) for n in ("q", "k", "v", "dout", "o", "lse"))
     hq, hkv = int(case.dims["hq"]), int(case.dims["hkv"])
@@ -190,8 +192,15 @@ def sdpa_backward(case, inputs, ft=np.float64, tile=None, rnd=None, fold_scale=F
                 b = min(a + step, kl)
                 kt, vt = k[ko + a:ko + b, kh, :], v[ko + a:ko + b, kh, :]
                 mask = allowed[:, a:b] & live[:, None]
-                s_ = (qs @ kt.T) * scale
-                p_ = np.where(mask, np.exp(np.where(mask, s_ - lse[:, None], ft(0))), ft(0)).astype(ft)
+                if exp2:
+                    log2e = np.float64(np.log2(np.e))
+                    scale_l2 = np.float64(np.float32(np.float64(np.float32(case.scale)) * log2e))
+                    lse_l2 = (lse.astype(np.float64) * log2e).astype(np.float32).astype(np.float64)
+                    x = ((qs @ kt.T).astype(np.float64) * scale_l2 - lse_l2[:, None]).astype(ft)
+                    p_ = np.where(mask, np.exp2(np.where(mask, x, ft(0))), ft(0)).astype(ft)
+                else:
+                    s_ = (qs @ kt.T) * scale
+                    p_ = np.where(mask, np.exp(np.where(mask, s_ - lse[:, None], ft(0))), ft(0)).astype(ft)
                 ds = (p_ * ((do @ vt.T) - dsum[:, None])).astype(ft)
                 if fold_scale:
                     dsr = rnd((ds * scale).astype(ft))

@@ -3,7 +3,7 @@
 kernels whose rounding differs from the oracle's own fp32 emulation, to show that the derived gates
 (docs/tolerances.md, "How the tolerances are derived") pass correct fp32 arithmetic without a false failure.
 
-  usage: numpy_sdpa_fp32.py [--impl dense|online] [--tile N] [--round | --cudnn-rounding] CASE_DIR
+  usage: numpy_sdpa_fp32.py [--impl dense|online] [--tile N] [--round | --cudnn-rounding] [--exp2] CASE_DIR
     dense:  S = scale * Q K^T over the row's allowed keys, one max, exp, sum, P V / sum
     online: FlashAttention's online softmax over key tiles of N (default 64): running max, rescaled
             running sum and accumulator, one division at the end
@@ -14,7 +14,9 @@ Under pass=bwd: dQ/dK/dV in float32 from the given O and LSE (numpy_ref.sdpa_bac
 backward); --round rounds P and dS to the dtype before their products, like such kernels;
 --cudnn-rounding rounds as cuDNN's SDPA backward does (its GPU output matched to three digits): scale * dS
 rounded (fp16 subnormals for small scaled dS), each query head's dK/dV rounded before the GQA sum, and
-dQ/dK/dV written in the dtype.
+dQ/dK/dV written in the dtype; --exp2 computes P as FlashAttention's backward does, exp2 of a fused
+q k^T * (scale log2 e) - lse log2 e with both constants rounded to fp32 (at logits ~5e5, values=extreme, a
+relative error of P of a few percent, the same for every key of a row whose scores are equal).
 Indexer cases are declined (skipped). In process (attn_oracle, python/): `kernel(case, inputs, impl=...,
 tile=..., round_=...)` is the same call.
 """
@@ -93,7 +95,7 @@ def sdpa(case, buffers, inputs, impl, tile, rnd):
     return {"o": o, "lse": lse}
 
 
-def kernel(buffers, inputs, impl="dense", tile=64, round_=False, cudnn_rounding=False):
+def kernel(buffers, inputs, impl="dense", tile=64, round_=False, cudnn_rounding=False, exp2=False):
     """The adapter's kernel call on `buffers` (an exec: CaseDir or an attn_oracle.Case) and `inputs`."""
     if impl not in ("dense", "online") or tile < 1:
         raise ValueError(f"numpy_sdpa_fp32: impl must be dense|online and tile >= 1, got {impl!r}, {tile}")
@@ -103,7 +105,7 @@ def kernel(buffers, inputs, impl="dense", tile=64, round_=False, cudnn_rounding=
     rnd = rounder(case.meta["dtype"] if round_ or cudnn_rounding else "fp32")
     if case.meta.get("pass", "fwd") == "bwd":
         out = sdpa_backward(CaseBuffers(case, buffers), inputs, F, tile if impl == "online" else None, rnd,
-                            fold_scale=cudnn_rounding, round_heads=cudnn_rounding)
+                            fold_scale=cudnn_rounding, round_heads=cudnn_rounding, exp2=exp2)
         if not cudnn_rounding:
             return out
         # Written in the dtype; pad slots keep the sentinel bit for bit.
@@ -120,11 +122,13 @@ def run(argv):
     ap.add_argument("--tile", type=int, default=64)
     ap.add_argument("--round", action="store_true")
     ap.add_argument("--cudnn-rounding", action="store_true")
+    ap.add_argument("--exp2", action="store_true")
     ap.add_argument("case_dir")
     a = ap.parse_args(argv)
     if a.tile < 1:
         ap.error(f"--tile must be >= 1, got {a.tile}")
-    return main(kernel, [a.case_dir], impl=a.impl, tile=a.tile, round_=a.round, cudnn_rounding=a.cudnn_rounding)
+    return main(kernel, [a.case_dir], impl=a.impl, tile=a.tile, round_=a.round, cudnn_rounding=a.cudnn_rounding,
+                exp2=a.exp2)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 files turned into its backward (`pass=bwd`; forward-only keys dropped), judged through `attn-oracle gate`
 against each backend, and per gradient the worst err/gate of every case (from report.json's
 `*_violations` metrics for SDPA, `*_err_over_gate` for the indexer) summarised as quantiles. A ratio > 1
-is a false failure.
+is a false failure; a weak case (no metric failed, a gate that a zero answer passes) is counted apart.
 
   usage: scripts/tools/bwd-error-over-gate.py [--cli build/attn-oracle] [--op sdpa|indexer|both]
                                               [--backend SPEC]... CORPUS...
@@ -71,16 +71,19 @@ def main():
                                    capture_output=True, text=True)
                 rep = json.load(open(os.path.join(rd, "report.json")))
                 ratios = {}
-                failed = []
+                failed, weak = [], []
                 for case in rep["cases"]:
                     for name, m in case["metrics"].items():
                         g = RATIO.match(name)
                         if g and m.get("gate_ratio", -1) >= 0:
                             ratios.setdefault(g.group(1), []).append(float(m["gate_ratio"]))
-                    if case["verdict"] != "pass":
+                    if case["verdict"] == "weak":  # no metric failed: not a false failure, counted apart
+                        weak.append(case["case"])
+                    elif case["verdict"] != "pass":
                         failed.append(f'{case["verdict"]}: {case["case"]}')
                 false_failures += len(failed)
-                print(f"op={op} {b}\n  gate exit {r.returncode}; {len(lines)} cases; not passed: {len(failed)}")
+                print(f"op={op} {b}\n  gate exit {r.returncode}; {len(lines)} cases; not passed: {len(failed)}; "
+                      f"weak (a gate a zero answer passes): {len(weak)}")
                 for name in failed[:10]:
                     print(f"    {name}")
                 for g, xs in ratios.items():

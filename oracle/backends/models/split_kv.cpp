@@ -157,9 +157,10 @@ std::vector<BugModel> split_kv_models() {
        .what = "the running max starts at the finite -5e4: a row whose every logit is below -5e4 (sum underflows) "
                "gives O = 0, LSE = -5e4",
        .indexer = false, .sdpa = true, .seams = seams<FiniteNegInf>(), .catalog = "[23]",
-       .source = "flashinfer #4267 (#4450, #4451; PR #4401)", .defect_class = K::EmptyRows, .catches = {"lse_max_err"},
-       .triggers = {{"op=sdpa docs=40,24 scale=1e6 dtype=fp32", {"lse_max_err"}},
-                    {"op=sdpa docs=40,24 values=extreme", {"lse_max_err"}}},
+       .source = "flashinfer #4267 (#4450, #4451; PR #4401)", .defect_class = K::EmptyRows,
+       .catches = {"lse_max_err", "rel_l2_err", "tol_violations"},
+       .triggers = {{"op=sdpa docs=40,24 scale=1e6 dtype=fp32", {"lse_max_err", "rel_l2_err", "tol_violations"}},
+                    {"op=sdpa docs=40,24 values=extreme", {"lse_max_err", "rel_l2_err", "tol_violations"}}},
        .outside = {{"op=sdpa docs=40,24", "logits of normal size"}}},
       {.name = "lse-plus-inf", .what = "rows with no allowed key get LSE = +inf instead of -inf", .indexer = false,
        .sdpa = true, .transform = lse_plus_inf, .catalog = "[26]", .source = "FlashAttention PR #978, FlashMLA PR #77",

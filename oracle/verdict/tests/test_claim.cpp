@@ -54,6 +54,15 @@ TEST(CatchesClaim, AFailedOrErroredRunHoldsTheClaim) {
   }
 }
 
+TEST(CatchesClaim, AWeakRunDoesNotHoldTheClaim) {  // no metric failed: the backend was not caught
+  const ClaimedVerdict c = apply_claim(verdict_of(Verdict::Weak, "weak:dq (a zero dq passes every gate)"), &kClaim,
+                                       "cpu-bug:topleft-cp");
+  EXPECT_EQ(c.check, ClaimCheck::NotHeld);
+  EXPECT_EQ(c.verdict.kind, Verdict::Fail);
+  EXPECT_EQ(c.verdict.reason, "claim not held: corpus/catalog/x.case:3 '# catches: cpu-bug:topleft-cp', but the case "
+                              "failed no metric (weak:dq (a zero dq passes every gate))");
+}
+
 TEST(CatchesClaim, APassedRunFailsNamingTheClaim) {
   const ClaimedVerdict c = apply_claim(verdict_of(Verdict::Pass, ""), &kClaim, "cpu-bug:topleft-cp");
   EXPECT_EQ(c.check, ClaimCheck::NotHeld);

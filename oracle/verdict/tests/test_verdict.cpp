@@ -110,8 +110,47 @@ TEST(Verdict, LabelAndName) {
   EXPECT_STREQ(verdict_name(Verdict::Fail), "fail");
   EXPECT_STREQ(verdict_name(Verdict::Skipped), "skipped");
   EXPECT_STREQ(verdict_name(Verdict::Error), "error");
+  EXPECT_STREQ(verdict_name(Verdict::Weak), "weak");
   EXPECT_EQ(verdict_label(Verdict::Pass), "PASS");
   EXPECT_EQ(verdict_label(Verdict::Skipped), "SKIPPED");
+  EXPECT_EQ(verdict_label(Verdict::Weak), "WEAK");
+  EXPECT_FALSE(is_failure(Verdict::Weak));
+  EXPECT_TRUE(is_failure(Verdict::Fail));
+  EXPECT_TRUE(is_failure(Verdict::Error));
+}
+
+// The discrimination check turns a pass into WEAK when a zero (or NaN) answer of an output whose exact
+// value is not zero would pass its gates, naming each weak output; an all-zero exact output, an output with
+// nothing judged and a failing verdict stay as they are.
+TEST(Verdict, WeakWhereAZeroOrNanAnswerPasses) {
+  GateCheck ok{"o", 64, false, true, true, 312, 4.0, true, "tol_violations"};
+  GateCheck zero_passes{"dq", 64, false, false, true, 0.06, -1, true, ""};
+  GateCheck nan_passes{"dk", 64, false, true, false, 9, 4, true, "dk_violations"};
+  GateCheck exact_zero{"dv", 64, true, false, true, -1, -1, true, ""};
+  GateCheck nothing{"dw", 0, false, false, false, -1, -1, true, ""};
+  EXPECT_FALSE(ok.weak());
+  EXPECT_TRUE(zero_passes.weak());
+  EXPECT_TRUE(nan_passes.weak());
+  EXPECT_FALSE(exact_zero.weak());  // the zero answer is right there
+  EXPECT_FALSE(nothing.weak());
+  const Verdict pass = build_verdict({gated_metric("g", 0, "== 0", false)});
+  const Verdict weak = with_gate_checks(pass, {ok, zero_passes, exact_zero, nan_passes, nothing});
+  EXPECT_EQ(weak.kind, Verdict::Weak);
+  EXPECT_EQ(weak.reason,
+            "weak:dq (a zero dq passes every gate: worst err/gate 0.06), weak:dk (a NaN dk passes every gate)");
+  EXPECT_EQ(weak_outputs(weak), (std::vector<std::string>{"dq", "dk"}));
+  EXPECT_EQ(weak.gate_checks.size(), 5u);
+  EXPECT_EQ(with_gate_checks(pass, {ok, exact_zero, nothing}).kind, Verdict::Pass);
+  const Verdict fail = build_verdict({gated_metric("g", 1, "== 0", true)});
+  const Verdict still = with_gate_checks(fail, {zero_passes});
+  EXPECT_EQ(still.kind, Verdict::Fail);  // a failure takes precedence; its checks are kept for the reports
+  EXPECT_EQ(still.reason, "g");
+  EXPECT_EQ(still.gate_checks.size(), 1u);
+  EXPECT_EQ(gate_check_text(ok), "o: zero answer fails (worst err/gate 312; tol_violations), NaN answer fails, "
+                                 "moved by 4 gates: err/gate 4");
+  EXPECT_EQ(gate_check_text(zero_passes), "dq: zero answer PASSES (worst err/gate 0.06), NaN answer fails: WEAK");
+  EXPECT_EQ(gate_check_text(exact_zero), "dv: exact answer is zero (a zero answer is right), NaN answer fails");
+  EXPECT_EQ(gate_check_text(nothing), "dw: nothing judged");
 }
 
 TEST(VerdictTally, CountsAndExitCodes) {
@@ -120,15 +159,17 @@ TEST(VerdictTally, CountsAndExitCodes) {
     for (auto k : ks) r.push_back(CaseResult{}), r.back().verdict.kind = k;
     return r;
   };
-  const auto mixed = results({Verdict::Pass, Verdict::Fail, Verdict::Pass, Verdict::Skipped, Verdict::Error});
+  const auto mixed =
+      results({Verdict::Pass, Verdict::Fail, Verdict::Pass, Verdict::Skipped, Verdict::Error, Verdict::Weak});
   const VerdictTally t = tally(mixed);
   EXPECT_EQ(t[Verdict::Pass], 2);
   EXPECT_EQ(t[Verdict::Fail], 1);
   EXPECT_EQ(t[Verdict::Skipped], 1);
   EXPECT_EQ(t[Verdict::Error], 1);
-  EXPECT_EQ(t.total(), 5);
-  EXPECT_EQ(t.ran(), 4);
-  EXPECT_EQ(t.bad(), 2);
+  EXPECT_EQ(t.weak(), 1);
+  EXPECT_EQ(t.total(), 6);
+  EXPECT_EQ(t.ran(), 5);
+  EXPECT_EQ(t.bad(), 2);  // a weak case is counted apart: neither passed nor failed
   EXPECT_EQ(t.exit_code(), 1);
   EXPECT_EQ(exit_code(mixed), 1);  // the CLI's exit code is the tally's
   for (const auto& [ks, code] : std::vector<std::pair<std::vector<CaseResult>, int>>{
@@ -140,6 +181,11 @@ TEST(VerdictTally, CountsAndExitCodes) {
     EXPECT_EQ(tally(ks).exit_code(), code);
     EXPECT_EQ(exit_code(ks), code);
   }
+  // A weak case fails only a strict run (gate --strict).
+  EXPECT_EQ(tally(results({Verdict::Pass, Verdict::Weak})).exit_code(), 0);
+  EXPECT_EQ(tally(results({Verdict::Pass, Verdict::Weak})).exit_code(true), 1);
+  EXPECT_EQ(tally(results({Verdict::Weak})).exit_code(), 0);
+  EXPECT_EQ(tally(results({Verdict::Pass})).exit_code(true), 0);
 }
 
 // The headline flag replaces the lists cp-run and the GPU campaign had: the same metrics.

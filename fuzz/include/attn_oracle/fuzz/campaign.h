@@ -1,4 +1,5 @@
-// A fuzz campaign: generated cases (generator.h) run against a backend vs a reference; each failure
+// A fuzz campaign: generated cases (generator.h; a drawn case whose gates cannot reject an all-zero or NaN
+// answer is drawn again: generate_discriminating) run against a backend vs a reference; each failure
 // is shrunk (shrink_failure.h) and deduplicated by its failure signature (failure_signature.h): one
 // smallest case per signature is saved, atomically, as a found file (found_file.h) into the output
 // directory, the others are counted as merged into it. Deterministic for a (seed, shard, budget in
@@ -41,6 +42,10 @@ struct CampaignSummary {
   int64_t first_failure_case = -1;        // cases generated up to and including the first failure
   double first_failure_seconds = -1;      // wall time until the first failure was seen (before shrinking)
   uint64_t nondeterministic = 0;          // unique cases marked nondeterministic
+  // Drawn cases replaced because a gate of theirs could not reject an all-zero or NaN answer (judged
+  // from the exact answer before the backend ran; generate_discriminating): the campaign prefers cases
+  // whose every gate discriminates. Weak cases that ran anyway are verdicts.weak().
+  uint64_t weak_redrawn = 0;
   uint64_t unsaved = 0;                   // unique cases that could not be saved
   // Where and why the backend (or --vs) stopped being available mid-campaign (an in-process GPU library
   // whose CUDA context was lost); empty if it did not. The campaign ends there.

@@ -7,6 +7,7 @@
 // generated case is valid (make_layout accepts it); an invalid one is a generator bug.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -47,6 +48,15 @@ struct GeneratedCase {
   Choices choices;  // canonical: replay_choices(choices) gives c
 };
 GeneratedCase generate_recorded(uint64_t seed, uint64_t index, const GenOptions& opt = {});
+// Case `index` of campaign `seed`, preferring a case whose every gate discriminates: the first of the
+// draws of (seed, index), (redraw_seed(seed, 1), index), ... that `weak` does not reject, after at most
+// kWeakRedraws redraws (the last draw is kept, weak or not; `weak` sees every draw, the last one too);
+// `redraws` counts them. A pure function
+// of its arguments when `weak` is one (the campaign's: the discrimination check of the case's gates).
+inline constexpr int kWeakRedraws = 2;
+uint64_t redraw_seed(uint64_t seed, int redraw);
+GeneratedCase generate_discriminating(uint64_t seed, uint64_t index, const GenOptions& opt,
+                                      const std::function<bool(const Case&)>& weak, int* redraws = nullptr);
 // The case a choice sequence gives; `effective`: the sequence as played (canonical); `record`: each
 // decision as played (with its range and kind).
 Case replay_choices(const Choices& seq, const GenOptions& opt = {}, Choices* effective = nullptr,

@@ -20,6 +20,9 @@ struct CaseResult {
   // The rest of the check's wall time: making the layout and inputs (run_case only), the input checks
   // and sentinel outputs around each run, and the judgement (the comparator with its exact answer).
   double inputs_seconds = 0, run_setup_seconds = 0, judge_seconds = 0;
+  // Of judge_seconds (or before it, where the campaign checked the case before its run): the
+  // discrimination check (discrimination.h), its judge() passes against the prepared gates.
+  double gate_check_seconds = 0;
   // False where the reference was not run: the built-in cpu-ref against a comparator that does not read it
   // (SDPA: the judgement recomputes the exact answer), unless a failing case's explanation or report
   // pictures needed its outputs.

@@ -6,7 +6,11 @@
 //    backend that wrote them gets RunStatus::Error (wrote_input names the element) and the trial
 //    restores them, so no later run and no judgement ever sees written inputs.
 //  * judge(got, ref): the verdict of a run against a reference run: SKIPPED/ERROR when either run
-//    produced nothing to judge, ERROR when the reference fails reference_sanity(), else compare().
+//    produced nothing to judge, ERROR when the reference fails reference_sanity(), else compare()
+//    (with its discrimination check: WEAK where a gate cannot reject an all-zero or NaN answer).
+//  * gate_checks(): that discrimination check before any backend runs, where the comparator reads no
+//    reference run; the comparator's prepared half (the exact answer and the gates) is kept for the
+//    trial's judge_exact calls, so a check made first costs nothing more.
 //  * keep_artifacts(got, ref, v): what report pictures need of a failing trial (bounded; see below).
 // Foreign text (backend names, reasons) is made valid UTF-8 here.
 #pragma once
@@ -18,6 +22,7 @@
 #include "attn_oracle/backends/backend.h"
 #include "attn_oracle/compare/compare.h"
 #include "attn_oracle/inputs/input_fingerprint.h"
+#include "attn_oracle/verdict/verdict.h"
 
 namespace ao {
 
@@ -45,6 +50,12 @@ class Trial {
  public:
   explicit Trial(const Case& c, const LayoutLimits& lim = {});
   explicit Trial(Layout l);  // a layout made elsewhere (cp-run's per-rank layouts)
+  // Moved, not copied: the prepared comparator refers to the trial's layout and inputs, so it stays
+  // behind (a moved trial prepares it again at its next need).
+  Trial(Trial&& o) noexcept;
+  Trial(const Trial&) = delete;
+  Trial& operator=(const Trial&) = delete;
+  ~Trial();
 
   const Layout& layout() const { return l_; }
   const Inputs& inputs() const { return in_; }
@@ -59,6 +70,11 @@ class Trial {
   // The verdict of got where the comparator does not read a reference (comparator_reads_reference is
   // false): the built-in reference's run would change nothing, so none is needed.
   Verdict judge_exact(const TrialRun& got) const;
+  // The discrimination check of this case's gates (discrimination.h), computed from the exact answer
+  // before any backend runs; null where the comparator reads a reference run (the indexer's forward).
+  const std::vector<GateCheck>* gate_checks();
+  // Seconds the last discrimination check took (its judge() passes and answers, not the prepared half).
+  double gate_check_seconds() const { return gate_check_seconds_; }
   // The same on a subset of layout().check_rows (per-segment verdicts).
   Verdict judge_rows(const TrialRun& got, const TrialRun& ref, std::vector<int64_t> rows) const;
 
@@ -69,9 +85,16 @@ class Trial {
  private:
   Verdict judge_on(const Layout& l, const TrialRun& got, const TrialRun& ref) const;
 
+  // The comparator's prepared half and its gate checks, for judge_exact (made at the first need).
+  const PreparedJudgement& prepared() const;
+
   Layout l_;
   Inputs in_;
   InputFingerprint pristine_;
+  const Outputs no_reference_;  // what the prepared comparator is given as the reference it does not read
+  mutable std::unique_ptr<PreparedJudgement> prepared_;
+  mutable std::unique_ptr<std::vector<GateCheck>> checks_;
+  mutable double gate_check_seconds_ = 0;
 };
 
 }  // namespace ao

@@ -18,6 +18,10 @@ struct SdpaRowTruth {
   double score_abs = 0;   // sum_i p^_i * scale * sum_d |q_d k_id|: what fp32 score rounding scales with
   double v_abs = 0;       // max_e sum_i p^_i |v_ie|: what fp32 P.V accumulation scales with
   double v_rms = 0;       // max_e sqrt(sum_i p^_i^2 v_ie^2): what rounding P to the dtype scales with
+  // A bound on max_e sum_i p_i |v_ie - O_e|, what a change of the weights moves O by: min(2 v_abs,
+  // 2 max_i |v_i| (1 - sum_i p_i^2)) (sum_i p_i |v_i - O| <= sum_ik p_i p_k |v_i - v_k|): near 0 on a row
+  // whose softmax is one key, where score rounding moves no weight that matters.
+  double v_spread = 0;
   double emul_err = 0;    // max_e |O_emul - O_exact|
   double o_max = 0;       // max_e |O_exact|
 };

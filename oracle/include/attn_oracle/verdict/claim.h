@@ -3,7 +3,8 @@
 // backend; where the claim names the backend that ran, the claim is checked against the trial's verdict:
 //   * the run was skipped: nothing is checked (a skip says nothing about the backend's answer);
 //   * the run failed or errored: the claim held, the verdict stays;
-//   * the run passed: the claim did not hold (the corpus lost its teeth, or the comparator went blind):
+//   * the run passed, or was weak (no metric failed): the claim did not hold (the corpus lost its teeth,
+//     or the comparator went blind):
 //     the verdict becomes a Fail whose reason names the claim.
 // A claim naming another backend, or no claim, leaves the verdict as it is.
 #pragma once

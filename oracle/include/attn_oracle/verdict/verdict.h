@@ -66,19 +66,46 @@ struct CellMap {
   }
 };
 
+// The discrimination check of one judged output (compare/discrimination.h): what answers that must
+// fail score against the gates the comparator applied to this case. Every output of every op gets one.
+//  * the zero answer: the output's valid judged rows all zero (index tensors: key 0), every other
+//    output exact, pad slots as the harness wrote them;
+//  * the NaN answer: the same rows NaN (index tensors: an index past the K/V buffer);
+//  * the moved answer: the exact answer moved toward zero by kMovedGates times its gate at the zero
+//    answer's worst cell (informational: the gate's err/gate there; float outputs whose zero answer fails).
+// The output is weak when its gates cannot reject the zero answer although its exact value is not
+// zero, or cannot reject the NaN answer: a gate that an all-zero answer can pass says nothing.
+struct GateCheck {
+  std::string output;        // the output's name in output_specs(): "o", "lse", "dq", "topk", ...
+  int64_t judged = 0;        // judged elements (0: nothing of this output is judged in this case: never weak)
+  bool exact_zero = false;   // the exact answer is zero (below 2^-100: underflow) on every judged element: a zero answer is right
+  bool zero_fails = true, nan_fails = true;
+  double zero_ratio = -1;    // the zero answer's worst err/gate over the gated metrics (-1: none carries one)
+  double moved_ratio = -1;   // the moved answer's (-1: not computed)
+  bool moved_fails = true;
+  std::string zero_failed;   // the metrics the zero answer fails, comma-separated
+  bool weak() const { return judged > 0 && ((!zero_fails && !exact_zero) || !nan_fails); }
+};
+inline constexpr double kMovedGates = 4;
+
 struct Verdict {
-  enum Kind { Pass, Fail, Skipped, Error } kind = Pass;
-  std::string reason;                // skipped / error reason, or the failing metric names
+  // Weak: no metric failed, but a gate of the case cannot reject an all-zero (or NaN) answer of some
+  // output (GateCheck::weak): not a pass. Fail and Error take precedence over it.
+  enum Kind { Pass, Fail, Skipped, Error, Weak } kind = Pass;
+  std::string reason;                // skipped / error reason, the failing metric names, or the weak outputs
   std::vector<Metric> metrics;
   std::vector<RowNote> worst_rows;
   // The backward comparators' per-cell judgement (CellMap); run_trial moves it into a failing case's
   // kept artifacts and drops it otherwise, so stored results do not carry it.
   std::shared_ptr<const std::vector<CellMap>> cell_maps;
+  // The discrimination check, one entry per judged output (empty where the case was not judged).
+  std::vector<GateCheck> gate_checks;
   const Metric* find(const std::string& name) const;
 };
+inline constexpr int kVerdictKinds = 5;
 
-// The name of a verdict kind: "pass", "fail", "skipped", "error" (JSON, reports, CSS classes), and the
-// same in capitals, "PASS", ..., the label of result lines and badges.
+// The name of a verdict kind: "pass", "fail", "skipped", "error", "weak" (JSON, reports, CSS classes),
+// and the same in capitals, "PASS", ..., the label of result lines and badges.
 const char* verdict_name(Verdict::Kind k);
 std::string verdict_label(Verdict::Kind k);
 
@@ -94,6 +121,16 @@ Verdict build_verdict(std::vector<Metric> metrics, std::vector<RowNote> worst_ro
 // A verdict without metrics: the case could not be judged (Error) or did not run (Skipped).
 Verdict error_verdict(std::string reason);
 Verdict skipped_verdict(std::string reason);
+// v with its discrimination check: a Pass with a weak output becomes Weak, its reason naming each weak
+// output ("weak:dq (a zero dq passes every gate: worst err/gate 0.062)"); other kinds keep theirs.
+Verdict with_gate_checks(Verdict v, std::vector<GateCheck> checks);
+// One output's discrimination check in words, e.g. "dq: zero answer fails (worst err/gate 14.2; dq_violations),
+// NaN answer fails, moved by 4 gates: err/gate 4" or "dk: zero answer PASSES (worst err/gate 0.06): WEAK".
+std::string gate_check_text(const GateCheck& g);
+// The weak outputs' names, in output order ({"dq", "dv"}).
+std::vector<std::string> weak_outputs(const Verdict& v);
+// Whether a verdict kind is a failure: Fail or Error (a Weak verdict is not, except under --strict).
+inline bool is_failure(Verdict::Kind k) { return k == Verdict::Fail || k == Verdict::Error; }
 
 // Names of the failing metrics, e.g. {"out_of_causal", "tie_aware_recall_min"} (sorted: a set, so
 // failures compare by what failed, not by metric order).
@@ -104,15 +141,17 @@ std::string failing_summary(const Verdict& v);
 
 // Verdicts counted over many cases (gate, fuzz, reports, GPU runs).
 struct VerdictTally {
-  std::array<int64_t, 4> n{};  // indexed by Verdict::Kind
+  std::array<int64_t, kVerdictKinds> n{};  // indexed by Verdict::Kind
 
   void add(Verdict::Kind k) { ++n[size_t(k)]; }
   int64_t operator[](Verdict::Kind k) const { return n[size_t(k)]; }
-  int64_t total() const { return n[0] + n[1] + n[2] + n[3]; }
+  int64_t total() const { return n[0] + n[1] + n[2] + n[3] + n[4]; }
   int64_t ran() const { return total() - n[Verdict::Skipped]; }
   int64_t bad() const { return n[Verdict::Fail] + n[Verdict::Error]; }  // "failed" in summaries
-  // The CLI's exit code for these cases: 1 when one failed or errored, 125 when none ran, else 0.
-  int exit_code() const { return bad() > 0 ? 1 : ran() > 0 ? 0 : 125; }
+  int64_t weak() const { return n[Verdict::Weak]; }                      // counted apart: neither passed nor failed
+  // The CLI's exit code for these cases: 1 when one failed or errored (strict: or was weak), 125 when
+  // none ran, else 0.
+  int exit_code(bool strict = false) const { return bad() > 0 || (strict && weak() > 0) ? 1 : ran() > 0 ? 0 : 125; }
 };
 
 // Tally of anything with a `.verdict` (CaseResult).

@@ -10,7 +10,10 @@ namespace ao {
 // 2: the indexer's clobbered_pad_rows metric is named clobbered_pad_slots, as the SDPA one (one name per
 // concept); nothing else changed from 1.
 // 3: a failing case that was explained has an "explanation" object (explain.h); nothing else changed.
-inline constexpr int kReportSchemaVersion = 3;
+// 4: each case has "gate_checks" (the discrimination check of each judged output: an all-zero and a NaN
+// answer against the case's gates), a case's verdict may be "weak" (no metric failed, but a gate cannot
+// reject a zero or NaN answer), and the summary counts "weak"; nothing else changed.
+inline constexpr int kReportSchemaVersion = 4;
 
 // How the run that produced the results ended: complete, or stopped after the cases listed by a signal
 // (SIGINT/SIGTERM/SIGHUP) or by its stdout closing (SIGPIPE) (report.json: "status": "complete" |
