@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "attn_oracle/compare/judged_region.h"
 
@@ -63,55 +64,43 @@ std::vector<GateCheck> check_gates(const Layout& l, const PreparedJudgement& j) 
         into.nan_fails = fails;
       }
     };
-    if (s.floats) {
-      std::vector<float>& t = w.*s.floats;
-      std::vector<float> kept(rows.size() * W);
+    // The output's judged cells kept, then replaced by the zero answer, the NaN answer (an index tensor:
+    // key 0 is its zero, an index past the K/V buffer its NaN) and, for floats, the moved answer.
+    auto check = [&](auto& t, auto nan_value) {
+      using T = typename std::decay_t<decltype(t)>::value_type;
+      std::vector<T> kept(rows.size() * W);
       bool zero = true;
       for (size_t i = 0; i < rows.size(); ++i)
         for (size_t e = 0; e < W; ++e) {
           kept[i * W + e] = t[size_t(rows[i]) * W + e];
-          zero = zero && std::fabs(kept[i * W + e]) < kNegligible;
+          zero = zero && std::fabs(double(kept[i * W + e])) < kNegligible;
         }
       g.exact_zero = zero;
       auto put = [&](auto value_of) {
         for (size_t i = 0; i < rows.size(); ++i)
           for (size_t e = 0; e < W; ++e) t[size_t(rows[i]) * W + e] = value_of(kept[i * W + e]);
       };
-      put([](float) { return 0.f; });
+      put([](T) { return T(0); });
       judge(g, true);
-      put([](float) { return std::numeric_limits<float>::quiet_NaN(); });
+      put([nan_value](T) { return nan_value; });
       judge(g, false);
       // Moved toward zero by kMovedGates gates at the zero answer's worst cell (every element scaled alike,
       // so no cell moves by more than kMovedGates of its gate).
-      if (g.zero_fails && std::isfinite(g.zero_ratio) && g.zero_ratio > kMovedGates) {
-        const double keep = 1 - kMovedGates / g.zero_ratio;
-        put([keep](float x) { return std::isfinite(x) ? float(double(x) * keep) : x; });
-        const Verdict v = j.judge(w);
-        g.moved_ratio = worst_ratio(v);
-        g.moved_fails = is_failure(v.kind);
-      }
-      put([](float x) { return x; });
-    } else {
-      std::vector<int32_t>& t = w.*s.indices;
-      std::vector<int32_t> kept(rows.size() * W);
-      bool zero = true;
-      for (size_t i = 0; i < rows.size(); ++i)
-        for (size_t e = 0; e < W; ++e) {
-          kept[i * W + e] = t[size_t(rows[i]) * W + e];
-          zero = zero && kept[i * W + e] == 0;
+      if constexpr (std::is_same_v<T, float>) {
+        if (g.zero_fails && std::isfinite(g.zero_ratio) && g.zero_ratio > kMovedGates) {
+          const double keep = 1 - kMovedGates / g.zero_ratio;
+          put([keep](float x) { return std::isfinite(x) ? float(double(x) * keep) : x; });
+          const Verdict v = j.judge(w);
+          g.moved_ratio = worst_ratio(v);
+          g.moved_fails = is_failure(v.kind);
         }
-      g.exact_zero = zero;
-      auto put = [&](auto value_of) {
-        for (size_t i = 0; i < rows.size(); ++i)
-          for (size_t e = 0; e < W; ++e) t[size_t(rows[i]) * W + e] = value_of(kept[i * W + e]);
-      };
-      put([](int32_t) { return int32_t(0); });  // key 0 in every slot
-      judge(g, true);
-      const int32_t past = int32_t(std::min<int64_t>(l.kv_rows, std::numeric_limits<int32_t>::max()));
-      put([past](int32_t) { return past; });  // an index past the K/V buffer: an index's NaN
-      judge(g, false);
-      put([](int32_t x) { return x; });
-    }
+      }
+      put([](T x) { return x; });
+    };
+    if (s.floats)
+      check(w.*s.floats, std::numeric_limits<float>::quiet_NaN());
+    else
+      check(w.*s.indices, int32_t(std::min<int64_t>(l.kv_rows, std::numeric_limits<int32_t>::max())));
     out.push_back(std::move(g));
   }
   return out;
