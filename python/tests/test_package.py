@@ -16,8 +16,7 @@ import pytest
 import attn_oracle
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "scripts", "adapters"))
-import numpy_ref  # noqa: E402
+from attn_oracle.adapters import numpy_ref  # noqa: E402
 
 LINES = ["op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=8 dim=128 seed=5",
          "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright seed=9",
@@ -63,7 +62,7 @@ def test_inputs_are_the_trials_memory_and_bit_identical_to_exec(line, tmp_path):
     r = subprocess.run([ao, "repro", *case.line.split(), "--backend", f"exec:cp -r \"$AO_CASE_DIR\" {keep}; false",
                         "--no-explain"], capture_output=True, text=True)
     assert (keep / "meta.json").exists(), r.stdout + r.stderr
-    from ao_exec import CaseDir
+    from attn_oracle.adapters.protocol import CaseDir
     d = CaseDir(str(keep))
     for name, arr in a.items():
         assert np.array_equal(d.input(name).view(np.uint32), arr.view(np.uint32)), name  # bitwise, NaN poison too
@@ -175,7 +174,7 @@ def test_skip_is_a_named_skip():
         raise attn_oracle.Skip("my kernel: no fp16")
     v = attn_oracle.Case(LINES[0]).run(declines)
     assert v.kind == "skipped" and "my kernel: no fp16" in v.reason and not v
-    from ao_exec import skip  # the adapters' skip() is the same in process
+    from attn_oracle.adapters.protocol import skip  # the adapters' skip() is the same in process
 
     def adapter_declines(case, inputs):
         skip("adapter: declined")
@@ -208,7 +207,7 @@ def test_fuzz_finds_saves_and_shrinks_the_planted_bug(tmp_path):
     f = r["found"][0]
     assert f["file"] and os.path.exists(f["file"])
     text = open(f["file"]).read()
-    assert "python:numpy_ref.kernel:bug=topleft-cp" in text and f["shrunk"] in text
+    assert "python:attn_oracle.adapters.numpy_ref.kernel:bug=topleft-cp" in text and f["shrunk"] in text
     assert f["shrunk"] != f["original"] and len(f["shrunk"]) <= len(f["original"])  # shrunk
     ok = attn_oracle.fuzz(numpy_ref.kernel, op="sdpa", budget="10", seed=3, dims="tiny")
     assert ok.passed, ok["summary"]
@@ -227,8 +226,8 @@ def test_numpy_ref_is_one_code_path_with_exec(tmp_path):
     if ao is None:
         pytest.skip("no build/attn-oracle (set AO_CLI)")
     line = LINES[2]
-    adapter = os.path.join(ROOT, "scripts", "adapters", "numpy_ref.py")
-    r = subprocess.run([ao, "repro", *line.split(), "--backend", f"exec:{sys.executable} {adapter} --bug topleft-cp",
+    r = subprocess.run([ao, "repro", *line.split(), "--backend",
+                        f"exec:{sys.executable} -m attn_oracle.adapters.numpy_ref --bug topleft-cp",
                         "--no-explain"], capture_output=True, text=True)
     inproc = attn_oracle.Case(line).run(numpy_ref.planted_bug, explain=False)
     assert ("verdict: FAIL" in r.stdout) == (inproc.kind == "fail"), r.stdout
@@ -237,7 +236,7 @@ def test_numpy_ref_is_one_code_path_with_exec(tmp_path):
 def test_fa4_adapter_is_one_kernel_function_in_process():
     # fa4_varlen.kernel is what its exec: wrapper runs; in process its declines are named skips and a rank
     # with no valid row passes without launching (neither needs torch or a GPU).
-    import fa4_varlen
+    from attn_oracle.adapters import fa4_varlen
     v = attn_oracle.Case("op=sdpa docs=16 dim=4").run(fa4_varlen.kernel)
     assert v.kind == "skipped" and "is not supported on SM90" in v.reason, v.message()
     for line in ("op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3",
@@ -250,7 +249,7 @@ def _fe_indexer_bwd(**kw):
     """cudnn_fe_indexer's backward mapping with a numpy model of frontend 1.32.0's SM90 kernel in place of
     the GPU call (scripts/adapters/test_cudnn_fe_indexer.py: bf16 dS into the dQ/dK products, bf16 dQ/dW)."""
     import functools
-    import cudnn_fe_indexer
+    from attn_oracle.adapters import cudnn_fe_indexer
     import test_cudnn_fe_indexer
     return functools.partial(cudnn_fe_indexer.backward, launch=test_cudnn_fe_indexer.fake_indexer_bwd_sm90, **kw)
 
@@ -281,7 +280,7 @@ def test_a_one_slot_error_on_a_long_row_still_fails_the_16_bit_gates():
             a[0, r, 0] = -1 if a is call.topk else 0
         return test_cudnn_fe_indexer.fake_indexer_bwd_sm90(call, dk_dtype)
     import functools
-    import cudnn_fe_indexer
+    from attn_oracle.adapters import cudnn_fe_indexer
     v = attn_oracle.Case(line).run(functools.partial(cudnn_fe_indexer.backward, launch=drop_best_slot, slot_fill="zero"),
                                    explain=False)
     assert v.kind == "fail" and v.metric("dq_err_over_gate").failed, v.message()
