@@ -1,4 +1,4 @@
-"""Helpers for attn-oracle `exec:` adapters (protocol 1; see oracle/include/attn_oracle/backends/external.h).
+"""The `exec:` protocol for adapters (protocol 1; see oracle/include/attn_oracle/backends/external.h).
 
 An adapter's kernel call is a plain function `kernel(case, inputs) -> outputs` (inputs and outputs:
 dicts of arrays by name); one code path serves both ways of running it:
@@ -178,10 +178,20 @@ def skip(reason):
     raise Skip(reason)
 
 
+def import_torch(adapter):
+    """torch, else a skip naming the adapter: without torch the kernel did not run (never an error)."""
+    try:
+        import torch
+    except ImportError as e:
+        skip(f"{adapter}: torch does not import ({e})")
+    return torch
+
+
 def cuda_torch(adapter, decline=None, meta=None):
-    """torch, with a CUDA device, else a skip naming the adapter. decline(meta, arch_major): the adapter's
-    declines that depend on the device's architecture (a kernel built for some majors only), a skip too."""
-    import torch
+    """torch, with a CUDA device, else a skip naming the adapter (torch not importable is a skip too: the
+    kernel did not run). decline(meta, arch_major): the adapter's declines that depend on the device's
+    architecture (a kernel built for some majors only), a skip too."""
+    torch = import_torch(adapter)
     if not torch.cuda.is_available():
         skip(f"{adapter}: no CUDA device")
     if decline is not None:

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from .protocol import CaseMeta, log_timing, main, skip
+from .protocol import CaseMeta, import_torch, log_timing, main, skip
 from .registry import Adapter
 
 ADAPTER = Adapter(
@@ -31,7 +31,7 @@ def kernel(buffers, inputs, compute="fp32", bug="none", device="cuda", rows_per_
     case = CaseMeta.of(buffers)
     if case.op != "indexer":
         skip("torch_indexer: serves op=indexer only")
-    import torch
+    torch = import_torch("torch_indexer")
     if device == "cuda" and not torch.cuda.is_available():
         skip("torch_indexer: no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = False

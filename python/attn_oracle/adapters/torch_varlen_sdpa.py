@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from .protocol import CaseMeta, log_timing, main, skip, unmapped_window_reason
+from .protocol import CaseMeta, import_torch, log_timing, main, skip, unmapped_window_reason
 from .registry import Adapter
 
 ADAPTER = Adapter(
@@ -53,7 +53,7 @@ def kernel(buffers, inputs, impl="varlen", device="cuda", sdpa_backend="auto"):
         skip("torch_varlen_sdpa: serves op=sdpa only")
     if unmapped_window_reason(case.meta, "torch_varlen_sdpa"):
         skip(unmapped_window_reason(case.meta, "torch_varlen_sdpa"))
-    import torch
+    torch = import_torch("torch_varlen_sdpa")
     if device == "cuda" and not torch.cuda.is_available():
         skip("torch_varlen_sdpa: no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = False
