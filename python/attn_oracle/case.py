@@ -47,7 +47,7 @@ class Case:
     every other path: CLI, exec:, plugins). The layout is also given as arrays a varlen kernel takes.
 
     ``meta`` is exactly the exec: protocol's meta.json (less its file names): the adapters in
-    scripts/adapters/ read a Case and an exec: case directory through it alike."""
+    attn_oracle.adapters read a Case and an exec: case directory through it alike."""
 
     def __init__(self, line, max_mem_gib=8.0):
         self._core = _core.CoreCase(line, max_mem_gib)
@@ -90,7 +90,7 @@ class Case:
         """Fresh output buffers filled with the sentinel (unwritten rows and pad-slot writes show)."""
         return self._core.outputs()
 
-    # The exec: adapters' CaseDir interface (scripts/adapters/ao_exec.py): input(name), output(name).
+    # The exec: adapters' CaseDir interface (attn_oracle.adapters.protocol): input(name), output(name).
     def input(self, name):
         return self.inputs()[name]
 

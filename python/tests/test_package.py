@@ -247,7 +247,7 @@ def test_fa4_adapter_is_one_kernel_function_in_process():
 
 def _fe_indexer_bwd(**kw):
     """cudnn_fe_indexer's backward mapping with a numpy model of frontend 1.32.0's SM90 kernel in place of
-    the GPU call (scripts/adapters/test_cudnn_fe_indexer.py: bf16 dS into the dQ/dK products, bf16 dQ/dW)."""
+    the GPU call (python/tests/adapters/test_cudnn_fe_indexer.py: bf16 dS into the dQ/dK products, bf16 dQ/dW)."""
     import functools
     from attn_oracle.adapters import cudnn_fe_indexer
     import test_cudnn_fe_indexer

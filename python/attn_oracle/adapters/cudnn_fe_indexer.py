@@ -42,7 +42,7 @@ campaign's unpacked wheels; their .pth puts the CuTe DSL on the path).
 Exit 125 (skip) with the kernel's own reason for what it does not serve (checked before any import,
 limits read from the frontend's source; see decline_reason), for op=sdpa, mask=none, and without CUDA.
 Only numpy is imported at module level: the layout mapping is tested on CPU
-(scripts/adapters/test_cudnn_fe_indexer.py).
+(python/tests/adapters/test_cudnn_fe_indexer.py).
 """
 import argparse
 import sys

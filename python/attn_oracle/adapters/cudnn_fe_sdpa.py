@@ -42,7 +42,7 @@ what a wrapper raises. Checked before any import: op=indexer, CP (cuDNN's sdpa t
 offset), empty_rows=posinf (cuDNN's empty rows are LSE = -inf), two-sided bands and FlashAttention's window
 convention (not mapped here).
 Env: AO_SITE_DIR (the device campaign's unpacked wheels, added before the frontend is imported).
-Only numpy at module level: the binding is tested on CPU (scripts/adapters/test_cudnn_fe_sdpa.py).
+Only numpy at module level: the binding is tested on CPU (python/tests/adapters/test_cudnn_fe_sdpa.py).
 """
 import argparse
 import sys

@@ -37,7 +37,7 @@ Env: AO_SITE_DIR=folder is added with site.addsitedir before FA4 is imported (th
 unpacked wheels). Exit 125 (skip) with FA4's own reason for what it does not serve (checked before any
 import, the limits read from interface.py; see decline_reason), for op=indexer and without CUDA; an
 assertion FA4 raises on the call is a skip with its message too. Only numpy at module level: the
-mapping is tested on CPU (scripts/adapters/test_fa4_varlen.py).
+mapping is tested on CPU (python/tests/adapters/test_fa4_varlen.py).
 """
 import argparse
 import sys

@@ -405,7 +405,7 @@ class CudnnFeIndexer(CaseDirTest):
             self.assertIn(reason, r.stdout)
 
     def test_served_by_the_warm_host(self):
-        # The device campaign runs the adapter in ao_serve.py through ao_client.py: same skips, same passes.
+        # The device campaign runs the adapter in the warm host through its client: same skips, same passes.
         with warm_host(self.tmp) as sock:
             client = client_backend(sock, "cudnn_fe_indexer")
             for line, code, text in (

@@ -304,7 +304,7 @@ class Fa4Varlen(CaseDirTest):
             self.assertTrue(want(as_f32[~valid]).all(), (dtype, poison))
 
     def test_in_process_inputs_convert_back_to_the_stored_elements(self):
-        # In process the kernel gets float32 arrays; ao_exec.as_stored must give back exactly the elements an
+        # In process the kernel gets float32 arrays; protocol.as_stored must give back exactly the elements an
         # exec: case directory stores (bf16 bit patterns, fp16 values), pad-slot poison included.
         from attn_oracle.adapters import protocol as ao_exec
         for dtype, poison in (("bf16", "nan"), ("bf16", "large"), ("fp16", "nan"), ("fp16", "inf"), ("fp32", "nan")):

@@ -116,7 +116,7 @@ struct Layout {
 
 // The SDPA window band [lo, hi) of a row at position p among kv keys, for the bounds (left, right) in
 // the convention conv (Case::window: -1 = unbounded). The one definition: allowed_range, the bug models
-// that re-read the bounds, and the port in scripts/adapters/ao_exec.py (window_band) use it.
+// that re-read the bounds, and the port in python/attn_oracle/adapters/protocol.py (window_band) use it.
 void sdpa_window_band(WindowConvention conv, int64_t kv, int64_t p, int64_t left, int64_t right, int64_t& lo,
                       int64_t& hi);
 
