@@ -19,8 +19,7 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from repo_check import finish  # noqa: E402
+from repo_check import finish  # this folder: sys.path[0] of a script it holds
 
 
 def cpu_only(text):
