@@ -37,7 +37,8 @@ def replayable(spec, sock):
     spec = re.sub(r"^exec:ao_client ", f"exec:{client} ", spec)
     spec = re.sub(r"--socket <tmp>/\S+\.sock", f"--socket {sock}", spec)
     spec = re.sub(r"^exec:python3 ", f"exec:{sys.executable} ", spec)
-    m = re.search(r"ao_client\.py --socket \S+ (\w+)", spec) or re.search(r"scripts/adapters/(\w+)\.py", spec)
+    m = (re.search(r"(?:ao_client\.py|-m attn_oracle\.adapters\.client) --socket \S+ (\w+)", spec)
+         or re.search(r"scripts/adapters/(\w+)\.py", spec) or re.search(r"-m attn_oracle\.adapters\.(\w+)", spec))
     assert m, f"no adapter named in {spec}"
     return spec, find(m.group(1))
 
