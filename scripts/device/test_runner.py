@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The device runner without a GPU (CTest py_device_runner): scripts/device/runner.py runs small plans against
+the built CLI with the built-in backends (cpu-ref, cpu-bug:<id>): the verdicts it records, the expectations
+(plan words, `expect_at` per line, a case file's `# catches:` claim read as expect=fail), a run whose
+expectation does not hold exits 1, a claim the gate finds not held is not held whatever the plan says, a step
+that does not fit the time left is not run (exit 3), and a bad plan is exit 2 naming the field.
+
+  AO_CLI=build/attn-oracle python3 -m unittest scripts/device/test_runner.py     (or pytest on this file)
+Run as a script it exits 125 (skipped) when the CLI is missing.
+"""
+import importlib.util
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build", "attn-oracle"))
+_spec = importlib.util.spec_from_file_location("device_runner", os.path.join(HERE, "runner.py"))
+runner = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(runner)
+
+# Line 1: three packed documents at explicit offsets, which cpu-bug:derived-offsets gets wrong; line 3 the
+# same with a claim; line 4 one document, which the model gets right.
+CASES = """op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2
+# catches: cpu-bug:derived-offsets
+op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2 seed=3
+op=sdpa docs=8 hq=1 dim=8
+"""
+
+
+def plan_text(cases, bug_extra="", plan_extra="", ref_extra=""):
+    return f"""
+name = "cpu-check"
+{plan_extra}
+[[step]]
+kind = "gate"
+name = "ref"
+backend = "cpu-ref"
+cases = "{cases}"
+{ref_extra}
+
+[[step]]
+kind = "gate"
+name = "bug"
+backend = "cpu-bug:derived-offsets"
+cases = "{cases}"
+{bug_extra}
+
+[[step]]
+kind = "table"
+name = "verdicts"
+of = ["ref", "bug"]
+"""
+
+
+@unittest.skipUnless(os.access(AO, os.X_OK), f"no attn-oracle at {AO} (set AO_CLI)")
+class RunnerOnCpu(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ao-runner-test-")
+        self.cases = os.path.join(self.tmp, "cases.case")
+        with open(self.cases, "w") as f:
+            f.write(CASES)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_plan(self, text, *args):
+        plan = os.path.join(self.tmp, "p.toml")
+        with open(plan, "w") as f:
+            f.write(text)
+        out = os.path.join(self.tmp, "out")
+        shutil.rmtree(out, ignore_errors=True)
+        so, se = io.StringIO(), io.StringIO()
+        with redirect_stdout(so), redirect_stderr(se):
+            code = runner.main(["run", plan, "--out", out, "--ao", AO, *args])
+        res = None
+        if os.path.exists(os.path.join(out, "results.json")):
+            with open(os.path.join(out, "results.json")) as f:
+                res = json.load(f)
+        return code, res, so.getvalue() + se.getvalue(), out
+
+    @staticmethod
+    def step(res, name):
+        return next(s for s in res["steps"] if s["name"] == name)
+
+    def test_records_verdicts_and_expectations_hold(self):
+        code, res, text, out = self.run_plan(plan_text(self.cases, 'expect_at = { 1 = "fail:unwritten_rows" }'))
+        self.assertEqual(code, 0, text)
+        ref, bug = self.step(res, "ref"), self.step(res, "bug")
+        self.assertEqual([c["verdict"] for c in ref["cases"]], ["pass", "pass", "pass"])
+        self.assertEqual([c["verdict"] for c in bug["cases"]], ["fail", "fail", "pass"])
+        self.assertEqual([c["at"].rsplit(":", 1)[1] for c in bug["cases"]], ["1", "3", "4"])
+        self.assertEqual([c["expect"] for c in bug["cases"]], ["fail:unwritten_rows", "fail", "pass"])
+        self.assertEqual(bug["cases"][1]["expect_from"], "claim")  # the corpus's claim, read as expect=fail
+        self.assertIn("unwritten_rows", bug["cases"][0]["failed"])
+        self.assertTrue(all(c["held"] for s in (ref, bug) for c in s["cases"]))
+        self.assertEqual(res["summary"], {"expectations": 6, "held": 6, "steps_not_run": [], "exit": 0})
+        self.assertEqual(sorted(os.listdir(out)), ["env.txt", "logs.tgz", "results.json", "runner.log", "verdicts.tsv"])
+        with open(os.path.join(out, "verdicts.tsv")) as f:
+            rows = [r.rstrip("\n").split("\t") for r in f]
+        self.assertEqual(rows[0], ["at", "case", "ref", "bug"])
+        self.assertEqual([r[2] for r in rows[1:]], ["pass"] * 3)
+        self.assertTrue(rows[1][3].startswith("fail (") and rows[3][3] == "pass", rows)
+
+    def test_an_expectation_that_does_not_hold_fails_the_run(self):
+        code, res, text, _ = self.run_plan(plan_text(self.cases, 'expect_at = { 1 = "fail", 4 = "fail" }'))
+        self.assertEqual(code, 1, text)
+        bug = self.step(res, "bug")
+        self.assertEqual([c["held"] for c in bug["cases"]], [True, True, False])
+        self.assertEqual(res["summary"]["held"], 5)
+        self.assertIn("NOT pass    expect fail", text)
+
+    def test_a_metric_that_did_not_fail_does_not_hold(self):
+        code, res, _, _ = self.run_plan(plan_text(self.cases, 'expect_at = { 1 = "fail:dq_violations" }'))
+        self.assertEqual(code, 1)
+        self.assertFalse(self.step(res, "bug")["cases"][0]["held"])
+
+    def test_the_plan_expecting_the_reference_to_fail_does_not_hold(self):
+        code, res, _, _ = self.run_plan(plan_text(self.cases, ref_extra='expect = "fail"'))
+        self.assertEqual(code, 1)
+        self.assertEqual([c["held"] for c in self.step(res, "ref")["cases"]], [False] * 3)
+
+    def test_a_claim_not_held_is_not_held_whatever_the_plan_says(self):
+        with open(self.cases, "w") as f:  # the claim now sits before the one-document case, which the model passes
+            f.write(CASES.replace("# catches: cpu-bug:derived-offsets\n", "").replace(
+                "op=sdpa docs=8", "# catches: cpu-bug:derived-offsets\nop=sdpa docs=8"))
+        code, res, text, _ = self.run_plan(plan_text(self.cases, 'expect = "fail"'))
+        self.assertEqual(code, 1, text)
+        last = self.step(res, "bug")["cases"][-1]
+        self.assertEqual(last["verdict"], "fail")
+        self.assertTrue(last["reason"].startswith("claim not held"), last)
+        self.assertFalse(last["held"])
+
+    def test_a_step_that_does_not_fit_the_time_left_is_not_run(self):
+        code, res, text, _ = self.run_plan(plan_text(self.cases, "need_s = 10000", plan_extra="budget_s = 300"))
+        self.assertEqual(code, 3, text)
+        self.assertEqual(self.step(res, "bug")["status"], "not run")
+        self.assertIn("needs ~10000 s", res["summary"]["steps_not_run"][0])
+
+    def test_a_bad_plan_names_the_field(self):
+        for extra, words in [('colour = "red"', "unknown field 'colour'"),
+                             ('expect = "fails"', "expect 'fails'"),
+                             ('knobs = "--x 1"', "knobs = '--x 1' without an adapter")]:
+            code, res, text, _ = self.run_plan(plan_text(self.cases, extra))
+            self.assertEqual(code, 2, extra)
+            self.assertIn(words, text)
+            self.assertIsNone(res)
+        code, _, text, _ = self.run_plan(plan_text(os.path.join(self.tmp, "nothing.case")))
+        self.assertEqual(code, 2)
+        self.assertIn("no such file or folder", text)
+
+
+class AdapterKnobs(unittest.TestCase):
+    """A plan's knobs are checked against the adapter's own, from the registry (needs numpy: it lists the
+    adapters by importing their modules)."""
+
+    def setUp(self):
+        try:
+            self.ad = runner.Adapters(sys.executable)
+            self.ad.all()
+        except runner.PlanError as e:
+            self.skipTest(f"the registry does not list with {sys.executable}: {str(e)[-120:]}")
+
+    def test_knobs_from_the_registry(self):
+        a = self.ad.get("torch_varlen_sdpa", "t")
+        self.ad.check_knobs(a, "--impl sdpa --sdpa-backend math", "t")
+        with self.assertRaisesRegex(runner.PlanError, "'--sdpa-backend' 'nope' is not one of|--sdpa-backend 'nope'"):
+            self.ad.check_knobs(a, "--impl sdpa --sdpa-backend nope", "t")
+        with self.assertRaisesRegex(runner.PlanError, "'--colour' is not a knob of torch_varlen_sdpa"):
+            self.ad.check_knobs(a, "--colour red", "t")
+        with self.assertRaisesRegex(runner.PlanError, "no such adapter"):
+            self.ad.get("nope", "t")
+        self.assertEqual(self.ad.spec(a, "--impl sdpa"),
+                         f"exec:{sys.executable} -m attn_oracle.adapters.torch_varlen_sdpa --impl sdpa")
+
+    def test_the_committed_plans_check(self):
+        plans = os.path.join(HERE, "plans")
+        for f in sorted(os.listdir(plans)):
+            with self.subTest(plan=f), redirect_stdout(io.StringIO()):
+                os.environ["PY"] = sys.executable
+                self.assertEqual(runner.main(["run", os.path.join(plans, f), "--dry-run", "--ao", AO]), 0)
+
+
+if __name__ == "__main__":
+    if not os.access(AO, os.X_OK):
+        print(f"skipped: no attn-oracle at {AO} (set AO_CLI)")
+        sys.exit(125)
+    sys.exit(0 if unittest.main(exit=False).result.wasSuccessful() else 1)
