@@ -56,7 +56,8 @@ try:
 except ImportError:  # Python < 3.11: the device has 3.12
     tomllib = None
 
-# The lending machine's limits (/work/.library/device/README.md of the workplace that lends it), in one place.
+# The lending machine's limits (the device notes of the workplace that lends it), in one place: campaigns
+# read them here (`runner.py limits --sh` for a bash script), not from numbers of their own.
 LIMITS = {
     "call_s": 600,         # one command's run
     "margin_s": 45,        # left at the end of a call for packing and the transfer back
@@ -641,7 +642,8 @@ def main(argv=None):
     r.add_argument("--dry-run", action="store_true", help="check the plan and print each step's command")
     li = sub.add_parser("limits", help="the lending machine's limits")
     li.add_argument("--sh", action="store_true")
-    sub.add_parser("versions", help="the version header")
+    v = sub.add_parser("versions", help="the version header")
+    v.add_argument("--bin", help="the binary folder to name (default: the folder of the attn-oracle found)")
     w = sub.add_parser("wheels", help="the pinned wheels a plan's adapters need")
     w.add_argument("plan")
     a = ap.parse_args(argv)
@@ -652,7 +654,7 @@ def main(argv=None):
             print("\n".join(f"AO_LIMIT_{k.upper()}={v}" for k, v in LIMITS.items()) if a.sh else json.dumps(LIMITS))
             return 0
         if a.cmd == "versions":
-            print(versions(os.environ.get("PY", "python3"), os.path.dirname(find_ao() or "")))
+            print(versions(os.environ.get("PY", "python3"), a.bin or os.path.dirname(find_ao() or "")))
             return 0
         plan = load_plan(a.plan)
         ad = Adapters(os.environ.get("PY", "python3"))
