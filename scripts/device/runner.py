@@ -16,7 +16,9 @@ a step that no longer fits in the call's time is not started and is listed as no
          (`python -m attn_oracle.adapters list --json`: its knobs are checked against the adapter's, its import
          probe runs before the step, its wheels are installed from .whl/ when carried). `subst = {KEY = "text"}`
          replaces @KEY@ in the case lines (one case file at several head dims). `explain = true` keeps the
-         gate's explanations (off by default: they run every bug model on each failing case).
+         gate's explanations (off by default: they run every bug model on each failing case). `warm = true`
+         runs the adapter in the run's one warm host (attn_oracle.adapters.serve: torch and CUDA started
+         once, each case then costs its kernel) through attn_oracle.adapters.client.
   fuzz   backend/adapter as above, `seconds`, `seed`, `dims`, `op`, `pass`, `max_failures`, `shrink_runs`.
   table  `of = [gate step names]`: one TSV row per case, a verdict column per step (and its failed metrics);
          `script = "python3 scripts/device/bwd-table.py {out} {reports}"` runs a table script instead, with
@@ -76,8 +78,8 @@ WORDS_RE = re.compile(r"^(pass|fail|skip|fail:[a-z0-9_]+)$")
 VERDICT_LINE = re.compile(r"^(PASS|FAIL|ERROR|SKIPPED|WEAK)\s+(\S+):(\d+)\s+\[")
 COMMON = {"kind", "name", "need_s", "timeout_s", "optional"}
 FIELDS = {
-    "gate": COMMON | {"cases", "backend", "adapter", "knobs", "expect", "expect_at", "subst", "explain"},
-    "fuzz": COMMON | {"backend", "adapter", "knobs", "expect", "seconds", "seed", "dims", "op", "pass",
+    "gate": COMMON | {"cases", "backend", "adapter", "knobs", "warm", "expect", "expect_at", "subst", "explain"},
+    "fuzz": COMMON | {"backend", "adapter", "knobs", "warm", "expect", "seconds", "seed", "dims", "op", "pass",
                       "max_failures", "shrink_runs"},
     "table": COMMON | {"of", "script"},
     "bench": COMMON | {"command", "repeat", "expect"},
@@ -235,8 +237,10 @@ class Adapters:
             else:
                 i += 1
 
-    def spec(self, a, knobs):
-        return f"exec:{self.py} -m attn_oracle.adapters.{a['name']}" + (f" {knobs}" if knobs else "")
+    def spec(self, a, knobs, socket=None):
+        """The exec: spec; with `socket`, through the client of the warm host listening there."""
+        run = f"attn_oracle.adapters.client --socket {socket} {a['name']}" if socket else f"attn_oracle.adapters.{a['name']}"
+        return f"exec:{self.py} -m {run}" + (f" {knobs}" if knobs else "")
 
     def missing(self, name):
         """'' when the adapter can run a case here, else why not (its probe's words)."""
@@ -290,6 +294,8 @@ def load_plan(path):
                 raise PlanError(f"{where}: unknown field {k!r} for a {kind} step ({', '.join(sorted(FIELDS[kind]))})")
         if kind in ("gate", "fuzz") and ("backend" in s) == ("adapter" in s):
             raise PlanError(f"{where}: a {kind} step names one backend: backend = \"SPEC\" or adapter = \"NAME\"")
+        if s.get("warm") and "adapter" not in s:
+            raise PlanError(f"{where}: warm = true without an adapter (the warm host runs adapters of the registry)")
         if "knobs" in s and "adapter" not in s:
             raise PlanError(f"{where}: knobs = {s['knobs']!r} without an adapter (a built-in spec carries its knobs)")
         for w in [s.get("expect")] + list((s.get("expect_at") or {}).values()):
@@ -367,6 +373,8 @@ class Run:
         self.site = None
         self.results = []   # one dict per step
         self.by_name = {}
+        self.host = None    # the warm host (Popen) and its socket, started by the first warm step
+        self.socket = os.path.join(self.work, "ao.sock")
 
     def backend(self, s, where):
         """The step's backend spec, and '' or why it cannot run here."""
@@ -375,15 +383,41 @@ class Run:
         a = self.adapters.get(s["adapter"], where)
         knobs = s.get("knobs", "")
         self.adapters.check_knobs(a, knobs, where)
+        sock = self.socket if s.get("warm") else None
         if self.dry:
-            return self.adapters.spec(a, knobs), ""
+            return self.adapters.spec(a, knobs, sock), ""
         why = self.adapters.missing(a["name"])
         if why and a["wheels"] and self.site is None:
             self.site = os.path.join(self.work, "site")
             if install_wheels(self.py, self.site, self.clock.stamp):
                 self.adapters.add_site(self.site)
                 why = self.adapters.missing(a["name"])
-        return self.adapters.spec(a, knobs), why
+        if sock and not why:
+            why = self.start_host("torch" in a["requires"])
+        return self.adapters.spec(a, knobs, sock), why
+
+    def start_host(self, torch):
+        """Starts the warm host once (pre-importing torch where an adapter needs it); '' or why it did not."""
+        if self.host is None:
+            cmd = [self.py, "-m", "attn_oracle.adapters.serve", "--socket", self.socket]
+            self.host = subprocess.Popen(cmd + ([] if torch else ["--no-torch"]), cwd=ROOT, env=self.adapters.env,
+                                         stdout=subprocess.DEVNULL,
+                                         stderr=open(os.path.join(self.work, "serve.log"), "w"))
+            t = time.monotonic()
+            while not os.path.exists(self.socket) and self.host.poll() is None and time.monotonic() - t < 120:
+                time.sleep(0.1)
+            self.clock.stamp(f"warm host: {'listening' if os.path.exists(self.socket) else 'did not start'}")
+        if not os.path.exists(self.socket):
+            return "the warm host did not start (serve.log in logs.tgz)"
+        return ""
+
+    def stop_host(self):
+        if self.host is not None and self.host.poll() is None:
+            self.host.terminate()
+            try:
+                self.host.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.host.kill()
 
     def call(self, cmd, log, timeout_s, env=None):
         """Runs cmd into `log`; at its timeout a SIGTERM (the gate and fuzz report what finished), then a kill."""
@@ -609,6 +643,8 @@ def cmd_run(a):
     except PlanError as e:
         print(f"runner: {e}", file=sys.stderr)
         return 2
+    finally:
+        run.stop_host()
     summ = run.summary()
     if a.dry_run:
         for r in run.results:

@@ -179,6 +179,27 @@ class AdapterKnobs(unittest.TestCase):
         self.assertEqual(self.ad.spec(a, "--impl sdpa"),
                          f"exec:{sys.executable} -m attn_oracle.adapters.torch_varlen_sdpa --impl sdpa")
 
+    @unittest.skipUnless(os.access(AO, os.X_OK), f"no attn-oracle at {AO} (set AO_CLI)")
+    def test_an_adapter_step_through_the_warm_host(self):
+        tmp = tempfile.mkdtemp(prefix="ao-runner-test-")
+        try:
+            with open(os.path.join(tmp, "c.case"), "w") as f:
+                f.write(CASES)
+            with open(os.path.join(tmp, "p.toml"), "w") as f:
+                f.write(f'name = "warm"\n[[step]]\nkind = "gate"\nname = "np"\nadapter = "numpy_ref"\nwarm = true\n'
+                        f'cases = "{tmp}/c.case"\nexpect_at = {{ 4 = "fail" }}\n')
+            os.environ["PY"] = sys.executable
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+                code = runner.main(["run", os.path.join(tmp, "p.toml"), "--out", os.path.join(tmp, "o"), "--ao", AO])
+            with open(os.path.join(tmp, "o", "results.json")) as f:
+                step = json.load(f)["steps"][0]
+            self.assertIn("-m attn_oracle.adapters.client --socket", step["backend"])
+            self.assertEqual([c["verdict"] for c in step["cases"]], ["pass"] * 3)
+            self.assertEqual([c["held"] for c in step["cases"]], [True, True, False])  # line 4 expected to fail
+            self.assertEqual(code, 1)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_the_committed_plans_check(self):
         plans = os.path.join(HERE, "plans")
         for f in sorted(os.listdir(plans)):
