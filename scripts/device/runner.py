@@ -19,7 +19,9 @@ a step that no longer fits in the call's time is not started and is listed as no
          gate's explanations (off by default: they run every bug model on each failing case). `warm = true`
          runs the adapter in the run's one warm host (attn_oracle.adapters.serve: torch and CUDA started
          once, each case then costs its kernel) through attn_oracle.adapters.client.
-  fuzz   backend/adapter as above, `seconds`, `seed`, `dims`, `op`, `pass`, `max_failures`, `shrink_runs`.
+  fuzz   backend/adapter as above, `seconds` (or `cases`: a budget in cases), `seed`, `dims`, `op`, `pass`,
+         `max_failures`, `shrink_runs`, `confirm_runs`; `shards = N` runs N shards side by side (one a core;
+         their fuzz-result counts summed). expect = "pass": no failure found; "fail": one was.
   table  `of = [gate step names]`: one TSV row per case, a verdict column per step (and its failed metrics);
          `script = "python3 scripts/device/bwd-table.py {out} {reports}"` runs a table script instead, with
          {out} the TSV it writes and {reports} NAME=REPORT_DIR of each step of `of`.
@@ -79,8 +81,8 @@ VERDICT_LINE = re.compile(r"^(PASS|FAIL|ERROR|SKIPPED|WEAK)\s+(\S+):(\d+)\s+\[")
 COMMON = {"kind", "name", "need_s", "timeout_s", "optional"}
 FIELDS = {
     "gate": COMMON | {"cases", "backend", "adapter", "knobs", "warm", "expect", "expect_at", "subst", "explain"},
-    "fuzz": COMMON | {"backend", "adapter", "knobs", "warm", "expect", "seconds", "seed", "dims", "op", "pass",
-                      "max_failures", "shrink_runs"},
+    "fuzz": COMMON | {"backend", "adapter", "knobs", "warm", "expect", "seconds", "cases", "seed", "dims", "op",
+                      "pass", "max_failures", "shrink_runs", "confirm_runs", "shards"},
     "table": COMMON | {"of", "script"},
     "bench": COMMON | {"command", "repeat", "expect"},
 }
@@ -365,6 +367,31 @@ def holds(word, verdict, failed):
 
 
 # ---- the steps -------------------------------------------------------------------------------------------
+class Proc:
+    """A command writing into `log`, in a process group of its own; finish() waits for it until the timeout,
+    then sends SIGTERM (the gate and fuzz report what finished) and, 20 s later, SIGKILL."""
+
+    def __init__(self, cmd, log, env):
+        self.t0 = time.monotonic()
+        self.f = open(log, "w", encoding="utf-8")
+        self.p = subprocess.Popen(cmd, stdout=self.f, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
+                                  start_new_session=True)
+
+    def finish(self, timeout_s):
+        try:
+            rc = self.p.wait(timeout=max(1.0, timeout_s - (time.monotonic() - self.t0)))
+        except subprocess.TimeoutExpired:
+            os.killpg(self.p.pid, signal.SIGTERM)
+            try:
+                rc = self.p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                rc = self.p.wait()
+            self.f.write(f"\nrunner: stopped at its timeout_s {timeout_s}\n")
+        self.f.close()
+        return rc
+
+
 class Run:
     def __init__(self, plan, out, ao, py, clock, dry_run=False):
         self.plan, self.out, self.ao, self.py, self.clock, self.dry = plan, out, ao, py, clock, dry_run
@@ -420,21 +447,7 @@ class Run:
                 self.host.kill()
 
     def call(self, cmd, log, timeout_s, env=None):
-        """Runs cmd into `log`; at its timeout a SIGTERM (the gate and fuzz report what finished), then a kill."""
-        with open(log, "w", encoding="utf-8") as f:
-            p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, env=env or self.adapters.env,
-                                 start_new_session=True)
-            try:
-                rc = p.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    rc = p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    rc = p.wait()
-                f.write(f"\nrunner: stopped at its timeout_s {timeout_s}\n")
-        return rc
+        return Proc(cmd, log, env or self.adapters.env).finish(timeout_s)
 
     def step_gate(self, s, r):
         where = f"step {s['name']}"
@@ -511,27 +524,42 @@ class Run:
         if why:
             return self.not_run(r, f"cannot run here: {why}")
         secs = int(s.get("seconds", 60))
-        cmd = [self.ao or "attn-oracle", "fuzz", "--backend", spec, "--budget", f"{secs}s",
-               "--seed", str(s.get("seed", 1)), "--out", os.path.join(self.work, "found", s["name"])]
-        for k in ("dims", "op", "pass", "max_failures", "shrink_runs"):
+        budget = str(s["cases"]) if "cases" in s else f"{secs}s"
+        shards = int(s.get("shards", 1))
+        base = [self.ao or "attn-oracle", "fuzz", "--backend", spec, "--budget", budget,
+                "--seed", str(s.get("seed", 1)), "--out", os.path.join(self.work, "found", s["name"])]
+        for k in ("dims", "op", "pass", "max_failures", "shrink_runs", "confirm_runs"):
             if k in s:
-                cmd += [f"--{k.replace('_', '-')}", str(s[k])]
+                base += [f"--{k.replace('_', '-')}", str(s[k])]
+        cmds = [base + (["--shard", f"{i}/{shards}"] if shards > 1 else []) for i in range(shards)]
         if self.dry:
-            r["command"] = cmd
+            r["command"] = cmds[0]
             return
-        rc = self.call(cmd, os.path.join(self.work, s["name"] + ".txt"), s.get("timeout_s", secs + 120))
-        r["exit"] = rc
-        text = open(os.path.join(self.work, s["name"] + ".txt"), encoding="utf-8", errors="replace").read()
-        m = re.search(r"^fuzz-result (.*)$", text, re.M)
-        res = dict(kv.split("=", 1) for kv in m.group(1).split() if "=" in kv) if m else {}
-        r["fuzz_result"] = res
-        verdict = "fail" if rc == 1 else "pass" if rc == 0 else "error"
+        logs = [os.path.join(self.work, f"{s['name']}" + (f"-shard{i}" if shards > 1 else "") + ".txt")
+                for i in range(shards)]
+        env = dict(self.adapters.env, OMP_NUM_THREADS="1") if shards > 1 else None
+        procs = [Proc(c, log, self.adapters.env if env is None else env) for c, log in zip(cmds, logs)]
+        timeout = s.get("timeout_s", secs + 120)
+        rcs = [p.finish(timeout) for p in procs]  # side by side: each waits what is left of the one timeout
+        results, lines = {}, []
+        for log in logs:
+            m = re.search(r"^fuzz-result (.*)$", open(log, encoding="utf-8", errors="replace").read(), re.M)
+            lines.append(m.group(0) if m else "")
+            for kv in (m.group(1).split() if m else []):
+                k, _, v = kv.partition("=")
+                if re.fullmatch(r"-?\d+", v) and k in ("cases", "failed", "unique", "skipped", "invalid",
+                                                        "nondeterministic", "unsaved", "backend_lost", "interrupted"):
+                    results[k] = results.get(k, 0) + int(v)
+        r["exit"], r["fuzz_result"] = rcs, results
+        # fuzz: exit 1 when something failed, 0 when nothing did (125: nothing ran)
+        verdict = "fail" if 1 in rcs else "pass" if all(rc == 0 for rc in rcs) and all(lines) else "error"
         word = s.get("expect", "pass")
         ok = holds(word, verdict, [])
-        r["cases"] = [{"at": f"fuzz seed {s.get('seed', 1)}", "case": "", "verdict": verdict, "failed": [],
-                       "reason": (m.group(0) if m else f"exit {rc}, no fuzz-result line")[-400:], "expect": word,
+        summary = " ".join(f"{k}={v}" for k, v in results.items()) or f"exits {rcs}, no fuzz-result line"
+        r["cases"] = [{"at": f"fuzz seed {s.get('seed', 1)}" + (f" x{shards} shards" if shards > 1 else ""),
+                       "case": "", "verdict": verdict, "failed": [], "reason": summary, "expect": word,
                        "expect_from": "plan", "held": ok, "seconds": secs}]
-        self.clock.stamp(f"  {'ok ' if ok else 'NOT'} {verdict:<7} expect {word:<8} {m.group(0) if m else rc}")
+        self.clock.stamp(f"  {'ok ' if ok else 'NOT'} {verdict:<7} expect {word:<8} {summary}")
 
     def step_table(self, s, r):
         of = s.get("of") or [x["name"] for x in self.results if x["kind"] == "gate"]

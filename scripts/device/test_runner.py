@@ -62,6 +62,7 @@ of = ["ref", "bug"]
 @unittest.skipUnless(os.access(AO, os.X_OK), f"no attn-oracle at {AO} (set AO_CLI)")
 class RunnerOnCpu(unittest.TestCase):
     def setUp(self):
+        os.environ["PY"] = sys.executable  # the interpreter the version header asks (a pyenv shim costs a second a call)
         self.tmp = tempfile.mkdtemp(prefix="ao-runner-test-")
         self.cases = os.path.join(self.tmp, "cases.case")
         with open(self.cases, "w") as f:
@@ -154,6 +155,77 @@ class RunnerOnCpu(unittest.TestCase):
         code, _, text, _ = self.run_plan(plan_text(os.path.join(self.tmp, "nothing.case")))
         self.assertEqual(code, 2)
         self.assertIn("no such file or folder", text)
+
+    def test_fuzz_steps_expect_what_the_campaign_found(self):
+        fuzz = 'cases = {n}\nseed = 1\nop = "sdpa"\ndims = "tiny"\nshrink_runs = 0\nconfirm_runs = 0\n'
+        text = f"""name = "fuzz"
+[[step]]
+kind = "fuzz"
+name = "bug"
+backend = "cpu-bug:derived-offsets"
+max_failures = 1
+expect = "fail"
+{fuzz.format(n=20)}
+[[step]]
+kind = "fuzz"
+name = "ref"
+backend = "cpu-ref"
+shards = 2
+{fuzz.format(n=6)}
+[[step]]
+kind = "fuzz"
+name = "bug-expected-clean"
+backend = "cpu-bug:derived-offsets"
+max_failures = 1
+{fuzz.format(n=20)}
+"""
+        code, res, text, _ = self.run_plan(text)
+        self.assertEqual(code, 1, text)
+        bug, ref, clean = (self.step(res, n) for n in ("bug", "ref", "bug-expected-clean"))
+        self.assertEqual((bug["cases"][0]["verdict"], bug["cases"][0]["held"]), ("fail", True))
+        self.assertGreaterEqual(bug["fuzz_result"]["failed"], 1)
+        self.assertEqual((ref["cases"][0]["verdict"], ref["cases"][0]["held"]), ("pass", True))
+        self.assertEqual(len(ref["exit"]), 2)  # two shards
+        self.assertGreaterEqual(ref["fuzz_result"]["cases"], 6)
+        self.assertEqual((clean["cases"][0]["verdict"], clean["cases"][0]["held"]), ("fail", False))
+
+    def test_subst_table_script_and_bench(self):
+        with open(self.cases, "w") as f:
+            f.write("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2 @DIM@\n")
+        text = f"""name = "misc"
+[[step]]
+kind = "gate"
+name = "d16"
+backend = "cpu-bug:derived-offsets"
+cases = "{self.cases}"
+subst = {{ DIM = "dim=16" }}
+expect = "fail:unwritten_rows"
+
+[[step]]
+kind = "table"
+name = "bwd"
+of = ["d16"]
+script = "{sys.executable} scripts/device/bwd-table.py {{out}} {{reports}}"
+
+[[step]]
+kind = "bench"
+name = "backends"
+command = ["{{ao}}", "backends"]
+repeat = 2
+"""
+        code, res, out_text, out = self.run_plan(text)
+        self.assertEqual(code, 0, out_text)
+        d16 = self.step(res, "d16")
+        self.assertEqual(d16["cases"][0]["at"], self.cases + ":1")  # the file as the plan names it, not the copy
+        self.assertIn("dim=16", d16["cases"][0]["case"])
+        with open(os.path.join(out, "bwd.tsv")) as f:
+            rows = f.read().splitlines()
+        self.assertEqual(rows[1].split("\t")[:3], ["d16", d16["cases"][0]["case"], "fail"])
+        self.assertEqual(self.step(res, "backends")["seconds"]["runs"], 2)
+        self.assertTrue(self.step(res, "backends")["cases"][0]["held"])
+        code, _, out_text, _ = self.run_plan(text.replace('subst = { DIM = "dim=16" }', 'subst = { D = "dim=16" }'))
+        self.assertEqual(code, 2)
+        self.assertIn("keeps a placeholder @DIM@", out_text)
 
 
 class AdapterKnobs(unittest.TestCase):
