@@ -52,16 +52,7 @@ sed 's/$/ probe=edges/' "$work/sdpa.case" >"$work/probe.case"
 sed 's/$/ probe=edges/' "$work/long.case" >>"$work/probe.case"
 wc -l "$work"/*.case
 
-gate() {  # name, case file, backend...
-  local name=$1 file=$2; shift 2
-  local args=()
-  for b in "$@"; do args+=(--backend "$b"); done
-  local s=$SECONDS
-  timeout 240 "$AO" gate "$file" "${args[@]}" --report-dir "$work/$name" >"$OUT/gate-$name.txt" 2>&1
-  echo "gate $name: exit $? in $((SECONDS - s)) s ($(tail -1 "$OUT/gate-$name.txt"))"
-  cp "$work/$name/report.json" "$OUT/report-$name.json" 2>/dev/null || true
-  mv "$OUT/gate-$name.txt" "$OUT/report-$name.json" "$work/bundle/" 2>/dev/null || true
-}
+gate() { AO_GATE_TIMEOUT_S=240 ao_gate "$work/bundle" "$@"; }  # name, case file, backend...
 
 ao_time_left 60 "cuda-sdpa corpus" && gate cuda-sdpa "$work/sdpa.case" cuda-sdpa
 ao_time_left 60 "cuda-sdpa probe" && gate probe-cuda "$work/probe.case" cuda-sdpa:inputs=host

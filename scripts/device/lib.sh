@@ -32,6 +32,24 @@ ao_time_left() {
   return 1
 }
 
+# ao_gate DEST NAME CASES BACKEND...: `attn-oracle gate CASES` ($AO, default $ao_bin/attn-oracle) on each
+# BACKEND, its output in DEST/gate-NAME.txt and its report in DEST/report-NAME.json, stopped after
+# AO_GATE_TIMEOUT_S (default: what is left of the budget of ao_time_left); prints one line: exit, seconds, the
+# gate's summary. (A campaign that is only gates and expectations is a plan of runner.py instead.)
+ao_gate() {
+  local dest=$1 name=$2 file=$3 s=$SECONDS b rdir limit args=()
+  shift 3
+  for b in "$@"; do args+=(--backend "$b"); done
+  limit=${AO_GATE_TIMEOUT_S:-$(( ${AO_BUDGET_S:-$((AO_LIMIT_CALL_S - AO_LIMIT_MARGIN_S))} - (SECONDS - ao_t0) ))}
+  ((limit >= 10)) || limit=10  # timeout 0 would mean no limit
+  rdir=$(mktemp -d)
+  timeout "$limit" "${AO:-$ao_bin/attn-oracle}" gate "$file" "${args[@]}" --report-dir "$rdir/report" \
+    >"$dest/gate-$name.txt" 2>&1
+  echo "gate $name: exit $? in $((SECONDS - s)) s ($(tail -1 "$dest/gate-$name.txt"))"
+  cp "$rdir/report/report.json" "$dest/report-$name.json" 2>/dev/null
+  rm -rf "$rdir"
+}
+
 # ao_runnable FILE: true when FILE is an executable whose shared libraries are all found.
 ao_runnable() { [[ -x "$1" ]] && ! ldd "$1" 2>/dev/null | grep -q "not found"; }
 
