@@ -3,7 +3,7 @@
 is the one place that knows the lending machine's limits (LIMITS below: a call's seconds, what travels, what
 comes back). Standard library only (Python 3.11+, for tomllib): the device has Python 3 with torch and numpy.
 
-  runner.py run PLAN [--out DIR] [--budget S] [--steps NAME,...] [--ao BIN] [--dry-run]
+  runner.py run PLAN [--out DIR] [--budget S] [--steps NAME,...] [--set STEP.FIELD=VALUE ...] [--ao BIN] [--dry-run]
   runner.py limits [--sh]        the lending machine's limits (--sh: KEY=VALUE lines for a bash script's eval)
   runner.py versions             the version header every run writes first (env.txt)
   runner.py wheels PLAN          the pinned wheels the plan's adapters need (what a device call carries in .whl/)
@@ -19,9 +19,9 @@ a step that no longer fits in the call's time is not started and is listed as no
          gate's explanations (off by default: they run every bug model on each failing case). `warm = true`
          runs the adapter in the run's one warm host (attn_oracle.adapters.serve: torch and CUDA started
          once, each case then costs its kernel) through attn_oracle.adapters.client.
-  fuzz   backend/adapter as above, `seconds` (or `cases`: a budget in cases), `seed`, `dims`, `op`, `pass`,
-         `max_failures`, `shrink_runs`, `confirm_runs`; `shards = N` runs N shards side by side (one a core;
-         their fuzz-result counts summed). expect = "pass": no failure found; "fail": one was.
+  fuzz   backend/adapter as above, `budget` (fuzz's: "60s", "5m" or a number of cases), `seed`, `dims`, `op`,
+         `pass`, `max_failures`, `shrink_runs`, `confirm_runs`; `shards = N` runs N shards side by side (0: one
+         a core; their fuzz-result counts summed). expect = "pass": no failure found; "fail": one was.
   table  `of = [gate step names]`: one TSV row per case, a verdict column per step (and its failed metrics);
          `script = "python3 scripts/device/bwd-table.py {out} {reports}"` runs a table script instead, with
          {out} the TSV it writes and {reports} NAME=REPORT_DIR of each step of `of`.
@@ -81,7 +81,7 @@ VERDICT_LINE = re.compile(r"^(PASS|FAIL|ERROR|SKIPPED|WEAK)\s+(\S+):(\d+)\s+\[")
 COMMON = {"kind", "name", "need_s", "timeout_s", "optional"}
 FIELDS = {
     "gate": COMMON | {"cases", "backend", "adapter", "knobs", "warm", "expect", "expect_at", "subst", "explain"},
-    "fuzz": COMMON | {"backend", "adapter", "knobs", "warm", "expect", "seconds", "cases", "seed", "dims", "op",
+    "fuzz": COMMON | {"backend", "adapter", "knobs", "warm", "expect", "budget", "seed", "dims", "op",
                       "pass", "max_failures", "shrink_runs", "confirm_runs", "shards"},
     "table": COMMON | {"of", "script"},
     "bench": COMMON | {"command", "repeat", "expect"},
@@ -264,7 +264,8 @@ def install_wheels(py, site, log):
 
 
 # ---- the plan -------------------------------------------------------------------------------------------
-def load_plan(path):
+def load_plan(path, sets=()):
+    """The plan, checked; `sets`: STEP.FIELD=VALUE overrides (VALUE read as a TOML value, else as text)."""
     if tomllib is None:
         raise PlanError("reading a plan needs Python 3.11+ (tomllib)")
     try:
@@ -272,6 +273,17 @@ def load_plan(path):
             plan = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise PlanError(f"{path}: {e}") from e
+    for item in sets:
+        key, eq, value = item.partition("=")
+        step, dot, field = key.partition(".")
+        target = [x for x in plan.get("step", []) if x.get("name") == step]
+        if not eq or not dot or not field or not target:
+            raise PlanError(f"--set {item!r}: STEP.FIELD=VALUE with STEP a step of the plan "
+                            f"({', '.join(str(x.get('name')) for x in plan.get('step', []))})")
+        try:
+            target[0][field] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            target[0][field] = value
     for k in plan:
         if k not in ("name", "about", "budget_s", "step"):
             raise PlanError(f"{path}: unknown plan field {k!r} (name, about, budget_s, step)")
@@ -523,9 +535,12 @@ class Run:
         r["backend"] = spec
         if why:
             return self.not_run(r, f"cannot run here: {why}")
-        secs = int(s.get("seconds", 60))
-        budget = str(s["cases"]) if "cases" in s else f"{secs}s"
-        shards = int(s.get("shards", 1))
+        budget = str(s.get("budget", "60s"))
+        m = re.fullmatch(r"(\d+)([smh]?)", budget)
+        if not m:
+            raise PlanError(f"step {s['name']}: budget = {budget!r}: seconds (60s), minutes (5m), hours or a number of cases")
+        secs = int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)] if m.group(2) else 0  # cases: time unknown
+        shards = int(s.get("shards", 1)) or os.cpu_count()
         base = [self.ao or "attn-oracle", "fuzz", "--backend", spec, "--budget", budget,
                 "--seed", str(s.get("seed", 1)), "--out", os.path.join(self.work, "found", s["name"])]
         for k in ("dims", "op", "pass", "max_failures", "shrink_runs", "confirm_runs"):
@@ -539,7 +554,7 @@ class Run:
                 for i in range(shards)]
         env = dict(self.adapters.env, OMP_NUM_THREADS="1") if shards > 1 else None
         procs = [Proc(c, log, self.adapters.env if env is None else env) for c, log in zip(cmds, logs)]
-        timeout = s.get("timeout_s", secs + 120)
+        timeout = s.get("timeout_s", secs + 120 if secs else LIMITS["call_s"])
         rcs = [p.finish(timeout) for p in procs]  # side by side: each waits what is left of the one timeout
         results, lines = {}, []
         for log in logs:
@@ -613,7 +628,8 @@ class Run:
 
     def run(self, only=None):
         for s in self.plan["step"]:
-            r = {"name": s["name"], "kind": s["kind"], "status": "ran"}
+            r = {"name": s["name"], "kind": s["kind"], "status": "ran",
+                 "settings": {k: v for k, v in s.items() if k not in ("kind", "name")}}
             self.results.append(r)
             self.by_name[s["name"]] = r
             if only and s["name"] not in only:
@@ -652,7 +668,7 @@ def pack(run, out):
 
 
 def cmd_run(a):
-    plan = load_plan(a.plan)
+    plan = load_plan(a.plan, a.set or ())
     out = a.out or os.environ.get("OUT") or f"runner-out-{plan['name']}"
     os.makedirs(out, exist_ok=True)
     budget = a.budget or plan.get("budget_s") or LIMITS["call_s"] - LIMITS["margin_s"]
@@ -702,6 +718,7 @@ def main(argv=None):
     r.add_argument("--out", help="output folder (default $OUT)")
     r.add_argument("--budget", type=float, help="seconds for the whole run (default: the plan's, else a call's)")
     r.add_argument("--steps", help="only these steps (comma-separated names)")
+    r.add_argument("--set", action="append", metavar="STEP.FIELD=VALUE", help="override a step's field (repeatable)")
     r.add_argument("--ao", help="the attn-oracle binary")
     r.add_argument("--dry-run", action="store_true", help="check the plan and print each step's command")
     li = sub.add_parser("limits", help="the lending machine's limits")

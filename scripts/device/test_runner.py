@@ -117,6 +117,13 @@ class RunnerOnCpu(unittest.TestCase):
         self.assertEqual(res["summary"]["held"], 5)
         self.assertIn("NOT pass    expect fail", text)
 
+    def test_set_overrides_a_step_field(self):
+        code, res, _, _ = self.run_plan(plan_text(self.cases), "--set", "ref.expect=fail", "--set", "bug.expect_at={ 1 = 'fail', 4 = 'fail' }")
+        self.assertEqual(code, 1)
+        self.assertEqual(self.step(res, "ref")["settings"]["expect"], "fail")
+        self.assertEqual([c["held"] for c in self.step(res, "ref")["cases"]], [False] * 3)
+        self.assertEqual([c["held"] for c in self.step(res, "bug")["cases"]], [True, True, False])
+
     def test_a_metric_that_did_not_fail_does_not_hold(self):
         code, res, _, _ = self.run_plan(plan_text(self.cases, 'expect_at = { 1 = "fail:dq_violations" }'))
         self.assertEqual(code, 1)
@@ -152,12 +159,15 @@ class RunnerOnCpu(unittest.TestCase):
             self.assertEqual(code, 2, extra)
             self.assertIn(words, text)
             self.assertIsNone(res)
+        code, _, text, _ = self.run_plan(plan_text(self.cases), "--set", "nope.expect=fail")
+        self.assertEqual(code, 2)
+        self.assertIn("--set 'nope.expect=fail': STEP.FIELD=VALUE with STEP a step of the plan (ref, bug, verdicts)", text)
         code, _, text, _ = self.run_plan(plan_text(os.path.join(self.tmp, "nothing.case")))
         self.assertEqual(code, 2)
         self.assertIn("no such file or folder", text)
 
     def test_fuzz_steps_expect_what_the_campaign_found(self):
-        fuzz = 'cases = {n}\nseed = 1\nop = "sdpa"\ndims = "tiny"\nshrink_runs = 0\nconfirm_runs = 0\n'
+        fuzz = 'budget = "{n}"\nseed = 1\nop = "sdpa"\ndims = "tiny"\nshrink_runs = 0\nconfirm_runs = 0\n'
         text = f"""name = "fuzz"
 [[step]]
 kind = "fuzz"
