@@ -19,6 +19,9 @@ a step that no longer fits in the call's time is not started and is listed as no
          gate's explanations (off by default: they run every bug model on each failing case). `warm = true`
          runs the adapter in the run's one warm host (attn_oracle.adapters.serve: torch and CUDA started
          once, each case then costs its kernel) through attn_oracle.adapters.client.
+  lines  `lines = "FILE"`: plan lines as ao-gpu-campaign reads them (`expect=WORD backend=SPEC CASE`, e.g.
+         what scripts/device/catalog-plan.py prints), one gate per backend; `backends = "REGEX"` keeps the
+         lines whose backend matches (the cpu-bug:<id> half of a knob plan runs without a GPU).
   fuzz   backend/adapter as above, `budget` (fuzz's: "60s", "5m" or a number of cases), `seed`, `dims`, `op`,
          `pass`, `max_failures`, `shrink_runs`, `confirm_runs`; `shards = N` runs N shards side by side (0: one
          a core; their fuzz-result counts summed). expect = "pass": no failure found; "fail": one was.
@@ -75,7 +78,7 @@ LIMITS = {
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-KINDS = ("gate", "fuzz", "table", "bench")
+KINDS = ("gate", "lines", "fuzz", "table", "bench")
 WORDS_RE = re.compile(r"^(pass|fail|skip|fail:[a-z0-9_]+)$")
 VERDICT_LINE = re.compile(r"^(PASS|FAIL|ERROR|SKIPPED|WEAK)\s+(\S+):(\d+)\s+\[")
 COMMON = {"kind", "name", "need_s", "timeout_s", "optional"}
@@ -83,6 +86,7 @@ FIELDS = {
     "gate": COMMON | {"cases", "backend", "adapter", "knobs", "warm", "expect", "expect_at", "subst", "explain"},
     "fuzz": COMMON | {"backend", "adapter", "knobs", "warm", "expect", "budget", "seed", "dims", "op",
                       "pass", "max_failures", "shrink_runs", "confirm_runs", "shards"},
+    "lines": COMMON | {"lines", "backends", "explain"},
     "table": COMMON | {"of", "script"},
     "bench": COMMON | {"command", "repeat", "expect"},
 }
@@ -324,6 +328,10 @@ def load_plan(path, sets=()):
                 if not os.path.exists(os.path.join(ROOT, c)):
                     raise PlanError(f"{where}: cases = {c!r}: no such file or folder under the checkout")
             s["cases"] = cases
+        if kind == "lines":
+            if not s.get("lines") or not os.path.isfile(os.path.join(ROOT, str(s["lines"]))):
+                raise PlanError(f"{where}: lines = {s.get('lines')!r}: a file of plan lines under the checkout")
+            read_plan_lines(s["lines"])  # a bad line is a bad plan, found before anything runs
         if kind == "table":
             for o in s.get("of", []):
                 if o not in names or o == s["name"]:
@@ -331,6 +339,25 @@ def load_plan(path, sets=()):
         if kind == "bench" and not s.get("command"):
             raise PlanError(f"{where}: command: a bench step needs a command")
     return plan
+
+
+def read_plan_lines(path):
+    """ao-gpu-campaign's plan lines: [(line number, expect word, backend, case)]; `#` starts a comment."""
+    out = []
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        for no, line in enumerate(f, 1):
+            toks = line.split("#", 1)[0].split()
+            if not toks:
+                continue
+            word = next((t[7:] for t in toks if t.startswith("expect=")), None)
+            spec = next((t[8:] for t in toks if t.startswith("backend=")), None)
+            case = " ".join(t for t in toks if not t.startswith(("expect=", "backend=")))
+            if word is None or not WORDS_RE.match(word):
+                raise PlanError(f"{path}:{no}: expect={word}: needs expect=pass|fail|fail:<metric>|skip")
+            if not spec or not case:
+                raise PlanError(f"{path}:{no}: needs backend=<spec> and a case line")
+            out.append((no, word, spec, case))
+    return out
 
 
 def case_files(paths):
@@ -461,6 +488,33 @@ class Run:
     def call(self, cmd, log, timeout_s, env=None):
         return Proc(cmd, log, env or self.adapters.env).finish(timeout_s)
 
+    def run_gate(self, name, paths, spec, timeout_s, explain=False):
+        """`attn-oracle gate PATHS --backend SPEC`: (exit, report dir, [(file, line, verdict, report case)])
+        from the printed verdict lines and report.json, in the order the gate ran them."""
+        rdir = os.path.join(self.work, "reports", name)
+        log = os.path.join(self.work, name + ".txt")
+        cmd = [self.ao, "gate", *paths, "--backend", spec, "--report-dir", rdir] + ([] if explain else ["--no-explain"])
+        rc = self.call(cmd, log, timeout_s)
+        lines = [m for m in (VERDICT_LINE.match(x) for x in open(log, encoding="utf-8", errors="replace")) if m]
+        try:
+            report = json.load(open(os.path.join(rdir, "report.json"), encoding="utf-8"))["cases"]
+        except (OSError, ValueError, KeyError):
+            report = []
+        if len(report) != len(lines):
+            report = [{}] * len(lines)  # verdicts from the printed lines alone
+        return rc, rdir, [(m.group(2), int(m.group(3)), m.group(1).lower(), c) for m, c in zip(lines, report)]
+
+    def record(self, at, c, verdict, word, source, spec=None):
+        """One case's result: its expectation held or not; printed."""
+        failed = sorted(k for k, v in c.get("metrics", {}).items() if v.get("failed"))
+        reason = c.get("reason", "")
+        ok = holds(word, verdict, failed) and not reason.startswith("claim not held")
+        self.clock.stamp(f"  {'ok ' if ok else 'NOT'} {verdict:<7} expect {word:<8} {at}"
+                         + (f" [{spec}]" if spec else "") + (f"  ({', '.join(failed)})" if failed else ""))
+        return dict({"at": at, "case": c.get("case", ""), "verdict": verdict, "failed": failed,
+                     "reason": reason[-400:], "expect": word, "expect_from": source, "held": ok,
+                     "seconds": round(c.get("seconds", {}).get("backend", 0.0), 3)}, **({"backend": spec} if spec else {}))
+
     def step_gate(self, s, r):
         where = f"step {s['name']}"
         spec, why = self.backend(s, where)
@@ -487,48 +541,57 @@ class Run:
         if self.dry:
             r["command"] = [self.ao or "attn-oracle", "gate", *gate_paths, "--backend", spec]
             return
-        rdir = os.path.join(self.work, "reports", s["name"])
-        log = os.path.join(self.work, s["name"] + ".txt")
-        cmd = [self.ao, "gate", *gate_paths, "--backend", spec, "--report-dir", rdir]
-        if not s.get("explain"):
-            cmd.append("--no-explain")
-        rc = self.call(cmd, log, s.get("timeout_s", 300))
+        rc, r["report_dir"], got = self.run_gate(s["name"], gate_paths, spec, s.get("timeout_s", 300), s.get("explain"))
         r["exit"] = rc
-        r["report_dir"] = rdir
-        lines = [m for m in (VERDICT_LINE.match(x) for x in open(log, encoding="utf-8", errors="replace")) if m]
-        try:
-            report = json.load(open(os.path.join(rdir, "report.json"), encoding="utf-8"))["cases"]
-        except (OSError, ValueError, KeyError):
-            report = []
-        if len(report) != len(lines):
-            report = [{}] * len(lines)  # verdicts from the printed lines alone
         claimed = claims(files)
         at = {str(k): v for k, v in (s.get("expect_at") or {}).items()}
         cases = []
-        for m, c in zip(lines, report):
-            path, line = shown.get(m.group(2), m.group(2)), int(m.group(3))
+        for path, line, verdict, c in got:
+            path = shown.get(path, path)
             path = os.path.relpath(os.path.join(ROOT, path), ROOT) if not os.path.isabs(path) else path
-            verdict = m.group(1).lower()
-            failed = sorted(k for k, v in c.get("metrics", {}).items() if v.get("failed"))
-            word = at.get(f"{path}:{line}") or at.get(str(line))
-            source = "plan"
+            word, source = at.get(f"{path}:{line}") or at.get(str(line)), "plan"
             if word is None and (path, line) in claimed and same_backend(claimed[(path, line)], spec):
                 word, source = "fail", "claim"
-            if word is None:
-                word, source = s.get("expect", "pass"), "plan"
-            reason = c.get("reason", "")
-            ok = holds(word, verdict, failed) and not reason.startswith("claim not held")
-            cases.append({"at": f"{path}:{line}", "case": c.get("case", ""), "verdict": verdict, "failed": failed,
-                          "reason": reason[-400:], "expect": word, "expect_from": source, "held": ok,
-                          "seconds": round(c.get("seconds", {}).get("backend", 0.0), 3)})
-            self.clock.stamp(f"  {'ok ' if ok else 'NOT'} {verdict:<7} expect {word:<8} {path}:{line}"
-                             + (f"  ({', '.join(failed)})" if failed else ""))
+            cases.append(self.record(f"{path}:{line}", c, verdict, word or s.get("expect", "pass"), source))
         want = sum(1 for f in files for x in open(os.path.join(ROOT, f), encoding="utf-8")
                    if x.strip() and not x.strip().startswith("#"))
         r["cases"] = cases
         if len(cases) < want:
             r["status"] = "incomplete"
             r["why"] = f"{len(cases)} of {want} cases reported (exit {rc}; see {s['name']}.txt in logs.tgz)"
+
+    def step_lines(self, s, r):
+        """Plan lines (`expect=WORD backend=SPEC CASE`, ao-gpu-campaign's), one gate per backend."""
+        src = s["lines"]
+        keep = re.compile(s.get("backends", ".*"))
+        plan = [p for p in read_plan_lines(src) if keep.fullmatch(p[2])]
+        groups = {}
+        for p in plan:
+            groups.setdefault(p[2], []).append(p)
+        r["backends"] = list(groups)
+        if self.dry:
+            r["command"] = [f"{len(plan)} lines of {src}: a gate on each of {len(groups)} backends"]
+            return
+        t_end = time.monotonic() + s.get("timeout_s", 300)
+        cases, short = [], []
+        for gi, (spec, group) in enumerate(groups.items()):
+            name = f"{s['name']}-{gi}"
+            path = os.path.join(self.work, name + ".case")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(p[3] + "\n" for p in group))
+            left = min(t_end - time.monotonic(), self.clock.left())
+            if left < 10:
+                short.append(f"{spec}: not run (time)")
+                continue
+            rc, _, got = self.run_gate(name, [path], spec, left, s.get("explain"))
+            for _, line, verdict, c in got:
+                no, word, _, _ = group[line - 1]
+                cases.append(self.record(f"{src}:{no}", c, verdict, word, "plan", spec))
+            if len(got) < len(group):
+                short.append(f"{spec}: {len(got)} of {len(group)} lines reported (exit {rc}; {name}.txt in logs.tgz)")
+        r["cases"] = cases
+        if short:
+            r["status"], r["why"] = "incomplete", "; ".join(short)
 
     def step_fuzz(self, s, r):
         spec, why = self.backend(s, f"step {s['name']}")
@@ -577,7 +640,7 @@ class Run:
         self.clock.stamp(f"  {'ok ' if ok else 'NOT'} {verdict:<7} expect {word:<8} {summary}")
 
     def step_table(self, s, r):
-        of = s.get("of") or [x["name"] for x in self.results if x["kind"] == "gate"]
+        of = s.get("of") or [x["name"] for x in self.results if x["kind"] in ("gate", "lines")]
         tsv = os.path.join(self.out, s["name"] + ".tsv")
         r["file"] = os.path.basename(tsv)
         if self.dry:

@@ -124,6 +124,29 @@ class RunnerOnCpu(unittest.TestCase):
         self.assertEqual([c["held"] for c in self.step(res, "ref")["cases"]], [False] * 3)
         self.assertEqual([c["held"] for c in self.step(res, "bug")["cases"]], [True, True, False])
 
+    def test_plan_lines_of_ao_gpu_campaign(self):
+        lines = os.path.join(self.tmp, "plan.txt")
+        with open(lines, "w") as f:
+            f.write("# the grammar of ao-gpu-campaign and catalog-plan.py\n"
+                    "expect=pass backend=cpu-ref op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2\n"
+                    "expect=fail:unwritten_rows backend=cpu-bug:derived-offsets op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2\n"
+                    "expect=pass backend=cpu-bug:derived-offsets op=sdpa docs=8 hq=1 dim=8\n"
+                    "expect=fail backend=cuda-sdpa:bug=tail-read op=sdpa docs=8 hq=1 dim=8\n"
+                    "expect=fail backend=cpu-ref op=sdpa docs=8 hq=1 dim=8   # does not hold\n")
+        text = f'name = "lines"\n[[step]]\nkind = "lines"\nname = "cpu"\nlines = "{lines}"\nbackends = "cpu-.*"\n'
+        code, res, out_text, _ = self.run_plan(text)
+        self.assertEqual(code, 1, out_text)
+        step = self.step(res, "cpu")
+        self.assertEqual(step["backends"], ["cpu-ref", "cpu-bug:derived-offsets"])  # the cuda line left out
+        got = sorted((c["at"].rsplit(":", 1)[1], c["backend"], c["verdict"], c["held"]) for c in step["cases"])
+        self.assertEqual(got, [("2", "cpu-ref", "pass", True), ("3", "cpu-bug:derived-offsets", "fail", True),
+                               ("4", "cpu-bug:derived-offsets", "pass", True), ("6", "cpu-ref", "pass", False)])
+        with open(lines, "a") as f:
+            f.write("expect=maybe backend=cpu-ref op=sdpa docs=8\n")
+        code, _, out_text, _ = self.run_plan(text)
+        self.assertEqual(code, 2)
+        self.assertIn(f"{lines}:7: expect=maybe", out_text)
+
     def test_a_metric_that_did_not_fail_does_not_hold(self):
         code, res, _, _ = self.run_plan(plan_text(self.cases, 'expect_at = { 1 = "fail:dq_violations" }'))
         self.assertEqual(code, 1)
