@@ -149,7 +149,8 @@ def versions(py="python3", ao_bin=""):
                        "'cudnn (torch):', torch.backends.cudnn.version(), 'numpy:', numpy.__version__)"], timeout=120)
     out.append(t or f"torch: not importable by {py}")
     out.append(f"python: {_sh([py, '--version'])}")
-    m = re.search(r'PRETTY_NAME="?([^"\n]*)', open("/etc/os-release").read()) if os.path.exists("/etc/os-release") else None
+    osr = open("/etc/os-release").read() if os.path.exists("/etc/os-release") else ""
+    m = re.search(r'PRETTY_NAME="?([^"\n]*)', osr)
     out.append(f"os: {m.group(1) if m else ''}")
     m = re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read()) if os.path.exists("/proc/cpuinfo") else None
     out.append(f"cpu: {os.cpu_count()} cores, {m.group(1) if m else ''}")
@@ -245,7 +246,8 @@ class Adapters:
 
     def spec(self, a, knobs, socket=None):
         """The exec: spec; with `socket`, through the client of the warm host listening there."""
-        run = f"attn_oracle.adapters.client --socket {socket} {a['name']}" if socket else f"attn_oracle.adapters.{a['name']}"
+        run = (f"attn_oracle.adapters.client --socket {socket} {a['name']}" if socket
+               else f"attn_oracle.adapters.{a['name']}")
         return f"exec:{self.py} -m {run}" + (f" {knobs}" if knobs else "")
 
     def missing(self, name):
@@ -511,9 +513,10 @@ class Run:
         ok = holds(word, verdict, failed) and not reason.startswith("claim not held")
         self.clock.stamp(f"  {'ok ' if ok else 'NOT'} {verdict:<7} expect {word:<8} {at}"
                          + (f" [{spec}]" if spec else "") + (f"  ({', '.join(failed)})" if failed else ""))
-        return dict({"at": at, "case": c.get("case", ""), "verdict": verdict, "failed": failed,
-                     "reason": reason[-400:], "expect": word, "expect_from": source, "held": ok,
-                     "seconds": round(c.get("seconds", {}).get("backend", 0.0), 3)}, **({"backend": spec} if spec else {}))
+        out = {"at": at, "case": c.get("case", ""), "verdict": verdict, "failed": failed, "reason": reason[-400:],
+               "expect": word, "expect_from": source, "held": ok,
+               "seconds": round(c.get("seconds", {}).get("backend", 0.0), 3)}
+        return dict(out, backend=spec) if spec else out
 
     def step_gate(self, s, r):
         where = f"step {s['name']}"
@@ -601,7 +604,8 @@ class Run:
         budget = str(s.get("budget", "60s"))
         m = re.fullmatch(r"(\d+)([smh]?)", budget)
         if not m:
-            raise PlanError(f"step {s['name']}: budget = {budget!r}: seconds (60s), minutes (5m), hours or a number of cases")
+            raise PlanError(f"step {s['name']}: budget = {budget!r}: seconds (60s), minutes (5m), hours (1h) "
+                            f"or a number of cases")
         secs = int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)] if m.group(2) else 0  # cases: time unknown
         shards = int(s.get("shards", 1)) or os.cpu_count()
         base = [self.ao or "attn-oracle", "fuzz", "--backend", spec, "--budget", budget,
@@ -683,7 +687,8 @@ class Run:
         r["cases"] = [{"at": "bench", "case": " ".join(cmd), "verdict": verdict, "failed": [],
                        "reason": f"exits {rcs}", "expect": word, "expect_from": "plan",
                        "held": holds(word, verdict, []), "seconds": round(r["seconds"]["median"], 3)}]
-        self.clock.stamp(f"  bench {s['name']}: median {r['seconds']['median']:.2f}s over {len(times)} runs, exits {rcs}")
+        self.clock.stamp(f"  bench {s['name']}: median {r['seconds']['median']:.2f}s over {len(times)} runs, "
+                         f"exits {rcs}")
 
     def not_run(self, r, why):
         r["status"], r["why"] = "not run", why

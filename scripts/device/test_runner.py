@@ -62,7 +62,7 @@ of = ["ref", "bug"]
 @unittest.skipUnless(os.access(AO, os.X_OK), f"no attn-oracle at {AO} (set AO_CLI)")
 class RunnerOnCpu(unittest.TestCase):
     def setUp(self):
-        os.environ["PY"] = sys.executable  # the interpreter the version header asks (a pyenv shim costs a second a call)
+        os.environ["PY"] = sys.executable  # what the version header asks (a pyenv shim costs a second a call)
         self.tmp = tempfile.mkdtemp(prefix="ao-runner-test-")
         self.cases = os.path.join(self.tmp, "cases.case")
         with open(self.cases, "w") as f:
@@ -118,7 +118,8 @@ class RunnerOnCpu(unittest.TestCase):
         self.assertIn("NOT pass    expect fail", text)
 
     def test_set_overrides_a_step_field(self):
-        code, res, _, _ = self.run_plan(plan_text(self.cases), "--set", "ref.expect=fail", "--set", "bug.expect_at={ 1 = 'fail', 4 = 'fail' }")
+        code, res, _, _ = self.run_plan(plan_text(self.cases), "--set", "ref.expect=fail",
+                                        "--set", "bug.expect_at={ 1 = 'fail', 4 = 'fail' }")
         self.assertEqual(code, 1)
         self.assertEqual(self.step(res, "ref")["settings"]["expect"], "fail")
         self.assertEqual([c["held"] for c in self.step(res, "ref")["cases"]], [False] * 3)
@@ -129,7 +130,8 @@ class RunnerOnCpu(unittest.TestCase):
         with open(lines, "w") as f:
             f.write("# the grammar of ao-gpu-campaign and catalog-plan.py\n"
                     "expect=pass backend=cpu-ref op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2\n"
-                    "expect=fail:unwritten_rows backend=cpu-bug:derived-offsets op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2\n"
+                    "expect=fail:unwritten_rows backend=cpu-bug:derived-offsets "
+                    "op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=4 hkv=2\n"
                     "expect=pass backend=cpu-bug:derived-offsets op=sdpa docs=8 hq=1 dim=8\n"
                     "expect=fail backend=cuda-sdpa:bug=tail-read op=sdpa docs=8 hq=1 dim=8\n"
                     "expect=fail backend=cpu-ref op=sdpa docs=8 hq=1 dim=8   # does not hold\n")
@@ -184,7 +186,8 @@ class RunnerOnCpu(unittest.TestCase):
             self.assertIsNone(res)
         code, _, text, _ = self.run_plan(plan_text(self.cases), "--set", "nope.expect=fail")
         self.assertEqual(code, 2)
-        self.assertIn("--set 'nope.expect=fail': STEP.FIELD=VALUE with STEP a step of the plan (ref, bug, verdicts)", text)
+        self.assertIn("--set 'nope.expect=fail': STEP.FIELD=VALUE with STEP a step of the plan "
+                      "(ref, bug, verdicts)", text)
         code, _, text, _ = self.run_plan(plan_text(os.path.join(self.tmp, "nothing.case")))
         self.assertEqual(code, 2)
         self.assertIn("no such file or folder", text)
