@@ -197,14 +197,14 @@ class Adapters:
 
     def __init__(self, py):
         self.py = py
-        self._list = None
+        self._list, self._probed = None, {}
         self.env = dict(os.environ)
         pp = [os.path.join(ROOT, "python")] + [p for p in self.env.get("PYTHONPATH", "").split(":") if p]
         self.env["PYTHONPATH"] = ":".join(pp)
 
     def add_site(self, site):
         self.env["PYTHONPATH"] = site + ":" + self.env["PYTHONPATH"]
-        self._list = None
+        self._list, self._probed = None, {}
 
     def all(self):
         if self._list is None:
@@ -251,10 +251,13 @@ class Adapters:
         return f"exec:{self.py} -m {run}" + (f" {knobs}" if knobs else "")
 
     def missing(self, name):
-        """'' when the adapter can run a case here, else why not (its probe's words)."""
-        r = subprocess.run([self.py, "-m", "attn_oracle.adapters", "probe", name], capture_output=True, text=True,
-                           env=self.env, cwd=ROOT, timeout=300)
-        return "" if r.returncode == 0 else (r.stdout + r.stderr).strip()
+        """'' when the adapter can run a case here, else why not (its probe's words); asked once an adapter
+        (the probe imports torch and asks for the GPU: seconds) until wheels are installed."""
+        if name not in self._probed:
+            r = subprocess.run([self.py, "-m", "attn_oracle.adapters", "probe", name], capture_output=True,
+                               text=True, env=self.env, cwd=ROOT, timeout=300)
+            self._probed[name] = "" if r.returncode == 0 else (r.stdout + r.stderr).strip()
+        return self._probed[name]
 
 
 def install_wheels(py, site, log):
