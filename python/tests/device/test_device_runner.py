@@ -1,12 +1,10 @@
-#!/usr/bin/env python3
-"""The device runner without a GPU (CTest py_device_runner): scripts/device/runner.py runs small plans against
+"""The device runner without a GPU (pytest): scripts/device/runner.py runs small plans against
 the built CLI with the built-in backends (cpu-ref, cpu-bug:<id>): the verdicts it records, the expectations
 (plan words, `expect_at` per line, a case file's `# catches:` claim read as expect=fail), a run whose
 expectation does not hold exits 1, a claim the gate finds not held is not held whatever the plan says, a step
 that does not fit the time left is not run (exit 3), and a bad plan is exit 2 naming the field.
 
-  AO_CLI=build/attn-oracle python3 -m unittest scripts/device/test_runner.py     (or pytest on this file)
-Run as a script it exits 125 (skipped) when the CLI is missing.
+  AO_CLI=build/attn-oracle pytest python/tests/device/test_device_runner.py
 """
 import importlib.util
 import io
@@ -16,11 +14,15 @@ import shutil
 import sys
 import tempfile
 import unittest
+
+import pytest
 from contextlib import redirect_stderr, redirect_stdout
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
+HERE = os.path.join(ROOT, "scripts", "device")  # what these tests test
 AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build", "attn-oracle"))
+if not os.access(AO, os.X_OK):
+    pytest.skip(f"no attn-oracle CLI at {AO} (set AO_CLI)", allow_module_level=True)
 _spec = importlib.util.spec_from_file_location("device_runner", os.path.join(HERE, "runner.py"))
 runner = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(runner)
@@ -315,9 +317,3 @@ class AdapterKnobs(unittest.TestCase):
                 os.environ["PY"] = sys.executable
                 self.assertEqual(runner.main(["run", os.path.join(plans, f), "--dry-run", "--ao", AO]), 0)
 
-
-if __name__ == "__main__":
-    if not os.access(AO, os.X_OK):
-        print(f"skipped: no attn-oracle at {AO} (set AO_CLI)")
-        sys.exit(125)
-    sys.exit(0 if unittest.main(exit=False).result.wasSuccessful() else 1)
