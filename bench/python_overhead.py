@@ -32,7 +32,7 @@ sys.path.insert(0, sys.argv[2]); sys.path.insert(0, sys.argv[3])
 import attn_oracle, zero_kernel
 t0 = time.perf_counter()
 v = attn_oracle.Case(sys.argv[1]).run(zero_kernel.kernel, explain=False)
-print(json.dumps({"seconds": time.perf_counter() - t0, "verdict": v.kind,
+print(json.dumps({"seconds": time.perf_counter() - t0, "verdict": v.verdict,
                   "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
