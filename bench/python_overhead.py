@@ -32,7 +32,7 @@ import json, resource, sys, time
 import attn_oracle, zero_kernel
 t0 = time.perf_counter()
 v = attn_oracle.Case(sys.argv[1]).run(zero_kernel.kernel, explain=False)
-print(json.dumps({"seconds": time.perf_counter() - t0, "verdict": v.kind,
+print(json.dumps({"seconds": time.perf_counter() - t0, "verdict": v.verdict,
                   "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 

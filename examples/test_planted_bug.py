@@ -26,5 +26,5 @@ def test_the_planted_bug_fails_with_a_readable_message(tmp_path):
 
 def test_the_verdict_names_the_defect():
     v = attn_oracle.Case(LINE).run(numpy_ref.planted_bug)
-    assert v.kind == "fail" and v.failing
-    assert any("topleft-cp" in b for b in v.explain_best), v.message()
+    assert v.verdict == "fail" and v.failing
+    assert any("topleft-cp" in b for b in v.explanation["best"]), v.message()

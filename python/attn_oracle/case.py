@@ -130,7 +130,7 @@ strict_weak = False
 
 
 def _raise_unless_passed(v):
-    if v.kind == "weak":  # never a pass: an expected failure in pytest (a failure under --ao-strict)
+    if v.verdict == "weak":  # never a pass: an expected failure in pytest (a failure under --ao-strict)
         weak_seen.append((v.case, v.reason))
         try:
             import pytest
@@ -139,7 +139,7 @@ def _raise_unless_passed(v):
         if pytest is not None and not strict_weak:
             pytest.xfail(f"WEAK {v.case}: {v.reason}")
         raise AssertionError(v.message())
-    if v.kind == "skipped":
+    if v.verdict == "skipped":
         try:
             import pytest
         except ImportError:

@@ -81,8 +81,8 @@ def test_numpy_reference_passes_in_process(line):
     assert v.metrics and all(m.gated or not m.failed for m in v.metrics)
     # The stages' wall times: the judgement ran (the comparator with its exact answer) and took time;
     # the inputs were made before the run (Case holds the trial), so none is counted against it.
-    assert v.judge_seconds > 0 and v.backend_seconds > 0 and v.run_setup_seconds >= 0
-    assert v.inputs_seconds == 0
+    assert v.seconds["judge"] > 0 and v.seconds["backend"] > 0 and v.seconds["run_setup"] >= 0
+    assert v.seconds["inputs"] == 0
     # The built-in reference runs where the comparator reads it (the indexer's top-k), not for SDPA.
     assert v.reference_ran == line.startswith("op=indexer"), (line, v.reference_ran)
 
@@ -91,8 +91,8 @@ def test_judge_of_outputs_computed_outside_and_report_dir(tmp_path):
     case = attn_oracle.Case(LINES[3])  # CP rank 1: its rows start at pos0 > 0, where the bug shows
     out = numpy_ref.planted_bug(case, case.inputs())
     v = case.judge(out, report_dir=tmp_path / "rep")
-    assert v.kind == "fail" and v.failing and v.failing_rows
-    assert any("topleft-cp" in b for b in v.explain_best), v.message()
+    assert v.verdict == "fail" and v.failing and v.worst_rows
+    assert any("topleft-cp" in b for b in v.explanation["best"]), v.message()
     assert v.report_dir and (tmp_path / "rep" / "report.json").exists()
     msg = v.message()
     assert case.line in msg and "failing:" in msg and "explain:" in msg and "report:" in msg
@@ -105,7 +105,7 @@ def test_a_gate_that_cannot_reject_a_zero_answer_is_weak_never_a_pass():
     # the same case without the override discriminates (a zero O fails it).
     case = attn_oracle.Case("op=sdpa docs=64,20 hq=2 dim=16 atol=1e9 rtol=0")
     v = case.run(numpy_ref.kernel)
-    assert v.kind == "weak" and v.weak and not v.passed and not bool(v), v.message()
+    assert v.verdict == "weak" and v.weak and not v.passed and not bool(v), v.message()
     assert v.weak_outputs == ["o"], v.gate_checks
     assert "weak:o" in v.reason and "gate check:" in v.message()
     with pytest.raises(BaseException):  # pytest's xfail outcome, or AssertionError outside pytest
@@ -116,14 +116,14 @@ def test_a_gate_that_cannot_reject_a_zero_answer_is_weak_never_a_pass():
     out = numpy_ref.kernel(plain, plain.inputs())
     out["o"] = np.zeros_like(out["o"])  # no pad slots in this layout: only the gates can fail it
     zero = plain.judge(out)
-    assert zero.kind == "fail" and "rel_l2_err" in [m.name for m in zero.failing], zero.message()
+    assert zero.verdict == "fail" and "rel_l2_err" in [m.name for m in zero.failing], zero.message()
 
 
 def test_a_raising_kernel_is_an_error_never_a_pass():
     def boom(case, inputs):
         raise RuntimeError("kernel exploded")
     v = attn_oracle.Case(LINES[0]).run(boom)
-    assert v.kind == "error" and not v and "kernel exploded" in v.reason
+    assert v.verdict == "error" and not v and "kernel exploded" in v.reason
 
 
 def test_a_kernel_writing_its_inputs_is_caught():
@@ -134,7 +134,7 @@ def test_a_kernel_writing_its_inputs_is_caught():
     case = attn_oracle.Case(LINES[0])
     before = case.inputs()["k"].copy()
     v = case.run(writes)
-    assert v.kind == "error" and "wrote its input" in v.reason, v.reason
+    assert v.verdict == "error" and "wrote its input" in v.reason, v.reason
     assert np.array_equal(case.inputs()["k"].view(np.uint32), before.view(np.uint32))  # restored
     assert case.run(numpy_ref.kernel).passed  # the next run sees pristine inputs
 
@@ -145,7 +145,7 @@ def test_judge_catches_inputs_written_before_it():
     out = numpy_ref.kernel(case, inputs)
     inputs["q"][1, 2, 3] = 0.5
     v = case.judge(out)
-    assert v.kind == "error" and "wrote its input" in v.reason, v.reason
+    assert v.verdict == "error" and "wrote its input" in v.reason, v.reason
 
 
 @pytest.mark.parametrize("bad,why", [
@@ -159,27 +159,27 @@ def test_judge_catches_inputs_written_before_it():
 def test_malformed_outputs_are_named_errors(bad, why):
     case = attn_oracle.Case(LINES[0])
     v = case.run(lambda c, i: bad(numpy_ref.kernel(c, i)))
-    assert v.kind == "error" and why in v.reason, v.reason
-    assert case.judge(bad(numpy_ref.kernel(case, case.inputs()))).kind == "error"
+    assert v.verdict == "error" and why in v.reason, v.reason
+    assert case.judge(bad(numpy_ref.kernel(case, case.inputs()))).verdict == "error"
 
 
 def test_unwritten_outputs_fail():
     case = attn_oracle.Case(LINES[0])
     v = case.judge(case.outputs())  # the sentinel buffers as they came
-    assert v.kind == "fail", v.message()
+    assert v.verdict == "fail", v.message()
 
 
 def test_skip_is_a_named_skip():
     def declines(case, inputs):
         raise attn_oracle.Skip("my kernel: no fp16")
     v = attn_oracle.Case(LINES[0]).run(declines)
-    assert v.kind == "skipped" and "my kernel: no fp16" in v.reason and not v
+    assert v.verdict == "skipped" and "my kernel: no fp16" in v.reason and not v
     from attn_oracle.adapters.protocol import skip  # the adapters' skip() is the same in process
 
     def adapter_declines(case, inputs):
         skip("adapter: declined")
     v = attn_oracle.Case(LINES[0]).run(adapter_declines)
-    assert v.kind == "skipped" and "adapter: declined" in v.reason
+    assert v.verdict == "skipped" and "adapter: declined" in v.reason
 
 
 def test_bad_case_lines_name_the_key():
@@ -230,7 +230,7 @@ def test_numpy_ref_is_one_code_path_with_exec(tmp_path):
                         f"exec:{sys.executable} -m attn_oracle.adapters.numpy_ref --bug topleft-cp",
                         "--no-explain"], capture_output=True, text=True)
     inproc = attn_oracle.Case(line).run(numpy_ref.planted_bug, explain=False)
-    assert ("verdict: FAIL" in r.stdout) == (inproc.kind == "fail"), r.stdout
+    assert ("verdict: FAIL" in r.stdout) == (inproc.verdict == "fail"), r.stdout
 
 
 def test_fa4_adapter_is_one_kernel_function_in_process():
@@ -238,11 +238,11 @@ def test_fa4_adapter_is_one_kernel_function_in_process():
     # with no valid row passes without launching (neither needs torch or a GPU).
     from attn_oracle.adapters import fa4_varlen
     v = attn_oracle.Case("op=sdpa docs=16 dim=4").run(fa4_varlen.kernel)
-    assert v.kind == "skipped" and "is not supported on SM90" in v.reason, v.message()
+    assert v.verdict == "skipped" and "is not supported on SM90" in v.reason, v.message()
     for line in ("op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3",
                  "op=sdpa pass=bwd docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3"):
         v = attn_oracle.Case(line).run(fa4_varlen.kernel, explain=False)
-        assert v.kind == "pass", v.message()
+        assert v.verdict == "pass", v.message()
 
 
 def _fe_indexer_bwd(**kw):
@@ -266,7 +266,7 @@ def test_a_16_bit_indexer_backward_passes_its_gates(line):
     # compare_indexer_bwd.cpp); fp32 d_index_k too.
     for dk_dtype in ("bf16", "fp32"):
         v = attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="zero", dk_dtype=dk_dtype), explain=False)
-        assert v.kind == "pass", v.message()
+        assert v.verdict == "pass", v.message()
 
 
 def test_a_one_slot_error_on_a_long_row_still_fails_the_16_bit_gates():
@@ -283,19 +283,19 @@ def test_a_one_slot_error_on_a_long_row_still_fails_the_16_bit_gates():
     from attn_oracle.adapters import cudnn_fe_indexer
     v = attn_oracle.Case(line).run(functools.partial(cudnn_fe_indexer.backward, launch=drop_best_slot, slot_fill="zero"),
                                    explain=False)
-    assert v.kind == "fail" and v.metric("dq_err_over_gate").failed, v.message()
+    assert v.verdict == "fail" and v.metric("dq_err_over_gate").failed, v.message()
 
 
 def test_the_kernel_reads_the_minus_one_slots():
     # Its score-grad sums every slot of a row: NaN there drops out (fmax, a failed compare), a finite
     # stand-in (poison=none: 0.25) or inf does not; zeroed slots (a framework's masked softmax) pass.
     line = "op=indexer pass=bwd docs=64,32 heads=4 dim=16 topk=32 seed=13"
-    assert attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="case"), explain=False).kind == "pass"
+    assert attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="case"), explain=False).verdict == "pass"
     for poison, metric in (("none", "dq_err_over_gate"), ("inf", "nonfinite")):
         v = attn_oracle.Case(f"{line} poison={poison}").run(_fe_indexer_bwd(slot_fill="case"), explain=False)
-        assert v.kind == "fail" and v.metric(metric).failed, v.message()
+        assert v.verdict == "fail" and v.metric(metric).failed, v.message()
         v = attn_oracle.Case(f"{line} poison={poison}").run(_fe_indexer_bwd(slot_fill="zero"), explain=False)
-        assert v.kind == "pass", v.message()
+        assert v.verdict == "pass", v.message()
 
 
 # The eight failures a 17-minute fuzz of cuDNN frontend 1.32.0's SM90 indexer backward found on the H200
@@ -318,4 +318,4 @@ FE_BWD_DEVICE_FOUND = [
 @pytest.mark.parametrize("line", FE_BWD_DEVICE_FOUND)
 def test_the_device_found_indexer_backward_cases_pass_the_16_bit_gates(line):
     v = attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="zero"), explain=False)
-    assert v.kind == "pass", v.message()
+    assert v.verdict == "pass", v.message()
