@@ -7,6 +7,7 @@ import re
 import numpy as np
 
 from . import _core
+from .adapters.protocol import meta_key
 from .verdict import FuzzResult, GateResult, Verdict
 
 
@@ -75,6 +76,11 @@ class Case:
         self.cu_seqlens_q_padded, self.cu_seqlens_kv_padded = self.q_offsets, self.kv_offsets
         self.max_seqlen_q, self.max_seqlen_kv = int(m["max_seqlen"]["q"]), int(m["max_seqlen"]["kv"])
         self.pos0 = _ints([s["pos0"] for s in self.segments])  # q_causal_offsets, one per segment
+
+    def key(self, name):
+        """Case key `name` as a kernel is given it (meta.json's value at the key's path; scale and
+        max_seqlen resolved): every key of docs/reference/meta-json.md that this case's meta.json carries."""
+        return meta_key(self.meta, name)
 
     @property
     def line(self):

@@ -24,6 +24,31 @@ import sys
 import numpy as np
 
 
+# The meta.json paths of the case keys written inside an object (dims, cp, max_seqlen); every other key a
+# kernel is given sits at the top level under its own name. The key table declares the paths (`attn-oracle
+# keys --json`, docs/reference/meta-json.md); python/tests/test_case_meta.py holds this map to it.
+META_PATHS = {
+    "cp": ("cp", "size"), "rank": ("cp", "rank"), "cp_scheme": ("cp", "scheme"), "crop": ("cp", "crop"),
+    "max_seqlen_q": ("max_seqlen", "q"), "max_seqlen_kv": ("max_seqlen", "kv"),
+    "heads": ("dims", "heads"), "hq": ("dims", "hq"), "hkv": ("dims", "hkv"), "dim": ("dims", "dim"),
+    "dim_v": ("dims", "dim_v"), "topk": ("dims", "topk"), "ratio": ("dims", "ratio"),
+}
+
+
+def meta_key(meta, name):
+    """The value of case key `name` as a kernel is given it (scale and max_seqlen resolved, enums by name),
+    read from meta.json at the key's path. KeyError naming the key where this case's meta.json does not
+    carry it (a key of the other op, loss_mean outside pass=bwd, a key no kernel is given)."""
+    path = META_PATHS.get(name, (name,))
+    v = meta
+    for part in path:
+        if not isinstance(v, dict) or part not in v:
+            raise KeyError(f"case key {name!r}: this case's meta.json has no {'.'.join(path)} (the keys a kernel "
+                           "is given, and for which cases: docs/reference/meta-json.md)")
+        v = v[part]
+    return v
+
+
 class CaseMeta:
     """The case as an adapter reads it: meta.json's fields (an exec: case directory's, or an
     attn_oracle.Case's `.meta` in process)."""
@@ -45,6 +70,10 @@ class CaseMeta:
         self.window = int(self.meta["window"])
         self.window_right = int(self.meta.get("window_right", 0))
         self.window_convention = self.meta.get("window_convention", "cudnn")
+
+    def key(self, name):
+        """Case key `name` as the kernel is given it (meta_key)."""
+        return meta_key(self.meta, name)
 
     def valid_q_rows(self):
         """Q buffer rows holding a valid token, in segment order."""

@@ -122,6 +122,11 @@ void sdpa_window_band(WindowConvention conv, int64_t kv, int64_t p, int64_t left
 
 Layout make_layout(const Case& c, const LayoutLimits& lim = {}, LayoutMode mode = LayoutMode::Full);
 
+// The case as a kernel is given it: l.c with the values the layout resolved from their defaults filled in
+// (scale, max_seqlen_q, max_seqlen_kv). The key table's kernel values (CaseKey::kernel) read it: meta.json
+// and the plugin's ao_layout.
+Case kernel_case(const Layout& l);
+
 // Which rows of a result buffer hold a valid token's result (everything else is a pad slot or a
 // segment's pad row, which a kernel must leave alone). The one definition that comparators, bug
 // models, selftest and report pictures use. Q: the indexer's top-k/score rows (they follow Q rows).
