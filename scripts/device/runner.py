@@ -31,12 +31,13 @@ a step that no longer fits in the call's time is not started and is listed as no
   bench  `command = [...]` run `repeat` times; min/median/max seconds (expect = "pass": every run exits 0).
 
 Expectations: one grammar, the plan lines' of ao-gpu-campaign (`expect=pass|fail|fail:<metric>`) plus
-`skip` (an adapter that declines a case: a result the diagnosis records). A gate step's `expect` is the word
+`skip` (an adapter that declines a case: a result the diagnosis records) and `weak` (no metric failed, but a gate
+of the case cannot reject an all-zero or NaN answer: docs/tolerances.md, "WEAK"). A gate step's `expect` is the word
 for every case, `expect_at = {"LINE" = "word"}` (or "FILE:LINE") sets it per case line. A case file's
 `# catches: <backend>` claim is read as expect=fail for that backend (where the plan sets no word for the
 case); the gate itself turns a claim that did not hold into a FAIL "claim not held", which the runner counts
 as not held whatever the plan expected. pass holds on the verdict pass alone, fail on fail (an error is not
-the failure a case expects), fail:<metric> on fail with that metric failed, skip on skipped.
+the failure a case expects), fail:<metric> on fail with that metric failed, skip on skipped, weak on weak.
 
 Writes into OUT (default $OUT, at most LIMITS["files_back"] files come back): env.txt (versions), runner.log
 (every step and case, timed), results.json (every case with verdict, failed metrics, expectation and whether
@@ -79,7 +80,7 @@ LIMITS = {
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 KINDS = ("gate", "lines", "fuzz", "table", "bench")
-WORDS_RE = re.compile(r"^(pass|fail|skip|fail:[a-z0-9_]+)$")
+WORDS_RE = re.compile(r"^(pass|fail|skip|weak|fail:[a-z0-9_]+)$")
 VERDICT_LINE = re.compile(r"^(PASS|FAIL|ERROR|SKIPPED|WEAK)\s+(\S+):(\d+)\s+\[")
 COMMON = {"kind", "name", "need_s", "timeout_s", "optional"}
 FIELDS = {
@@ -323,7 +324,7 @@ def load_plan(path, sets=()):
             raise PlanError(f"{where}: knobs = {s['knobs']!r} without an adapter (a built-in spec carries its knobs)")
         for w in [s.get("expect")] + list((s.get("expect_at") or {}).values()):
             if w is not None and not WORDS_RE.match(str(w)):
-                raise PlanError(f"{where}: expect {w!r}: one of pass, fail, fail:<metric>, skip")
+                raise PlanError(f"{where}: expect {w!r}: one of pass, fail, fail:<metric>, skip, weak")
         if kind == "gate":
             cases = s.get("cases")
             cases = [cases] if isinstance(cases, str) else cases
@@ -358,7 +359,7 @@ def read_plan_lines(path):
             spec = next((t[8:] for t in toks if t.startswith("backend=")), None)
             case = " ".join(t for t in toks if not t.startswith(("expect=", "backend=")))
             if word is None or not WORDS_RE.match(word):
-                raise PlanError(f"{path}:{no}: expect={word}: needs expect=pass|fail|fail:<metric>|skip")
+                raise PlanError(f"{path}:{no}: expect={word}: needs expect=pass|fail|fail:<metric>|skip|weak")
             if not spec or not case:
                 raise PlanError(f"{path}:{no}: needs backend=<spec> and a case line")
             out.append((no, word, spec, case))
@@ -405,6 +406,8 @@ def holds(word, verdict, failed):
         return verdict == "pass"
     if word == "skip":
         return verdict == "skipped"
+    if word == "weak":
+        return verdict == "weak"
     if word == "fail":
         return verdict == "fail"
     return verdict == "fail" and word[5:] in failed

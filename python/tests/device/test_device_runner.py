@@ -151,6 +151,18 @@ class RunnerOnCpu(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn(f"{lines}:7: expect=maybe", out_text)
 
+    def test_weak_is_its_own_word(self):
+        # A gate made vacuous (atol=1e9): cpu-ref's verdict is weak, which `weak` holds and `pass` does not.
+        weak = os.path.join(self.tmp, "weak.case")
+        with open(weak, "w") as f:
+            f.write("op=sdpa docs=64,20 hq=2 dim=16 atol=1000000000 rtol=0\n")
+        step = '[[step]]\nkind = "gate"\nname = "ref"\nbackend = "cpu-ref"\ncases = "%s"\nexpect = "%s"\n'
+        code, res, text, _ = self.run_plan('name = "w"\n' + step % (weak, "weak"))
+        self.assertEqual(code, 0, text)
+        self.assertEqual(res["steps"][0]["cases"][0]["verdict"], "weak")
+        code, res, text, _ = self.run_plan('name = "w"\n' + step % (weak, "pass"))
+        self.assertEqual(code, 1, text)
+
     def test_a_metric_that_did_not_fail_does_not_hold(self):
         code, res, _, _ = self.run_plan(plan_text(self.cases, 'expect_at = { 1 = "fail:dq_violations" }'))
         self.assertEqual(code, 1)
