@@ -16,17 +16,12 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ADAPTERS = os.path.join(HERE, "..", "adapters")
 
 
 def run(spec, corpus, report_dir):
-    if os.environ.get("AO_PY_DIR"):
-        sys.path.insert(0, os.environ["AO_PY_DIR"])
-    sys.path.insert(0, ADAPTERS)
-    import attn_oracle
+    import attn_oracle  # the installed package (AO_PY_DIR's, through PYTHONPATH, on the device)
     name, _, knobs = spec.partition(":")
-    kernel = importlib.import_module(name).kernel
+    kernel = importlib.import_module(f"attn_oracle.adapters.{name}").kernel
     kw = dict(k.split("=", 1) for k in knobs.split(",") if k)
     if kw:
         kernel = functools.partial(kernel, **kw)
