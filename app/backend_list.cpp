@@ -41,7 +41,7 @@ std::string format_defect_table() {
     s += fmt::format("{:<22} {:<13} {}\n", id, ops, by);
   }
   s += "Foreign code uses the same ids: plugin:<lib.so>:bug=<id> (checked by the oracle), and the Python "
-       "adapters' --bug <id> (scripts/adapters/).\n";
+       "adapters' --bug <id> (python -m attn_oracle.adapters list).\n";
   return s;
 }
 

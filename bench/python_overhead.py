@@ -21,18 +21,18 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, ".."))
-ADAPTERS = os.path.join(ROOT, "scripts", "adapters")
+# Children import the repository's package and the bench's kernel from these folders (their PYTHONPATH).
+CHILD_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.path.join(ROOT, "python")]))
 ZERO = os.path.join(HERE, "zero_kernel.py")
 CASES = {"8k": "op=sdpa docs=8192 hq=4 dim=64 rows=64 seed=3",
          "131k": "op=sdpa docs=131072 hq=4 dim=64 rows=64 seed=3"}
 
 INPROC = r"""
 import json, resource, sys, time
-sys.path.insert(0, sys.argv[2]); sys.path.insert(0, sys.argv[3])
 import attn_oracle, zero_kernel
 t0 = time.perf_counter()
 v = attn_oracle.Case(sys.argv[1]).run(zero_kernel.kernel, explain=False)
-print(json.dumps({"seconds": time.perf_counter() - t0, "verdict": v.kind,
+print(json.dumps({"seconds": time.perf_counter() - t0, "verdict": v.verdict,
                   "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
@@ -54,7 +54,7 @@ def spawn(cmd, env=None):
 def run_inproc(py, line):
     """Wall seconds of the whole process (interpreter start and import included), peak RSS KiB, verdict,
     and the seconds of the case itself (Case + run, timed inside)."""
-    secs, out, err, rc, _ = spawn([py, "-c", INPROC, line, HERE, ADAPTERS])
+    secs, out, err, rc, _ = spawn([py, "-c", INPROC, line], CHILD_ENV)
     if rc != 0:
         raise SystemExit(f"in-process run failed: {err[-2000:]}")
     d = json.loads(out.strip().splitlines()[-1])
@@ -64,7 +64,7 @@ def run_inproc(py, line):
 def run_exec(cli, py, line):
     with tempfile.TemporaryDirectory() as tmp:
         rss_file = os.path.join(tmp, "rss")
-        env = dict(os.environ, AO_BENCH_RSS=rss_file)
+        env = dict(CHILD_ENV, AO_BENCH_RSS=rss_file)
         cmd = [cli, "repro", *line.split(), "--backend", f"exec:{py} {ZERO}", "--no-explain"]
         secs, out, _, _, cli_rss = spawn(cmd, env)
         verdict = "fail" if "verdict: FAIL" in out else "?"
@@ -75,10 +75,10 @@ def run_exec(cli, py, line):
 
 def fuzz_inproc(py, cases):
     code = (
-        "import sys, time, json; sys.path.insert(0, sys.argv[1]); import attn_oracle, numpy_ref; t=time.perf_counter();"
+        "import sys, time, json; import attn_oracle; from attn_oracle.adapters import numpy_ref; t=time.perf_counter();"
         f" r = attn_oracle.fuzz(numpy_ref.kernel, op='sdpa', budget='{cases}', seed=11, dims='tiny');"
         " print(json.dumps({'seconds': time.perf_counter()-t, 'cases': r['cases'], 'failed': r['failed']}))")
-    r = subprocess.run([py, "-c", code, ADAPTERS], capture_output=True, text=True)
+    r = subprocess.run([py, "-c", code], capture_output=True, text=True, env=CHILD_ENV)
     if r.returncode != 0:
         raise SystemExit(f"in-process fuzz failed: {r.stderr[-2000:]}")
     d = json.loads(r.stdout.strip().splitlines()[-1])
@@ -87,7 +87,7 @@ def fuzz_inproc(py, cases):
 
 def fuzz_exec(cli, py, cases):
     t0 = time.perf_counter()
-    r = subprocess.run([cli, "fuzz", "--backend", f"exec:{py} {os.path.join(ADAPTERS, 'numpy_ref.py')}", "--op", "sdpa",
+    r = subprocess.run([cli, "fuzz", "--backend", f"exec:{py} -m attn_oracle.adapters.numpy_ref", "--op", "sdpa",
                         "--budget", str(cases), "--seed", "11", "--dims", "tiny", "--no-save"], capture_output=True, text=True)
     secs = time.perf_counter() - t0
     line = [l for l in r.stdout.splitlines() if l.startswith("fuzz-result")]

@@ -9,8 +9,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "adapters"))
-from ao_exec import main  # noqa: E402
+from attn_oracle.adapters.protocol import main  # python_overhead.py puts the repository's python/ on PYTHONPATH
 
 
 def kernel(case, inputs):

@@ -1,6 +1,6 @@
-# The numpy reference adapter (scripts/adapters/numpy_ref.py) in process on the edge corpus: every case passes.
+# The numpy reference adapter (attn_oracle.adapters.numpy_ref) in process on the edge corpus: every case passes.
 import attn_oracle
-import numpy_ref
+from attn_oracle.adapters import numpy_ref
 
 
 @attn_oracle.cases("corpus/edge")

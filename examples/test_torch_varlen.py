@@ -5,7 +5,7 @@ import attn_oracle
 torch = pytest.importorskip("torch", reason="torch is not installed")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device: torch's varlen attention runs on the GPU", allow_module_level=True)
-import torch_varlen_sdpa  # scripts/adapters/ (conftest.py puts it on the path)
+from attn_oracle.adapters import torch_varlen_sdpa  # noqa: E402
 
 
 @attn_oracle.cases("corpus/edge")

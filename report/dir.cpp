@@ -94,7 +94,7 @@ void ReportDir::write(const std::vector<CaseResult>& results, const ReportStatus
   // Each file on its own: one that cannot be made, written (EFBIG past RLIMIT_FSIZE, ENOSPC) or put in
   // place (a directory in its way) is reported and never costs the others.
   const std::pair<const char*, std::function<std::string()>> files[] = {
-      {kReportFiles[0], [&] { return report_json(results, status); }},
+      {kReportFiles[0], [&] { return report_json(results, status, dir_); }},
       {kReportFiles[1], [&] { return report_markdown(results, status); }},
       {kReportFiles[2], [&] { return report_junit(results, status); }},
       {kReportFiles[3], [&] { return report_html(results); }},

@@ -7,12 +7,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <tuple>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attn_oracle/backends/external.h"
+#include "attn_oracle/case/case_keys.h"
 #include "attn_oracle/case/enum_names.h"
 #include "attn_oracle/internal/npy.h"
 #include "attn_oracle/internal/subprocess.h"
@@ -93,6 +97,13 @@ std::vector<ExternalTensor> external_outputs(const Layout& l) {
 
 namespace {
 
+// A key's meta.json path ("cp.size") as a JSON pointer ("/cp/size").
+std::string meta_pointer(const char* path) {
+  std::string p = "/";
+  for (const char* at = path; *at; ++at) p += *at == '.' ? '/' : *at;
+  return p;
+}
+
 // meta.json without its tensor files.
 nlohmann::json case_meta(const Layout& l) {
   const Case& c = l.c;
@@ -100,31 +111,26 @@ nlohmann::json case_meta(const Layout& l) {
   json m;
   m["protocol"] = kProtocolVersion;
   m["case"] = print_case(c);
-  m["op"] = to_string(c.op);
-  m["dtype"] = to_string(c.dtype);
   m["dtype_note"] = fmt::format("{}; poison=large is {:.9g} (the dtype's largest finite value)",
                                 c.dtype == DType::BF16  ? "bf16 inputs are stored as uint16 bit patterns: float32 = bits << 16"
                                 : c.dtype == DType::F16 ? "fp16 inputs are stored as float16"
                                                         : "fp32 inputs are stored as float32",
                                 poison_value(Poison::Large, c.dtype));
-  m["scale"] = l.scale;
-  m["mask"] = to_string(c.mask);
-  m["window"] = c.window;
-  m["window_right"] = c.window_right;
-  m["window_convention"] = to_string(c.window_convention);
-  m["max_seqlen"] = json{{"q", l.max_seqlen_q}, {"kv", l.max_seqlen_kv}};
-  m["num_splits"] = c.num_splits;
-  m["empty_rows"] = to_string(c.empty_rows);
-  m["poison"] = to_string(c.poison);
-  m["pad_writes"] = to_string(c.pad_writes);
-  m["pass"] = to_string(c.pass);
-  if (c.op == Op::Indexer && c.pass == Pass::Bwd) m["loss_mean"] = to_string(c.loss_mean);
-  m["dims"] = c.op == Op::Indexer ? json{{"heads", c.heads}, {"dim", c.dim}, {"topk", c.topk}, {"ratio", c.ratio}}
-                                  : json{{"hq", c.hq}, {"hkv", c.hkv}, {"dim", c.dim}, {"dim_v", c.dim_v}};
-  m["cp"] = json{{"size", c.cp},
-                 {"rank", c.rank},
-                 {"scheme", to_string(c.cp_scheme)},
-                 {"crop", c.crop}};
+  const Case resolved = kernel_case(l);
+  for (const CaseKey& k : case_key_table()) {  // the keys a kernel sees, at their paths (case_keys.cpp)
+    if (!meta_carries(k, c)) continue;
+    const json::json_pointer at(meta_pointer(k.kernel.meta));
+    if (m.contains(at)) throw std::logic_error(fmt::format("meta.json: case key {} and another write {}", k.name, k.kernel.meta));
+    m[at] = std::visit(
+        [](const auto& v) -> json {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, EnumValue>) {
+            return v.name;
+          } else {
+            return v;
+          }
+        },
+        k.kernel.value(resolved));
+  }
   m["rows"] = json{{"q", l.q_rows}, {"kv", l.kv_rows}, {"o", l.o_rows}, {"stats", l.stats_rows}};
   std::vector<int64_t> q_len, kv_len, q_off, kv_off, o_off, s_off, cu_q{0}, cu_kv{0};
   json docs = json::array();
@@ -195,6 +201,36 @@ nlohmann::json case_meta(const Layout& l) {
 }  // namespace
 
 std::string case_meta_text(const Layout& l) { return case_meta(l).dump(1); }
+
+std::span<const MetaField> meta_layout_fields() {
+  static const MetaField fields[] = {
+      {"protocol", "the exec: protocol's version (1)"},
+      {"case", "the canonical case line"},
+      {"dtype_note", "how the inputs of this dtype are stored, and the value of poison=large in it"},
+      {"rows", "buffer rows: `q`, `kv`, `o`, `stats` (the capacities)"},
+      {"docs", "per document: `q_len`, `kv_len` (valid tokens), `q_off`, `kv_off`, `o_off`, `stats_off` (ragged "
+               "offsets in rows; q/o/stats global under CP), `q_padded`, `packed_q_off`, `packed_kv_off` (cu_seqlens)"},
+      {"q_lens", "valid q tokens per document"},
+      {"kv_lens", "valid k/v tokens per document"},
+      {"cu_seqlens_q", "prefix sums of q_lens, 0 first"},
+      {"cu_seqlens_kv", "prefix sums of kv_lens, 0 first"},
+      {"q_offsets", "Q ragged offsets with the capacity last (`cu_seqlens_padded`); under CP global, the padded "
+                    "documents before the split"},
+      {"kv_offsets", "K/V ragged offsets with the capacity last"},
+      {"o_offsets", "O ragged offsets with the capacity last (global under CP)"},
+      {"stats_offsets", "LSE ragged offsets with the capacity last (global under CP)"},
+      {"segments", "per run of this rank's query rows: `doc`, `chunk` (-1 without CP), `row0`, `o_row0`, "
+                   "`stats_row0`, `pos0` (the document position of row0), `rows`, `valid` (rows >= valid are pad "
+                   "rows), `key_len`"},
+      {"q_causal_offsets", "each segment's pos0"},
+      {"semantics", "positions, allowed keys, conventions and outputs in words"},
+      {"semantics_backward", "the indexer backward's loss and gradients in words (op=indexer pass=bwd)", false, true},
+      {"inputs", "per input tensor: `file`, `shape`, `stored_as` (<f4, <f2, <u2 bf16 bits, <i4)", true},
+      {"outputs", "per output tensor: `file`, `shape`, `dtype`, `required`", true},
+      {"sentinel", "what the output files are pre-filled with: `float_bits`, `index`", true},
+  };
+  return fields;
+}
 
 std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in) {
   using nlohmann::json;

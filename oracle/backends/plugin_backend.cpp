@@ -14,18 +14,95 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include "attn_oracle/backends/bug_models.h"
 #include "attn_oracle/backends/external.h"
 #include "attn_oracle/backends/plugin.h"
+#include "attn_oracle/case/case_keys.h"
 #include "attn_oracle/internal/subprocess.h"
 #include "plugin_host_protocol.h"
 
 namespace ao {
+
+// The ABI's enum constants are the enums' ordinals (what plugin_layout stores of an enum key).
+static_assert(int(Op::Indexer) == AO_OP_INDEXER && int(Op::Sdpa) == AO_OP_SDPA);
+static_assert(int(DType::F32) == AO_DTYPE_F32 && int(DType::BF16) == AO_DTYPE_BF16 && int(DType::F16) == AO_DTYPE_F16);
+static_assert(int(MaskKind::None) == AO_MASK_NONE && int(MaskKind::TopLeft) == AO_MASK_TOPLEFT &&
+              int(MaskKind::BottomRight) == AO_MASK_BOTTOMRIGHT);
+static_assert(int(CpScheme::Zigzag) == AO_CP_ZIGZAG && int(CpScheme::Contiguous) == AO_CP_CONTIGUOUS);
+static_assert(int(Pass::Fwd) == AO_PASS_FWD && int(Pass::Bwd) == AO_PASS_BWD);
+static_assert(int(WindowConvention::Cudnn) == AO_WINDOW_CUDNN && int(WindowConvention::Fa) == AO_WINDOW_FA);
+static_assert(int(LossMean::Rows) == AO_LOSS_MEAN_ROWS && int(LossMean::Valid) == AO_LOSS_MEAN_VALID &&
+              int(LossMean::Keyed) == AO_LOSS_MEAN_KEYED && int(LossMean::Sum) == AO_LOSS_MEAN_SUM);
+// The 0/1 fields named for their second value.
+static_assert(int(PadWrites::Allow) == 1 && int(EmptyRows::PosInf) == 1 && int(Ties::Strict) == 1 &&
+              int(GradPad::Zero) == 1);
+
+std::span<const PluginLayoutField> plugin_layout_key_fields() {
+#define AO_FIELD(name, type) PluginLayoutField{#name, offsetof(ao_layout, name), PluginLayoutField::type}
+  static const PluginLayoutField fields[] = {
+      AO_FIELD(op, I32),          AO_FIELD(dtype, I32),          AO_FIELD(mask, I32),
+      AO_FIELD(cp, I32),          AO_FIELD(rank, I32),           AO_FIELD(cp_scheme, I32),
+      AO_FIELD(crop, I32),        AO_FIELD(pad_writes_allowed, I32), AO_FIELD(window, I64),
+      AO_FIELD(heads, I32),       AO_FIELD(dim, I32),            AO_FIELD(topk, I32),
+      AO_FIELD(ratio, I32),       AO_FIELD(hq, I32),             AO_FIELD(hkv, I32),
+      AO_FIELD(dim_v, I32),       AO_FIELD(scale, F64),          AO_FIELD(pass, I32),
+      AO_FIELD(grad_pad_zero_allowed, I32), AO_FIELD(loss_mean, I32), AO_FIELD(window_right, I64),
+      AO_FIELD(window_convention, I32), AO_FIELD(empty_rows_posinf, I32), AO_FIELD(ties_strict, I32),
+      AO_FIELD(num_splits, I32),  AO_FIELD(max_seqlen_q, I64),   AO_FIELD(max_seqlen_kv, I64),
+  };
+#undef AO_FIELD
+  return fields;
+}
+
+ao_layout plugin_layout(const Layout& l) {
+  ao_layout al{};
+  al.abi_version = AO_PLUGIN_ABI_VERSION;
+  al.struct_size = sizeof(ao_layout);
+  const Case resolved = kernel_case(l);
+  for (const CaseKey& k : case_key_table()) {  // the keys a kernel sees, into their fields (case_keys.cpp)
+    if (!k.kernel.abi_field) continue;
+    const PluginLayoutField* f = nullptr;
+    for (const auto& x : plugin_layout_key_fields())
+      if (std::string_view(x.name) == k.kernel.abi_field) f = &x;
+    if (!f)
+      throw std::logic_error(fmt::format("case key {} names the ao_layout field {}, which plugin_layout_key_fields() "
+                                         "lacks", k.name, k.kernel.abi_field));
+    const double x = std::visit(
+        [](const auto& v) -> double {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, EnumValue>) {
+            return v.ordinal;
+          } else {
+            return double(v);
+          }
+        },
+        k.kernel.value(resolved));
+    char* at = reinterpret_cast<char*>(&al) + f->offset;
+    if (f->type == PluginLayoutField::F64) {
+      std::memcpy(at, &x, sizeof x);
+    } else if (f->type == PluginLayoutField::I64) {
+      const int64_t v = int64_t(x);
+      std::memcpy(at, &v, sizeof v);
+    } else {
+      const int32_t v = int32_t(x);
+      std::memcpy(at, &v, sizeof v);
+    }
+  }
+  al.q_rows = l.q_rows;
+  al.kv_rows = l.kv_rows;
+  al.o_rows = l.o_rows;
+  al.stats_rows = l.stats_rows;
+  return al;
+}
 
 namespace {
 
@@ -209,45 +286,9 @@ class PluginBackend : public Backend {
     for (const auto& s : l.segments)
       segs.push_back({s.doc, s.chunk, s.row0, s.o_row0, s.stats_row0, s.pos0, s.rows, s.valid, s.key_len});
     const std::string line = print_case(c);
-    ao_layout al{};
-    al.abi_version = AO_PLUGIN_ABI_VERSION;
-    al.struct_size = sizeof(ao_layout);
-    al.op = c.op == Op::Indexer ? AO_OP_INDEXER : AO_OP_SDPA;
-    al.dtype = c.dtype == DType::F32 ? AO_DTYPE_F32 : c.dtype == DType::BF16 ? AO_DTYPE_BF16 : AO_DTYPE_F16;
-    al.mask = c.mask == MaskKind::None ? AO_MASK_NONE : c.mask == MaskKind::TopLeft ? AO_MASK_TOPLEFT : AO_MASK_BOTTOMRIGHT;
-    al.cp = c.cp;
-    al.rank = c.rank;
-    al.cp_scheme = c.cp_scheme == CpScheme::Zigzag ? AO_CP_ZIGZAG : AO_CP_CONTIGUOUS;
-    al.crop = c.crop;
-    al.pad_writes_allowed = c.pad_writes == PadWrites::Allow;
-    al.window = c.window;
-    al.heads = c.heads;
-    al.dim = c.dim;
-    al.topk = c.topk;
-    al.ratio = c.ratio;
-    al.hq = c.hq;
-    al.hkv = c.hkv;
-    al.dim_v = c.dim_v;
-    al.scale = l.scale;
-    al.q_rows = l.q_rows;
-    al.kv_rows = l.kv_rows;
-    al.o_rows = l.o_rows;
-    al.stats_rows = l.stats_rows;
+    ao_layout al = plugin_layout(l);
     al.num_docs = int32_t(docs.size());
     al.num_segments = int32_t(segs.size());
-    al.pass = c.pass == Pass::Bwd ? AO_PASS_BWD : AO_PASS_FWD;
-    al.grad_pad_zero_allowed = c.grad_pad == GradPad::Zero;
-    al.window_right = c.window_right;
-    al.window_convention = c.window_convention == WindowConvention::Fa ? AO_WINDOW_FA : AO_WINDOW_CUDNN;
-    al.empty_rows_posinf = c.empty_rows == EmptyRows::PosInf;
-    al.ties_strict = c.ties == Ties::Strict;
-    al.num_splits = c.num_splits;
-    al.max_seqlen_q = l.max_seqlen_q;
-    al.max_seqlen_kv = l.max_seqlen_kv;
-    al.loss_mean = c.loss_mean == LossMean::Rows    ? AO_LOSS_MEAN_ROWS
-                   : c.loss_mean == LossMean::Valid ? AO_LOSS_MEAN_VALID
-                   : c.loss_mean == LossMean::Keyed ? AO_LOSS_MEAN_KEYED
-                                                    : AO_LOSS_MEAN_SUM;
 
     RequestBuilder req(plugin_host::kRun);
     req.hdr.layout = al;

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -111,23 +112,67 @@ using Print = std::function<std::optional<std::string>(const Case&, const Case&)
 using Reset = std::function<void(Case&, const Case&)>;
 using Show = std::function<std::string(const Case&)>;  // the value text, default or not (for default_text)
 
-// How one key reads and writes its Case field(s).
+// A scalar field's value as a kernel is given it (KeyValue).
+template <class T>
+KeyValue kernel_value(const T& x) {
+  if constexpr (std::is_enum_v<T>) {
+    return EnumValue{to_string(x), int(x)};
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return x;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return double(x);
+  } else {
+    return int64_t(x);
+  }
+}
+
+// How one key reads and writes its Case field(s), and how a kernel sees it.
 struct Codec {
   Parse parse;
   Print print;
   Reset reset;
   Show show;
+  KernelView kernel = {};
+
+  // Written into meta.json at `path` and (abi_field) into the plugin's ao_layout.
+  Codec seen(const char* path, const char* abi_field = nullptr) && {
+    kernel.meta = path;
+    kernel.abi_field = abi_field;
+    return std::move(*this);
+  }
+  // Given to the plugin only.
+  Codec abi(const char* abi_field) && {
+    kernel.abi_field = abi_field;
+    return std::move(*this);
+  }
+  // In the meta.json of these ops (wider than the key's: the SDPA conventions at their defaults for the
+  // indexer too, which adapters read for either op).
+  Codec meta_for(KeyOps ops) && {
+    kernel.meta_ops = ops;
+    return std::move(*this);
+  }
+  Codec only(Pass p) && {
+    kernel.only_pass = p;
+    return std::move(*this);
+  }
+  // Seen through these layout fields of meta.json, which the layout's writer fills.
+  Codec via(const char* fields) && {
+    kernel.via = fields;
+    return std::move(*this);
+  }
 };
 
 // A key that is one Case field: printed when it differs from the default, reset by copying it.
 template <class T, class ParseValue>
 Codec field(T Case::*m, ParseValue parse_value) {
-  return {[m, parse_value](Case& c, const std::string& k, const std::string& v) { c.*m = T(parse_value(k, v)); },
-          [m](const Case& c, const Case& d) -> std::optional<std::string> {
-            if (c.*m == d.*m) return std::nullopt;
-            return text(c.*m);
-          },
-          [m](Case& c, const Case& d) { c.*m = d.*m; }, [m](const Case& c) { return text(c.*m); }};
+  Codec codec{[m, parse_value](Case& c, const std::string& k, const std::string& v) { c.*m = T(parse_value(k, v)); },
+              [m](const Case& c, const Case& d) -> std::optional<std::string> {
+                if (c.*m == d.*m) return std::nullopt;
+                return text(c.*m);
+              },
+              [m](Case& c, const Case& d) { c.*m = d.*m; }, [m](const Case& c) { return text(c.*m); }};
+  if constexpr (std::is_scalar_v<T>) codec.kernel.value = [m](const Case& c) { return kernel_value(c.*m); };
+  return codec;
 }
 
 auto int_in(int64_t lo, int64_t hi) {
@@ -215,8 +260,11 @@ CaseKey make_key(Entry e) {
                                    to_string(per_op[1].first), per_op[1].second);
     }
   }
+  if ((e.codec.kernel.meta || e.codec.kernel.abi_field) && !e.codec.kernel.value)
+    throw std::logic_error(fmt::format("case key {}: a kernel sees it but it has no value", e.name));
   return {e.name,  e.ops,  e.doc,      e.shrink,   std::move(e.codec.parse), std::move(e.codec.print),
-          std::move(e.codec.reset),   e.default_text, e.q_key, e.kv_key, e.alias_of, e.needs_cp};
+          std::move(e.codec.reset),   e.default_text, e.q_key, e.kv_key, e.alias_of, e.needs_cp,
+          std::move(e.codec.kernel)};
 }
 
 using enum KeyOps;
@@ -233,88 +281,100 @@ std::vector<CaseKey> build_table() {
   });
   rows.show = [](const Case& c) { return c.rows == 0 ? std::string("all") : text(c.rows); };
   const std::string derived_tol = "derived";  // docs/tolerances.md, "How the tolerances are derived"
+  // The layout fields of meta.json through which a kernel sees the layout keys.
+  const char* const kLensVia = "docs, q_lens, kv_lens, cu_seqlens_q, cu_seqlens_kv, segments";
+  const char* const kOffsetsVia = "docs, q_offsets, kv_offsets, o_offsets, stats_offsets, rows";
+  const char* const kRowsVia = "rows, q_offsets, kv_offsets (the capacity last)";
 
   std::vector<Entry> e = {
       {"op", Both, Keep, choices<Op>("the operation; the other keys' defaults depend on it (it may come anywhere)"),
-       op, "indexer"},
-      {"docs", Both, Structural, "valid tokens per document, q = kv (`64*100` = 100 documents of 64)", lens, {},
+       std::move(op).seen("op", "op"), "indexer"},
+      {"docs", Both, Structural, "valid tokens per document, q = kv (`64*100` = 100 documents of 64)",
+       Codec(lens).via(kLensVia), {},
        "q_lens", "kv_lens"},
-      {"lens", Both, Structural, "same as docs", lens_alias, {}, "q_lens", "kv_lens", "docs"},
+      {"lens", Both, Structural, "same as docs", std::move(lens_alias).via(kLensVia), {}, "q_lens", "kv_lens", "docs"},
       {"q_lens", Both, Structural, "valid q tokens per document (given alone, kv_lens follows it)",
-       one_side(&Case::q_lens, &Case::kv_lens, kList, kNever)},
+       one_side(&Case::q_lens, &Case::kv_lens, kList, kNever).via(kLensVia)},
       {"kv_lens", Both, Structural, "valid k/v tokens per document (given alone, q_lens follows it)",
-       one_side(&Case::kv_lens, &Case::q_lens, kList, kNever)},
+       one_side(&Case::kv_lens, &Case::q_lens, kList, kNever).via(kLensVia)},
       {"pad", Both, Structural, "gap rows after each sequence, Q and K/V (one value = after every sequence)",
-       both(&Case::q_pad, &Case::kv_pad, kList, kEmpty), "0", "q_pad", "kv_pad"},
-      {"q_pad", Both, Structural, "gap rows after each Q sequence", one_side(&Case::q_pad, &Case::kv_pad, kList, kEmpty),
+       both(&Case::q_pad, &Case::kv_pad, kList, kEmpty).via(kOffsetsVia), "0", "q_pad", "kv_pad"},
+      {"q_pad", Both, Structural, "gap rows after each Q sequence", one_side(&Case::q_pad, &Case::kv_pad, kList, kEmpty).via(kOffsetsVia),
        "0"},
       {"kv_pad", Both, Structural, "gap rows after each K/V sequence",
-       one_side(&Case::kv_pad, &Case::q_pad, kList, kEmpty), "0"},
+       one_side(&Case::kv_pad, &Case::q_pad, kList, kEmpty).via(kOffsetsVia), "0"},
       {"padded_offsets", Both, Structural,
        "ragged offsets in rows for Q and K/V (B entries, or B+1 with the capacity last, like `cu_seqlens_padded`)",
-       both(&Case::q_offsets, &Case::kv_offsets, kList, kEmpty), "lengths + pads", "q_offsets", "kv_offsets"},
+       both(&Case::q_offsets, &Case::kv_offsets, kList, kEmpty).via(kOffsetsVia), "lengths + pads", "q_offsets",
+       "kv_offsets"},
       {"q_offsets", Both, Structural, "Q offsets in rows (as padded_offsets)",
-       one_side(&Case::q_offsets, &Case::kv_offsets, kList, kEmpty), "lengths + pads"},
+       one_side(&Case::q_offsets, &Case::kv_offsets, kList, kEmpty).via(kOffsetsVia), "lengths + pads"},
       {"kv_offsets", Both, Structural, "K/V offsets in rows (as padded_offsets)",
-       one_side(&Case::kv_offsets, &Case::q_offsets, kList, kEmpty), "lengths + pads"},
-      {"o_offsets", Sdpa, ToDefault, "output offsets in rows", field(&Case::o_offsets, list_value()), "= q_offsets"},
-      {"stats_offsets", Sdpa, ToDefault, "LSE (stats) offsets in rows", field(&Case::stats_offsets, list_value()),
+       one_side(&Case::kv_offsets, &Case::q_offsets, kList, kEmpty).via(kOffsetsVia), "lengths + pads"},
+      {"o_offsets", Sdpa, ToDefault, "output offsets in rows", field(&Case::o_offsets, list_value()).via("o_offsets, docs (o_off)"),
+       "= q_offsets"},
+      {"stats_offsets", Sdpa, ToDefault, "LSE (stats) offsets in rows", field(&Case::stats_offsets, list_value()).via("stats_offsets, docs (stats_off)"),
        "= q_offsets"},
       {"capacity", Both, ToDefault, "buffer rows in total, Q and K/V (>= end of the last sequence)",
-       both(&Case::q_capacity, &Case::kv_capacity, kCapacity, kUnset), "end of the last sequence + tail",
+       both(&Case::q_capacity, &Case::kv_capacity, kCapacity, kUnset).via(kRowsVia), "end of the last sequence + tail",
        "q_capacity", "kv_capacity"},
       {"q_capacity", Both, Structural, "Q buffer rows in total",
-       one_side(&Case::q_capacity, &Case::kv_capacity, kCapacity, kUnset), "end of the last sequence + tail"},
+       one_side(&Case::q_capacity, &Case::kv_capacity, kCapacity, kUnset).via(kRowsVia),
+       "end of the last sequence + tail"},
       {"kv_capacity", Both, Structural, "K/V buffer rows in total",
-       one_side(&Case::kv_capacity, &Case::q_capacity, kCapacity, kUnset), "end of the last sequence + tail"},
-      {"tail", Both, ToDefault, "extra capacity rows past the last sequence", field(&Case::tail, int_in(0, kMaxLen))},
-      {"cp", Both, Structural, "context parallel size", field(&Case::cp, int_in(1, 4096))},
-      {"rank", Both, ToDefault, "this context-parallel rank (< cp)", field(&Case::rank, int_in(0, 4095))},
+       one_side(&Case::kv_capacity, &Case::q_capacity, kCapacity, kUnset).via(kRowsVia),
+       "end of the last sequence + tail"},
+      {"tail", Both, ToDefault, "extra capacity rows past the last sequence", field(&Case::tail, int_in(0, kMaxLen)).via(kRowsVia)},
+      {"cp", Both, Structural, "context parallel size", field(&Case::cp, int_in(1, 4096)).seen("cp.size", "cp")},
+      {"rank", Both, ToDefault, "this context-parallel rank (< cp)", field(&Case::rank, int_in(0, 4095)).seen("cp.rank", "rank")},
       {"cp_scheme", Both, ToDefault, choices<CpScheme>("how CP splits each sequence (cp > 1 only)"),
-       field(&Case::cp_scheme, enum_value<CpScheme>()), {}, nullptr, nullptr, nullptr, true},
+       field(&Case::cp_scheme, enum_value<CpScheme>()).seen("cp.scheme", "cp_scheme"), {}, nullptr, nullptr, nullptr, true},
       {"crop", Both, ToDefault, "0 | 1: the kernel sees keys cropped to the chunk end (cp > 1 and a causal mask)",
-       field(&Case::crop, bool_value()), {}, nullptr, nullptr, nullptr, true},
+       field(&Case::crop, bool_value()).seen("cp.crop", "crop"), {}, nullptr, nullptr, nullptr, true},
       {"mask", Both, ToDefault, choices<MaskKind>("the causal alignment (causal = topleft)"),
-       field(&Case::mask, enum_value<MaskKind>())},
+       field(&Case::mask, enum_value<MaskKind>()).seen("mask", "mask")},
       {"window", Sdpa, ToDefault,
        "left window bound: cudnn keys s > pos-window (0 = none), fa keys s >= pos-window; -1 = unbounded",
-       field(&Case::window, int_in(-1, kMaxLen))},
+       field(&Case::window, int_in(-1, kMaxLen)).seen("window", "window").meta_for(Both)},
       {"window_right", Sdpa, ToDefault, "right window bound: keys s <= pos+window_right (0 = causal; -1 = unbounded)",
-       field(&Case::window_right, int_in(-1, kMaxLen))},
+       field(&Case::window_right, int_in(-1, kMaxLen)).seen("window_right", "window_right").meta_for(Both)},
       {"window_convention", Sdpa, ToDefault,
        choices<WindowConvention>("how `window` is read: cuDNN's length (pos-window, pos] or FlashAttention's "
                                  "[pos-window, pos] (window+1 keys)"),
-       field(&Case::window_convention, enum_value<WindowConvention>())},
+       field(&Case::window_convention, enum_value<WindowConvention>())
+           .seen("window_convention", "window_convention")
+           .meta_for(Both)},
       {"start_pos", Indexer, ToDefault,
        "position of each document's first query (chunked / suffix prefill); -1 = from the mask alignment",
-       field(&Case::start_pos, int_in(-1, kMaxLen)), "-1"},
+       field(&Case::start_pos, int_in(-1, kMaxLen)).via("segments (pos0), q_causal_offsets"), "-1"},
       {"max_seqlen_q", Both, ToDefault, "max_seqlen_q a kernel is given (>= every q length); 0 = the longest",
-       field(&Case::max_seqlen_q, int_in(0, kMaxLen)), "longest q length"},
+       field(&Case::max_seqlen_q, int_in(0, kMaxLen)).seen("max_seqlen.q", "max_seqlen_q"), "longest q length"},
       {"max_seqlen_kv", Both, ToDefault, "max_seqlen_kv a kernel is given (>= every kv length); 0 = the longest",
-       field(&Case::max_seqlen_kv, int_in(0, kMaxLen)), "longest kv length"},
+       field(&Case::max_seqlen_kv, int_in(0, kMaxLen)).seen("max_seqlen.kv", "max_seqlen_kv"), "longest kv length"},
       {"num_splits", Sdpa, ToDefault,
        "split-KV: keys split into num_splits ranges of ceil(max_seqlen_kv/num_splits), partial states merged by LSE",
-       field(&Case::num_splits, int_in(1, 1024))},
+       field(&Case::num_splits, int_in(1, 1024)).seen("num_splits", "num_splits").meta_for(Both)},
       {"empty_rows", Sdpa, ToDefault,
        choices<EmptyRows>("LSE of a row with no allowed key (O = 0): -inf (cuDNN, FlashInfer) or +inf (older FlashAttention)"),
-       field(&Case::empty_rows, enum_value<EmptyRows>())},
-      {"heads", Indexer, Structural, "indexer heads", field(&Case::heads, int_in(1, 1024))},
-      {"hq", Sdpa, Structural, "query heads", field(&Case::hq, int_in(1, 1024))},
-      {"hkv", Sdpa, Structural, "k/v heads (hq a multiple of hkv: GQA/MQA)", field(&Case::hkv, int_in(1, 1024)),
+       field(&Case::empty_rows, enum_value<EmptyRows>()).seen("empty_rows", "empty_rows_posinf").meta_for(Both)},
+      {"heads", Indexer, Structural, "indexer heads", field(&Case::heads, int_in(1, 1024)).seen("dims.heads", "heads")},
+      {"hq", Sdpa, Structural, "query heads", field(&Case::hq, int_in(1, 1024)).seen("dims.hq", "hq")},
+      {"hkv", Sdpa, Structural, "k/v heads (hq a multiple of hkv: GQA/MQA)", field(&Case::hkv, int_in(1, 1024)).seen("dims.hkv", "hkv"),
        "= hq"},
-      {"dim", Both, Structural, "head dim of q and k", field(&Case::dim, int_in(1, 1024))},
-      {"dim_v", Sdpa, Structural, "head dim of v", field(&Case::dim_v, int_in(1, 1024)), "= dim"},
-      {"topk", Indexer, Structural, "indexer top-k", field(&Case::topk, int_in(1, 1 << 16))},
+      {"dim", Both, Structural, "head dim of q and k", field(&Case::dim, int_in(1, 1024)).seen("dims.dim", "dim")},
+      {"dim_v", Sdpa, Structural, "head dim of v", field(&Case::dim_v, int_in(1, 1024)).seen("dims.dim_v", "dim_v"), "= dim"},
+      {"topk", Indexer, Structural, "indexer top-k", field(&Case::topk, int_in(1, 1 << 16)).seen("dims.topk", "topk")},
       {"ratio", Indexer, ToDefault, "key compression ratio (> 1 needs a causal mask)",
-       field(&Case::ratio, int_in(1, 1024))},
+       field(&Case::ratio, int_in(1, 1024)).seen("dims.ratio", "ratio")},
       {"dtype", Both, ToDefault, choices<DType>("input dtype; inputs are rounded to it"),
-       field(&Case::dtype, enum_value<DType>())},
+       field(&Case::dtype, enum_value<DType>()).seen("dtype", "dtype")},
       {"seed", Both, ToDefault, "input generator seed", field(&Case::seed, parse_u64)},
       {"poison", Both, ToDefault, choices<Poison>("what fills input pad slots"),
-       field(&Case::poison, enum_value<Poison>())},
+       field(&Case::poison, enum_value<Poison>()).seen("poison")},
       {"precision", Both, ToDefault, choices<Precision>("reference arithmetic"),
        field(&Case::precision, enum_value<Precision>())},
-      {"scale", Both, ToDefault, "score scale", field(&Case::scale, real_in(1e-12, 1e12)), "indexer 1, sdpa 1/sqrt(dim)"},
+      {"scale", Both, ToDefault, "score scale", field(&Case::scale, real_in(1e-12, 1e12)).seen("scale", "scale"),
+       "indexer 1, sdpa 1/sqrt(dim)"},
       {"rows", Both, Structural, "all | N: check N sampled rows plus every segment's boundary rows", rows},
       {"levels", Both, ToDefault,
        "round inputs to the nearest multiple of 2/N, ties away from 0 (about N values: tie stress)",
@@ -330,24 +390,24 @@ std::vector<CaseKey> build_table() {
                        "scores clustered near the k-th (see \"Input distributions\")"),
        field(&Case::values, enum_value<Values>())},
       {"ties", Indexer, ToDefault, choices<Ties>("top-k ties: any valid set, or tied keys in ascending index order"),
-       field(&Case::ties, enum_value<Ties>())},
+       field(&Case::ties, enum_value<Ties>()).seen("ties", "ties_strict")},
       {"loss_mean", Indexer, ToDefault,
        choices<LossMean>("pass=bwd: the loss's denominator: Q buffer rows (cuDNN FE, Megatron-LM), valid rows, "
                          "valid rows with a key, or 1 (a sum)"),
-       field(&Case::loss_mean, enum_value<LossMean>())},
+       field(&Case::loss_mean, enum_value<LossMean>()).seen("loss_mean", "loss_mean").only(Pass::Bwd)},
       {"pad_writes", Both, ToDefault, choices<PadWrites>("whether writes into output pad slots fail"),
-       field(&Case::pad_writes, enum_value<PadWrites>())},
+       field(&Case::pad_writes, enum_value<PadWrites>()).seen("pad_writes", "pad_writes_allowed")},
       {"probe", Sdpa, Keep,
        choices<Probe>("mask-probe inputs: each row's mask-boundary keys dominate (see \"Mask-probe inputs\")"),
        field(&Case::probe, enum_value<Probe>())},
       {"pass", Both, Keep,
        choices<Pass>("which pass is judged: the forward's outputs, or the backward's gradients given the forward's "
                      "saved results"),
-       field(&Case::pass, enum_value<Pass>())},
+       field(&Case::pass, enum_value<Pass>()).seen("pass", "pass")},
       {"grad_pad", Both, ToDefault,
        choices<GradPad>("pass=bwd: gradient rows of pad slots must be left as they were, or may hold zeros "
                         "(kernels that zero them)"),
-       field(&Case::grad_pad, enum_value<GradPad>())},
+       field(&Case::grad_pad, enum_value<GradPad>()).seen("grad_pad", "grad_pad_zero_allowed")},
   };
   std::vector<CaseKey> t;
   for (auto& x : e) t.push_back(make_key(std::move(x)));
@@ -358,6 +418,11 @@ std::vector<CaseKey> build_table() {
 
 bool key_applies(KeyOps ops, Op op) {
   return ops == KeyOps::Both || (ops == KeyOps::Indexer) == (op == Op::Indexer);
+}
+
+bool meta_carries(const CaseKey& k, const Case& c) {
+  const KernelView& v = k.kernel;
+  return v.meta && key_applies(v.meta_ops.value_or(k.ops), c.op) && (!v.only_pass || *v.only_pass == c.pass);
 }
 
 const char* key_ops_text(KeyOps ops) {

@@ -603,6 +603,14 @@ void pick_check_rows(Layout& l, const CheckPlan& plan, LayoutMode mode) {
 
 }  // namespace
 
+Case kernel_case(const Layout& l) {
+  Case c = l.c;
+  c.scale = l.scale;
+  c.max_seqlen_q = l.max_seqlen_q;
+  c.max_seqlen_kv = l.max_seqlen_kv;
+  return c;
+}
+
 // The stages in order; each may throw CaseError naming the key, and none is skipped in Describe mode
 // (validation must be the same whatever the mode).
 Layout make_layout(const Case& in, const LayoutLimits& lim, LayoutMode mode) {

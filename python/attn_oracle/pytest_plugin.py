@@ -22,6 +22,7 @@ import os
 import pytest
 
 import attn_oracle
+from attn_oracle import case as _case  # the in-process check's module state: strict mode, weak cases seen
 
 
 def pytest_addoption(parser):
@@ -41,19 +42,19 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "ao_cases(*corpus): parametrize over attn-oracle corpus case lines "
                                        "(the fixture `case`)")
-    attn_oracle.strict_weak = bool(config.getoption("--ao-strict"))
+    _case.strict_weak = bool(config.getoption("--ao-strict"))
 
 
 _fuzz_weak = [0]  # weak cases of the ao_fuzz campaigns of this session
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not attn_oracle.weak_seen and not _fuzz_weak[0]:
+    if not _case.weak_seen and not _fuzz_weak[0]:
         return
     terminalreporter.write_sep("-", "attn-oracle: weak cases (a gate an all-zero or NaN answer passes)")
-    for case, reason in attn_oracle.weak_seen:
+    for case, reason in _case.weak_seen:
         terminalreporter.write_line(f"WEAK {case}: {reason}")
-    terminalreporter.write_line(f"{len(attn_oracle.weak_seen)} weak case(s) checked, {_fuzz_weak[0]} in fuzz campaigns")
+    terminalreporter.write_line(f"{len(_case.weak_seen)} weak case(s) checked, {_fuzz_weak[0]} in fuzz campaigns")
 
 
 def _resolve(path, start):
@@ -96,7 +97,7 @@ class _CaseForTest(attn_oracle.Case):
 
     def _report(self, kw):
         if self.report_root and "report_dir" not in kw:
-            kw["report_dir"] = os.path.join(self.report_root, attn_oracle._slug(self.line))
+            kw["report_dir"] = os.path.join(self.report_root, _case._slug(self.line))
         return kw
 
     def judge(self, outputs, **kw):

@@ -1,9 +1,11 @@
 // attn_oracle._core: the C++ core bound for Python (nanobind). Nothing is re-implemented here: a Case
 // is a Trial (attn_oracle/pipeline/trial.h) whose inputs are handed out as arrays over the trial's own
-// memory, a verdict comes from run_trial() on that same trial, a Python callable is a Backend (PyBackend)
-// that the campaign (attn_oracle/fuzz/campaign.h) and the corpus reader (attn_oracle/fuzz/case_file.h)
-// drive like any other. The tensors are the exec: protocol's tables (attn_oracle/backends/external.h:
-// external_inputs/external_outputs), so an output tensor added there appears here without binding code.
+// memory, a verdict comes from run_trial() on that same trial and is returned as the text of case_json()
+// (attn_oracle/report/report.h: report.json's case objects, so the field names are spelled once), a Python
+// callable is a Backend (PyBackend) that the campaign (attn_oracle/fuzz/campaign.h) and the corpus reader
+// (attn_oracle/fuzz/case_file.h) drive like any other. The tensors are the exec: protocol's tables
+// (attn_oracle/backends/external.h: external_inputs/external_outputs), so an output tensor added there
+// appears here without binding code.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -26,6 +28,7 @@
 #include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/pipeline/run_case.h"
 #include "attn_oracle/report/dir.h"
+#include "attn_oracle/report/report.h"
 #include "attn_oracle/verdict/claim.h"
 
 namespace nb = nanobind;
@@ -226,82 +229,14 @@ class GivenOutputs : public Backend {
   std::string error_;
 };
 
-nb::dict metric_dict(const Metric& m) {
-  nb::dict d;
-  d["name"] = m.name;
-  d["value"] = m.value;
-  d["rule"] = m.rule;
-  d["failed"] = m.failed;
-  d["gated"] = m.gated();
-  d["gate"] = m.gate < 0 ? nb::none() : nb::cast(m.gate);
-  d["ratio"] = m.gate_ratio < 0 ? nb::none() : nb::cast(m.gate_ratio);
-  return d;
-}
-
-// A CaseResult as plain Python data (attn_oracle.Verdict wraps it).
-nb::dict result_dict(const CaseResult& r, const std::string& report_dir) {
-  nb::dict d;
-  d["case"] = r.case_line;
-  d["backend"] = r.backend;
-  d["vs"] = r.vs;
-  d["kind"] = verdict_name(r.verdict.kind);
-  d["label"] = verdict_label(r.verdict.kind);
-  d["reason"] = r.verdict.reason;
-  nb::list metrics;
-  for (const auto& m : r.verdict.metrics) metrics.append(metric_dict(m));
-  d["metrics"] = metrics;
-  nb::list rows;
-  for (const auto& w : r.verdict.worst_rows) {
-    nb::dict rd;
-    rd["row"] = w.row;
-    rd["doc"] = w.doc;
-    rd["chunk"] = w.chunk;
-    rd["pos"] = w.pos;
-    rd["value"] = w.value;
-    rows.append(rd);
-  }
-  d["worst_rows"] = rows;
-  nb::list checks;  // the discrimination check of every judged output (discrimination.h)
-  for (const auto& g : r.verdict.gate_checks) {
-    nb::dict gd;
-    gd["output"] = g.output;
-    gd["judged"] = g.judged;
-    gd["exact_zero"] = g.exact_zero;
-    gd["zero_fails"] = g.zero_fails;
-    gd["nan_fails"] = g.nan_fails;
-    gd["zero_ratio"] = g.zero_ratio < 0 ? nb::none() : nb::cast(g.zero_ratio);
-    gd["weak"] = g.weak();
-    gd["text"] = gate_check_text(g);
-    checks.append(gd);
-  }
-  d["gate_checks"] = checks;
-  d["failing"] = failing_summary(r.verdict);
-  d["text"] = format_result(r);
-  d["explain"] = r.explanation ? nb::cast(r.explanation->headline()) : nb::none();
-  d["explain_text"] = r.explanation ? nb::cast(format_explanation(*r.explanation, 3)) : nb::none();
-  nb::list best;
-  if (r.explanation)
-    for (const auto& b : r.explanation->best()) best.append(b);
-  d["explain_best"] = best;
-  d["backend_seconds"] = r.backend_seconds;
-  d["ref_seconds"] = r.ref_seconds;
-  d["inputs_seconds"] = r.inputs_seconds;
-  d["run_setup_seconds"] = r.run_setup_seconds;
-  d["judge_seconds"] = r.judge_seconds;
-  d["gate_check_seconds"] = r.gate_check_seconds;
-  d["reference_ran"] = r.reference_ran;
-  d["report_dir"] = report_dir.empty() ? nb::none() : nb::cast(report_dir);
-  return d;
-}
-
 // Writes report.json/.md/.xml/.html for `results` into dir (locked, as the CLI's --report-dir).
 void write_report(const std::string& dir, const std::vector<CaseResult>& results) {
   ReportDir rd(dir);
   rd.write(results);
 }
 
-nb::dict judge(PyCase& pc, nb::handle outputs, bool explain, const std::string& report_dir, const std::string& vs_spec,
-               const std::string& name) {
+std::string judge(PyCase& pc, nb::handle outputs, bool explain, const std::string& report_dir,
+                  const std::string& vs_spec, const std::string& name) {
   if (!pc.trial) throw BadInput("case", "", "judge() needs a case made from a line (Case(line)), not the view a kernel is handed");
   Outputs out;
   std::string error = take_outputs(pc.l(), outputs, out);
@@ -313,11 +248,11 @@ nb::dict judge(PyCase& pc, nb::handle outputs, bool explain, const std::string& 
     r = run_trial(*pc.trial, given, *vs, !report_dir.empty(), explain);
   }
   if (!report_dir.empty()) write_report(report_dir, {r});
-  return result_dict(r, report_dir);
+  return case_json(r, report_dir);
 }
 
-nb::dict run_kernel(PyCase& pc, nb::object fn, const std::string& name, bool explain, const std::string& report_dir,
-                    const std::string& vs_spec) {
+std::string run_kernel(PyCase& pc, nb::object fn, const std::string& name, bool explain,
+                       const std::string& report_dir, const std::string& vs_spec) {
   if (!pc.trial) throw BadInput("case", "", "run() needs a case made from a line (Case(line))");
   PyBackend be(std::move(fn), name);
   auto vs = make_backend(vs_spec);
@@ -327,7 +262,7 @@ nb::dict run_kernel(PyCase& pc, nb::object fn, const std::string& name, bool exp
     r = run_trial(*pc.trial, be, *vs, !report_dir.empty(), explain);
   }
   if (!report_dir.empty()) write_report(report_dir, {r});
-  return result_dict(r, report_dir);
+  return case_json(r, report_dir);
 }
 
 // The corpus's cases (files or directories of *.case), each as (file, line, case line, claim).
@@ -339,7 +274,7 @@ nb::list corpus_cases(const std::vector<std::string>& paths, double max_mem_gib)
 }
 
 // gate: every case of the corpus through the kernel vs the reference, as `attn-oracle gate` runs them
-// (a `# catches:` claim applied the same way). Returns (file:line, result) per case.
+// (a `# catches:` claim applied the same way). Returns (file:line, the case's verdict JSON) per case.
 nb::list gate(nb::object fn, const std::string& name, const std::vector<std::string>& paths, bool explain,
               const std::string& report_dir, const std::string& vs_spec, double max_mem_gib) {
   const LayoutLimits lim = limits(max_mem_gib);
@@ -363,7 +298,8 @@ nb::list gate(nb::object fn, const std::string& name, const std::vector<std::str
   }
   if (!report_dir.empty()) write_report(report_dir, results);
   nb::list out;
-  for (size_t i = 0; i < results.size(); ++i) out.append(nb::make_tuple(where[i], result_dict(results[i], report_dir)));
+  for (size_t i = 0; i < results.size(); ++i)
+    out.append(nb::make_tuple(where[i], case_json(results[i], report_dir)));
   return out;
 }
 

@@ -16,8 +16,7 @@ import pytest
 import attn_oracle
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "scripts", "adapters"))
-import numpy_ref  # noqa: E402
+from attn_oracle.adapters import numpy_ref  # noqa: E402
 
 LINES = ["op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=8 dim=128 seed=5",
          "op=sdpa docs=100,37 q_pad=3,0 kv_pad=0,5 tail=64 hq=8 hkv=2 mask=bottomright seed=9",
@@ -63,7 +62,7 @@ def test_inputs_are_the_trials_memory_and_bit_identical_to_exec(line, tmp_path):
     r = subprocess.run([ao, "repro", *case.line.split(), "--backend", f"exec:cp -r \"$AO_CASE_DIR\" {keep}; false",
                         "--no-explain"], capture_output=True, text=True)
     assert (keep / "meta.json").exists(), r.stdout + r.stderr
-    from ao_exec import CaseDir
+    from attn_oracle.adapters.protocol import CaseDir
     d = CaseDir(str(keep))
     for name, arr in a.items():
         assert np.array_equal(d.input(name).view(np.uint32), arr.view(np.uint32)), name  # bitwise, NaN poison too
@@ -82,8 +81,8 @@ def test_numpy_reference_passes_in_process(line):
     assert v.metrics and all(m.gated or not m.failed for m in v.metrics)
     # The stages' wall times: the judgement ran (the comparator with its exact answer) and took time;
     # the inputs were made before the run (Case holds the trial), so none is counted against it.
-    assert v.judge_seconds > 0 and v.backend_seconds > 0 and v.run_setup_seconds >= 0
-    assert v.inputs_seconds == 0
+    assert v.seconds["judge"] > 0 and v.seconds["backend"] > 0 and v.seconds["run_setup"] >= 0
+    assert v.seconds["inputs"] == 0
     # The built-in reference runs where the comparator reads it (the indexer's top-k), not for SDPA.
     assert v.reference_ran == line.startswith("op=indexer"), (line, v.reference_ran)
 
@@ -92,8 +91,8 @@ def test_judge_of_outputs_computed_outside_and_report_dir(tmp_path):
     case = attn_oracle.Case(LINES[3])  # CP rank 1: its rows start at pos0 > 0, where the bug shows
     out = numpy_ref.planted_bug(case, case.inputs())
     v = case.judge(out, report_dir=tmp_path / "rep")
-    assert v.kind == "fail" and v.failing and v.failing_rows
-    assert any("topleft-cp" in b for b in v.explain_best), v.message()
+    assert v.verdict == "fail" and v.failing and v.worst_rows
+    assert any("topleft-cp" in b for b in v.explanation["best"]), v.message()
     assert v.report_dir and (tmp_path / "rep" / "report.json").exists()
     msg = v.message()
     assert case.line in msg and "failing:" in msg and "explain:" in msg and "report:" in msg
@@ -106,7 +105,7 @@ def test_a_gate_that_cannot_reject_a_zero_answer_is_weak_never_a_pass():
     # the same case without the override discriminates (a zero O fails it).
     case = attn_oracle.Case("op=sdpa docs=64,20 hq=2 dim=16 atol=1e9 rtol=0")
     v = case.run(numpy_ref.kernel)
-    assert v.kind == "weak" and v.weak and not v.passed and not bool(v), v.message()
+    assert v.verdict == "weak" and v.weak and not v.passed and not bool(v), v.message()
     assert v.weak_outputs == ["o"], v.gate_checks
     assert "weak:o" in v.reason and "gate check:" in v.message()
     with pytest.raises(BaseException):  # pytest's xfail outcome, or AssertionError outside pytest
@@ -117,14 +116,14 @@ def test_a_gate_that_cannot_reject_a_zero_answer_is_weak_never_a_pass():
     out = numpy_ref.kernel(plain, plain.inputs())
     out["o"] = np.zeros_like(out["o"])  # no pad slots in this layout: only the gates can fail it
     zero = plain.judge(out)
-    assert zero.kind == "fail" and "rel_l2_err" in [m.name for m in zero.failing], zero.message()
+    assert zero.verdict == "fail" and "rel_l2_err" in [m.name for m in zero.failing], zero.message()
 
 
 def test_a_raising_kernel_is_an_error_never_a_pass():
     def boom(case, inputs):
         raise RuntimeError("kernel exploded")
     v = attn_oracle.Case(LINES[0]).run(boom)
-    assert v.kind == "error" and not v and "kernel exploded" in v.reason
+    assert v.verdict == "error" and not v and "kernel exploded" in v.reason
 
 
 def test_a_kernel_writing_its_inputs_is_caught():
@@ -135,7 +134,7 @@ def test_a_kernel_writing_its_inputs_is_caught():
     case = attn_oracle.Case(LINES[0])
     before = case.inputs()["k"].copy()
     v = case.run(writes)
-    assert v.kind == "error" and "wrote its input" in v.reason, v.reason
+    assert v.verdict == "error" and "wrote its input" in v.reason, v.reason
     assert np.array_equal(case.inputs()["k"].view(np.uint32), before.view(np.uint32))  # restored
     assert case.run(numpy_ref.kernel).passed  # the next run sees pristine inputs
 
@@ -146,7 +145,7 @@ def test_judge_catches_inputs_written_before_it():
     out = numpy_ref.kernel(case, inputs)
     inputs["q"][1, 2, 3] = 0.5
     v = case.judge(out)
-    assert v.kind == "error" and "wrote its input" in v.reason, v.reason
+    assert v.verdict == "error" and "wrote its input" in v.reason, v.reason
 
 
 @pytest.mark.parametrize("bad,why", [
@@ -160,27 +159,27 @@ def test_judge_catches_inputs_written_before_it():
 def test_malformed_outputs_are_named_errors(bad, why):
     case = attn_oracle.Case(LINES[0])
     v = case.run(lambda c, i: bad(numpy_ref.kernel(c, i)))
-    assert v.kind == "error" and why in v.reason, v.reason
-    assert case.judge(bad(numpy_ref.kernel(case, case.inputs()))).kind == "error"
+    assert v.verdict == "error" and why in v.reason, v.reason
+    assert case.judge(bad(numpy_ref.kernel(case, case.inputs()))).verdict == "error"
 
 
 def test_unwritten_outputs_fail():
     case = attn_oracle.Case(LINES[0])
     v = case.judge(case.outputs())  # the sentinel buffers as they came
-    assert v.kind == "fail", v.message()
+    assert v.verdict == "fail", v.message()
 
 
 def test_skip_is_a_named_skip():
     def declines(case, inputs):
         raise attn_oracle.Skip("my kernel: no fp16")
     v = attn_oracle.Case(LINES[0]).run(declines)
-    assert v.kind == "skipped" and "my kernel: no fp16" in v.reason and not v
-    from ao_exec import skip  # the adapters' skip() is the same in process
+    assert v.verdict == "skipped" and "my kernel: no fp16" in v.reason and not v
+    from attn_oracle.adapters.protocol import skip  # the adapters' skip() is the same in process
 
     def adapter_declines(case, inputs):
         skip("adapter: declined")
     v = attn_oracle.Case(LINES[0]).run(adapter_declines)
-    assert v.kind == "skipped" and "adapter: declined" in v.reason
+    assert v.verdict == "skipped" and "adapter: declined" in v.reason
 
 
 def test_bad_case_lines_name_the_key():
@@ -208,7 +207,7 @@ def test_fuzz_finds_saves_and_shrinks_the_planted_bug(tmp_path):
     f = r["found"][0]
     assert f["file"] and os.path.exists(f["file"])
     text = open(f["file"]).read()
-    assert "python:numpy_ref.kernel:bug=topleft-cp" in text and f["shrunk"] in text
+    assert "python:attn_oracle.adapters.numpy_ref.kernel:bug=topleft-cp" in text and f["shrunk"] in text
     assert f["shrunk"] != f["original"] and len(f["shrunk"]) <= len(f["original"])  # shrunk
     ok = attn_oracle.fuzz(numpy_ref.kernel, op="sdpa", budget="10", seed=3, dims="tiny")
     assert ok.passed, ok["summary"]
@@ -227,30 +226,30 @@ def test_numpy_ref_is_one_code_path_with_exec(tmp_path):
     if ao is None:
         pytest.skip("no build/attn-oracle (set AO_CLI)")
     line = LINES[2]
-    adapter = os.path.join(ROOT, "scripts", "adapters", "numpy_ref.py")
-    r = subprocess.run([ao, "repro", *line.split(), "--backend", f"exec:{sys.executable} {adapter} --bug topleft-cp",
+    r = subprocess.run([ao, "repro", *line.split(), "--backend",
+                        f"exec:{sys.executable} -m attn_oracle.adapters.numpy_ref --bug topleft-cp",
                         "--no-explain"], capture_output=True, text=True)
     inproc = attn_oracle.Case(line).run(numpy_ref.planted_bug, explain=False)
-    assert ("verdict: FAIL" in r.stdout) == (inproc.kind == "fail"), r.stdout
+    assert ("verdict: FAIL" in r.stdout) == (inproc.verdict == "fail"), r.stdout
 
 
 def test_fa4_adapter_is_one_kernel_function_in_process():
     # fa4_varlen.kernel is what its exec: wrapper runs; in process its declines are named skips and a rank
     # with no valid row passes without launching (neither needs torch or a GPU).
-    import fa4_varlen
+    from attn_oracle.adapters import fa4_varlen
     v = attn_oracle.Case("op=sdpa docs=16 dim=4").run(fa4_varlen.kernel)
-    assert v.kind == "skipped" and "is not supported on SM90" in v.reason, v.message()
+    assert v.verdict == "skipped" and "is not supported on SM90" in v.reason, v.message()
     for line in ("op=sdpa docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3",
                  "op=sdpa pass=bwd docs=5 padded_offsets=0,64 cp=4 rank=2 dim=16 seed=3"):
         v = attn_oracle.Case(line).run(fa4_varlen.kernel, explain=False)
-        assert v.kind == "pass", v.message()
+        assert v.verdict == "pass", v.message()
 
 
 def _fe_indexer_bwd(**kw):
     """cudnn_fe_indexer's backward mapping with a numpy model of frontend 1.32.0's SM90 kernel in place of
-    the GPU call (scripts/adapters/test_cudnn_fe_indexer.py: bf16 dS into the dQ/dK products, bf16 dQ/dW)."""
+    the GPU call (python/tests/adapters/test_cudnn_fe_indexer.py: bf16 dS into the dQ/dK products, bf16 dQ/dW)."""
     import functools
-    import cudnn_fe_indexer
+    from attn_oracle.adapters import cudnn_fe_indexer
     import test_cudnn_fe_indexer
     return functools.partial(cudnn_fe_indexer.backward, launch=test_cudnn_fe_indexer.fake_indexer_bwd_sm90, **kw)
 
@@ -267,7 +266,7 @@ def test_a_16_bit_indexer_backward_passes_its_gates(line):
     # compare_indexer_bwd.cpp); fp32 d_index_k too.
     for dk_dtype in ("bf16", "fp32"):
         v = attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="zero", dk_dtype=dk_dtype), explain=False)
-        assert v.kind == "pass", v.message()
+        assert v.verdict == "pass", v.message()
 
 
 def test_a_one_slot_error_on_a_long_row_still_fails_the_16_bit_gates():
@@ -281,22 +280,22 @@ def test_a_one_slot_error_on_a_long_row_still_fails_the_16_bit_gates():
             a[0, r, 0] = -1 if a is call.topk else 0
         return test_cudnn_fe_indexer.fake_indexer_bwd_sm90(call, dk_dtype)
     import functools
-    import cudnn_fe_indexer
+    from attn_oracle.adapters import cudnn_fe_indexer
     v = attn_oracle.Case(line).run(functools.partial(cudnn_fe_indexer.backward, launch=drop_best_slot, slot_fill="zero"),
                                    explain=False)
-    assert v.kind == "fail" and v.metric("dq_err_over_gate").failed, v.message()
+    assert v.verdict == "fail" and v.metric("dq_err_over_gate").failed, v.message()
 
 
 def test_the_kernel_reads_the_minus_one_slots():
     # Its score-grad sums every slot of a row: NaN there drops out (fmax, a failed compare), a finite
     # stand-in (poison=none: 0.25) or inf does not; zeroed slots (a framework's masked softmax) pass.
     line = "op=indexer pass=bwd docs=64,32 heads=4 dim=16 topk=32 seed=13"
-    assert attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="case"), explain=False).kind == "pass"
+    assert attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="case"), explain=False).verdict == "pass"
     for poison, metric in (("none", "dq_err_over_gate"), ("inf", "nonfinite")):
         v = attn_oracle.Case(f"{line} poison={poison}").run(_fe_indexer_bwd(slot_fill="case"), explain=False)
-        assert v.kind == "fail" and v.metric(metric).failed, v.message()
+        assert v.verdict == "fail" and v.metric(metric).failed, v.message()
         v = attn_oracle.Case(f"{line} poison={poison}").run(_fe_indexer_bwd(slot_fill="zero"), explain=False)
-        assert v.kind == "pass", v.message()
+        assert v.verdict == "pass", v.message()
 
 
 # The eight failures a 17-minute fuzz of cuDNN frontend 1.32.0's SM90 indexer backward found on the H200
@@ -319,4 +318,4 @@ FE_BWD_DEVICE_FOUND = [
 @pytest.mark.parametrize("line", FE_BWD_DEVICE_FOUND)
 def test_the_device_found_indexer_backward_cases_pass_the_16_bit_gates(line):
     v = attn_oracle.Case(line).run(_fe_indexer_bwd(slot_fill="zero"), explain=False)
-    assert v.kind == "pass", v.message()
+    assert v.verdict == "pass", v.message()

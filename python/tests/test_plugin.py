@@ -7,19 +7,17 @@ import xml.etree.ElementTree as ET
 import attn_oracle
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-ADAPTERS = os.path.join(ROOT, "scripts", "adapters")
 CORPUS = os.path.join(ROOT, "corpus", "edge", "cp-padding.case")
 
 
 def run_pytest(tmp_path, text, *args):
     (tmp_path / "test_it.py").write_text(text)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ADAPTERS, os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", str(tmp_path), *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path)
+                          capture_output=True, text=True, cwd=tmp_path)
 
 
 def test_cases_ids_are_the_lines_and_failures_carry_the_report(tmp_path):
-    text = ("import attn_oracle, numpy_ref\n"
+    text = ("import attn_oracle\nfrom attn_oracle.adapters import numpy_ref\n"
             "@attn_oracle.cases('no/such/corpus')  # replaced by --ao-corpus\n"
             "def test_bug(case):\n"
             "    case.check(numpy_ref.planted_bug)\n")
@@ -40,7 +38,7 @@ def test_cases_ids_are_the_lines_and_failures_carry_the_report(tmp_path):
 
 
 def test_fuzz_fixture_fails_with_the_shrunk_case_and_keeps_its_file(tmp_path):
-    text = ("import numpy_ref\n"
+    text = ("from attn_oracle.adapters import numpy_ref\n"
             "def test_fuzz(ao_fuzz):\n"
             "    ao_fuzz(numpy_ref.planted_bug, op='sdpa', dims='tiny', max_failures=1)\n")
     out = tmp_path / "found"

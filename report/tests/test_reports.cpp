@@ -104,6 +104,64 @@ TEST(Reports, JsonIsSchemaVersionedWithOneObjectPerCase) {
   EXPECT_EQ(j.at("summary").at("error").get<int>(), 1);
 }
 
+// The verdict schema: report.json's case objects are case_json()'s (the text the Python package reads), every
+// field is present in every case whatever its verdict (null where it does not apply), and metrics keep the
+// comparator's order.
+TEST(Reports, CaseObjectsAreCaseJsonWithEveryFieldInEveryCase) {
+  auto res = sample_results();
+  auto ref = make_backend("cpu-ref");
+  res.push_back(run_case(parse_case("op=indexer docs=1024 cp=4 rank=3 topk=16 seed=3"),
+                         *make_backend("cpu-bug:topleft-cp"), *ref, {}, false, /*explain=*/true));
+  ASSERT_TRUE(res.back().explanation);
+  const std::string dir = "reports/run 1";
+  const auto j = nlohmann::json::parse(report_json(res, {}, dir));
+  ASSERT_EQ(j.at("cases").size(), res.size());
+  std::vector<std::string> keys, metric_keys, check_keys;
+  const auto explained = nlohmann::ordered_json::parse(case_json(res.back(), dir));
+  for (const auto& [k, v] : explained.items()) keys.push_back(k);
+  for (size_t i = 0; i < res.size(); ++i) {
+    const auto& c = j["cases"][i];
+    EXPECT_EQ(c, nlohmann::json::parse(case_json(res[i], dir))) << i;
+    const auto ordered = nlohmann::ordered_json::parse(case_json(res[i], dir));
+    std::vector<std::string> got;
+    for (const auto& [k, v] : ordered.items()) got.push_back(k);
+    EXPECT_EQ(got, keys) << "case " << i << " (" << c.at("verdict") << ") has other fields";
+    std::vector<std::string> names, want;
+    for (const auto& [k, v] : ordered.at("metrics").items()) {
+      names.push_back(k);
+      std::vector<std::string> mk;
+      for (const auto& [f, x] : v.items()) mk.push_back(f);
+      if (metric_keys.empty()) metric_keys = mk;
+      EXPECT_EQ(mk, metric_keys) << k;
+    }
+    for (const auto& m : res[i].verdict.metrics) want.push_back(m.name);
+    EXPECT_EQ(names, want) << "metrics out of the comparator's order in case " << i;
+    for (const auto& g : ordered.at("gate_checks")) {
+      std::vector<std::string> gk;
+      for (const auto& [f, x] : g.items()) gk.push_back(f);
+      if (check_keys.empty()) check_keys = gk;
+      EXPECT_EQ(gk, check_keys);
+    }
+    EXPECT_EQ(c.at("report_dir"), dir);
+    EXPECT_EQ(c.at("label"), verdict_label(res[i].verdict.kind));
+    EXPECT_EQ(c.at("text"), format_result(res[i]));
+    EXPECT_EQ(c.at("explanation").is_null(), !res[i].explanation) << i;
+  }
+  EXPECT_FALSE(metric_keys.empty());
+  EXPECT_FALSE(check_keys.empty());
+  for (const auto& [name, m] : j["cases"][1]["metrics"].items()) {  // no derived gate: null, not left out
+    const Metric* x = res[1].verdict.find(name);
+    ASSERT_NE(x, nullptr) << name;
+    EXPECT_EQ(m.at("gate").is_null(), x->gate < 0) << name;
+    EXPECT_EQ(m.at("gate_ratio").is_null(), x->gate_ratio < 0) << name;
+    EXPECT_EQ(m.at("gated").get<bool>(), x->gated()) << name;
+  }
+  const auto& e = j["cases"].back().at("explanation");
+  EXPECT_EQ(e.at("headline"), res.back().explanation->headline());
+  EXPECT_EQ(e.at("text"), format_explanation(*res.back().explanation, 3));
+  EXPECT_TRUE(nlohmann::json::parse(case_json(res[0])).at("report_dir").is_null());
+}
+
 TEST(Reports, JsonEncodesNonFiniteMetricsAsStrings) {
   CaseResult r;
   r.case_line = "op=sdpa docs=8";

@@ -38,8 +38,7 @@ done
   echo "after: $after ($(sha256sum "$after/attn-oracle" | cut -c1-16))"
   echo "steps: $steps seeds: ${SEEDS:-10} budget: ${BUDGET:-60s} jobs: ${JOBS:-$(nproc)} reps: ${REPS:-3}"
 } > "$out/env.txt"
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$out/env.txt"; }
+stamp() { ao_stamp "$@" | tee -a "$out/env.txt"; }
 
 if [[ " $steps " == *" detect "* ]]; then
   for side in before after; do

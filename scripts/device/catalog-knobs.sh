@@ -27,8 +27,6 @@ dest=${1:-${OUT:-catalog-knobs-out}}
 mkdir -p "$dest"
 bin=$ao_bin
 ao_use_bin
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 for b in attn-oracle ao_gpu_tests ao-gpu-campaign; do
   if ! ao_runnable "$bin/$b"; then
     echo "no runnable $bin/$b (run scripts/device/gpu-pack.sh and carry its folder)" | tee "$dest/report.md"
@@ -46,19 +44,19 @@ catalog=$(mktemp) mplan=$(mktemp)  # not under $dest: a device call brings back 
 "$bin/attn-oracle" catalog --json >"$catalog" || exit 1
 python3 scripts/device/catalog-plan.py --catalog "$catalog" "${plan_args[@]}" >"$dest/plan.txt" || exit 1
 python3 scripts/device/catalog-plan.py --catalog "$catalog" "${plan_args[@]}" --memcheck >"$mplan" || exit 1
-stamp "ao-gpu-campaign: $(grep -c '^expect' "$dest/plan.txt") plan lines"
+ao_stamp "ao-gpu-campaign: $(grep -c '^expect' "$dest/plan.txt") plan lines"
 timeout 400 "$bin/ao-gpu-campaign" --plan "$dest/plan.txt" --json "$dest/catalog-knobs.json" >"$dest/campaign.log" 2>&1
 camp=$?
 echo "ao-gpu-campaign exit $camp" | tee -a "$dest/campaign.log"
 tail -2 "$dest/campaign.log"
 
-stamp "ao_gpu_tests (the catalog knobs, and the kernels' own tests: knob-less behaviour unchanged)"
+ao_stamp "ao_gpu_tests (the catalog knobs, and the kernels' own tests: knob-less behaviour unchanged)"
 timeout 120 "$bin/ao_gpu_tests" --gtest_brief=1 --gtest_filter='Catalog*:CudaIndexer*:CudaSdpa*:Layouts/*:SplitKv/*' \
   >"$dest/gpu_tests.txt" 2>&1
 tests=$?
 echo "ao_gpu_tests exit $tests" | tee -a "$dest/gpu_tests.txt"
 
-stamp "compute-sanitizer memcheck on the knobs' triggering cases (a knob reads and writes inside the buffers)"
+ao_stamp "compute-sanitizer memcheck on the knobs' triggering cases (a knob reads and writes inside the buffers)"
 if command -v compute-sanitizer >/dev/null; then
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/ao-gpu-campaign" \
     --plan "$mplan" >"$dest/memcheck.txt" 2>&1
@@ -94,5 +92,5 @@ PY
   echo "## memcheck"
   echo '```'; tail -5 "$dest/memcheck.txt"; echo '```'
 } >"$dest/report.md"
-stamp done
+ao_stamp done
 [[ $camp == 0 && $tests == 0 ]]

@@ -18,8 +18,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 out=${1:?OUT}
 jobs=${2:?jobs}
 mkdir -p "$out/found"
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 ao_versions >"$out/env.txt" 2>&1
 ao_use_bin
 bin=$ao_bin
@@ -33,11 +31,11 @@ base_ld=${LD_LIBRARY_PATH:-}
 
 for job in $jobs; do
   tag=${job%%:*}; what=${job#*:}
-  if [[ -z "${libdir[$tag]:-}" ]]; then stamp "$job: no cuDNN tagged $tag; skipped"; continue; fi
+  if [[ -z "${libdir[$tag]:-}" ]]; then ao_stamp "$job: no cuDNN tagged $tag; skipped"; continue; fi
   export LD_LIBRARY_PATH="${libdir[$tag]}${base_ld:+:$base_ld}"
   name=$(echo "$tag-${what##*/}" | tr ':' '-')
   log=$out/$name.txt
-  stamp "$job"
+  ao_stamp "$job"
   [[ $what == diag ]] && what=gate:scripts/device/cudnn-bwd-diag.case  # named "<tag>-diag" all the same
   case $what in
     tests)
@@ -55,7 +53,7 @@ for job in $jobs; do
       rc=$?; echo "exit: $rc" >>"$log"
       crash=$(grep -o "fatal signal [A-Z]* while running .*" "$log" | head -1)
       if [[ $rc -ge 128 && -n "$crash" ]]; then
-        stamp "$crash"
+        ao_stamp "$crash"
         line=$(sed 's/.* while running //' <<<"$crash" | grep -o "op=.*")
         if [[ -n "$line" ]]; then
           printf '%s\n' "$line" >"$out/found/$name-crash.case"
@@ -65,10 +63,10 @@ for job in $jobs; do
         fi
       fi
       grep -E "cases|failed|signature" "$log" | tail -6 ;;
-    *) stamp "$job: unknown job" ;;
+    *) ao_stamp "$job: unknown job" ;;
   esac
 done
 # One archive for the shrunk cases and gate reports (what comes back from a device call is limited in file
 # count and folder depth).
 tar -czf "$out/found.tgz" -C "$out" found && rm -rf "$out/found"
-stamp done
+ao_stamp done

@@ -21,8 +21,6 @@ out=${1:-${OUT:-cudnn-campaign-out}}
 mkdir -p "$out"
 bin=$ao_bin
 fuzz_s=${AO_FUZZ_SECONDS:-120}
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 
 # ---- environment -------------------------------------------------------------------------------
 ao_versions >"$out/env.txt" 2>&1
@@ -30,12 +28,12 @@ ao_versions >"$out/env.txt" 2>&1
 # ---- binaries ----------------------------------------------------------------------------------
 ao_use_bin
 if ! ao_runnable "$bin/attn-oracle"; then
-  stamp "no runnable $bin/attn-oracle (ldd: $(ldd "$bin/attn-oracle" 2>&1 | grep 'not found' | tr -s ' ' | head -3)); building"
+  ao_stamp "no runnable $bin/attn-oracle (ldd: $(ldd "$bin/attn-oracle" 2>&1 | grep 'not found' | tr -s ' ' | head -3)); building"
   bin=build-device
   cmake -S . -B "$bin" -DAO_CUDA_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$out/build.log" 2>&1 &&
     cmake --build "$bin" -j16 --target attn-oracle ao_cudnn_tests >>"$out/build.log" 2>&1 &&
     cp "$bin/gpu_backends/ao_cudnn_tests" "$bin/" ||
-    { stamp "build failed (tail of build.log follows)"; tail -30 "$out/build.log"; }
+    { ao_stamp "build failed (tail of build.log follows)"; tail -30 "$out/build.log"; }
 fi
 echo "binaries: ${bin/#$ao_root/<checkout>}" >>"$out/env.txt"  # no machine path in a report
 
@@ -133,19 +131,19 @@ for spec in $AO_CUDNN_LIBS; do
   log="$out/$tag.log"
   (
     export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    stamp "cuDNN set $tag from $dir"
+    ao_stamp "cuDNN set $tag from $dir"
     ldd "$bin/attn-oracle" | grep -E "cudnn|cudart|nvrtc|fmt"
     "$bin/attn-oracle" backends | grep -A1 cudnn
-    stamp "tests"
+    ao_stamp "tests"
     if [[ -x "$bin/ao_cudnn_tests" ]]; then timeout 150 "$bin/ao_cudnn_tests" 2>&1 | tail -40; else echo "no ao_cudnn_tests binary"; fi
-    stamp "question cases"
+    ao_stamp "question cases"
     for f in "$qdir"/*.case; do
       be=$(sed -n '1s/^# backend: //p' "$f")
       timeout $([[ $pass == bwd ]] && echo 300 || echo 150) "$bin/attn-oracle" gate "$f" --backend "$be" --report-dir "$found/q-$tag-$(basename "$f" .case)" >"$out/gate.txt" 2>"$out/gate.err"
       echo "gate exit: $?"
       cat "$out/gate.err" "$out/gate.txt"; summarise "$tag" <"$out/gate.txt"  # log=1 lines go to stderr
     done
-    stamp "gate"
+    ao_stamp "gate"
     shopt -s nullglob globstar
     corpus=(corpus/**/*.case)
     if [[ $pass == bwd ]]; then
@@ -157,7 +155,7 @@ for spec in $AO_CUDNN_LIBS; do
     else
       echo "no corpus/*.case files or no gate subcommand: gate not run"
     fi
-    stamp "fuzz ${fuzz_s}s"
+    ao_stamp "fuzz ${fuzz_s}s"
     if "$bin/attn-oracle" fuzz --help >/dev/null 2>&1; then
       timeout $((fuzz_s + 60)) "$bin/attn-oracle" fuzz --backend cudnn-sdpa --op sdpa --pass "$pass" --seed "${AO_FUZZ_SEED:-8008}" --budget "${fuzz_s}s" \
         --out "$found/fuzz-$tag" --max-failures 20 2>&1 | tail -60
@@ -165,7 +163,7 @@ for spec in $AO_CUDNN_LIBS; do
     else
       echo "no fuzz subcommand: fuzz not run"
     fi
-    stamp "done $tag"
+    ao_stamp "done $tag"
   ) >"$log" 2>&1
   tail -3 "$log"
 done
@@ -173,4 +171,4 @@ done
 tar -czf "$out/found.tgz" -C "$out" found questions 2>/dev/null
 rm -rf "$found" "$qdir" "$out/gate.txt" "$out/gate.err"
 awk -F'\t' 'NR>1{n[$1" "$3]++} END{for(k in n) print k, n[k]}' "$summary" | sort
-stamp "campaign finished"
+ao_stamp "campaign finished"

@@ -38,15 +38,7 @@ for _ in $(seq 1 600); do [[ -S "$sock" ]] && break; sleep 0.1; done
 [[ -S "$sock" ]] || { echo "ao_serve did not start"; cat "$OUT/serve.log"; exit 1; }
 client="$PY $PWD/scripts/adapters/ao_client.py --socket $sock"
 
-gate() {  # name, case file, backend...
-  local name=$1 file=$2; shift 2
-  local args=()
-  for b in "$@"; do args+=(--backend "$b"); done
-  local t0=$SECONDS
-  "$AO" gate "$file" "${args[@]}" --report-dir "$work/$name" > "$OUT/gate-$name.txt" 2>&1
-  echo "gate $name: exit $? in $((SECONDS - t0)) s"
-  cp "$work/$name/report.json" "$OUT/report-$name.json" 2>/dev/null || true
-}
+gate() { ao_gate "$OUT" "$@"; }  # name, case file, backend...
 
 gate indexer "$work/indexer.case" "exec:$client torch_indexer"
 gate sdpa "$work/sdpa.case" "exec:$client torch_varlen_sdpa --impl varlen" "exec:$client torch_varlen_sdpa --impl sdpa"

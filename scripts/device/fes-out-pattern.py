@@ -14,8 +14,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "backends"))
-from ao_exec import CaseDir  # noqa: E402
+from attn_oracle.adapters.protocol import CaseDir  # PYTHONPATH=python from the checkout
 
 SENTINEL_BITS = 0x7FE5A5A5
 

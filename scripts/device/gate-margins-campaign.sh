@@ -17,11 +17,7 @@ OUT=${OUT:-/tmp/ao-margins-out}
 mkdir -p "$OUT"
 root=$ao_root
 bin=$ao_bin
-budget=${AO_BUDGET_S:-480}
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
-time_left() { local left=$(( budget - ($(date +%s) - t0) )); ((left >= $1)) && return 0
-  echo "skipped (needs ~$1 s, $left s left): ${2:-}" | tee -a "$OUT/skipped.txt"; return 1; }
+AO_BUDGET_S=${AO_BUDGET_S:-480} ao_skipped_file=$OUT/skipped.txt  # for ao_time_left
 ao_use_bin
 AO="$bin/attn-oracle"
 PY=${PY:-python3}
@@ -36,7 +32,7 @@ torch_cudnn=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
-stamp "ao_gpu_tests"
+ao_stamp "ao_gpu_tests"
 timeout 200 "$bin/ao_gpu_tests" --gtest_brief=1 >"$OUT/gpu_tests.txt" 2>&1
 echo "ao_gpu_tests exit $?" | tee -a "$OUT/gpu_tests.txt"; tail -5 "$OUT/gpu_tests.txt"
 
@@ -56,31 +52,22 @@ sed 's/$/ probe=edges/' "$work/sdpa.case" >"$work/probe.case"
 sed 's/$/ probe=edges/' "$work/long.case" >>"$work/probe.case"
 wc -l "$work"/*.case
 
-gate() {  # name, case file, backend...
-  local name=$1 file=$2; shift 2
-  local args=()
-  for b in "$@"; do args+=(--backend "$b"); done
-  local s=$SECONDS
-  timeout 240 "$AO" gate "$file" "${args[@]}" --report-dir "$work/$name" >"$OUT/gate-$name.txt" 2>&1
-  echo "gate $name: exit $? in $((SECONDS - s)) s ($(tail -1 "$OUT/gate-$name.txt"))"
-  cp "$work/$name/report.json" "$OUT/report-$name.json" 2>/dev/null || true
-  mv "$OUT/gate-$name.txt" "$OUT/report-$name.json" "$work/bundle/" 2>/dev/null || true
-}
+gate() { AO_GATE_TIMEOUT_S=240 ao_gate "$work/bundle" "$@"; }  # name, case file, backend...
 
-time_left 60 "cuda-sdpa corpus" && gate cuda-sdpa "$work/sdpa.case" cuda-sdpa
-time_left 60 "cuda-sdpa probe" && gate probe-cuda "$work/probe.case" cuda-sdpa:inputs=host
-time_left 40 "cuda-sdpa long rows" && gate long-cuda "$work/long.case" cuda-sdpa cuda-sdpa:bug=derived-offsets
+ao_time_left 60 "cuda-sdpa corpus" && gate cuda-sdpa "$work/sdpa.case" cuda-sdpa
+ao_time_left 60 "cuda-sdpa probe" && gate probe-cuda "$work/probe.case" cuda-sdpa:inputs=host
+ao_time_left 40 "cuda-sdpa long rows" && gate long-cuda "$work/long.case" cuda-sdpa cuda-sdpa:bug=derived-offsets
 for spec in "sys:$(dirname "$(readlink -f "${sys_cudnn:-/nonexistent}")")" "torch:$torch_cudnn"; do
   tag=${spec%%:*} dir=${spec#*:}
   [[ -e "$dir/libcudnn.so.9" ]] || { echo "no cuDNN for $tag ($dir)"; continue; }
-  time_left 60 "cudnn-sdpa $tag" || continue
+  ao_time_left 60 "cudnn-sdpa $tag" || continue
   ( export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     "$AO" backends 2>&1 | grep -A1 '^cudnn' | head -2
     gate "cudnn-$tag" "$work/sdpa.case" cudnn-sdpa
     gate "long-cudnn-$tag" "$work/long.case" cudnn-sdpa
     gate "probe-cudnn-$tag" "$work/probe.case" cudnn-sdpa )
 done
-if time_left 120 "PyTorch adapters"; then
+if ao_time_left 120 "PyTorch adapters"; then
   sock="$work/ao.sock"
   $PY scripts/adapters/ao_serve.py --socket "$sock" --idle-exit 300 2>"$OUT/serve.log" &
   for _ in $(seq 1 600); do [[ -S "$sock" ]] && break; sleep 0.1; done
@@ -90,10 +77,10 @@ if time_left 120 "PyTorch adapters"; then
   gate probe-torch "$work/probe.case" "exec:$client torch_varlen_sdpa --impl varlen" "exec:$client torch_varlen_sdpa --impl sdpa"
   kill %1 2>/dev/null
 fi
-stamp "summarise"
+ao_stamp "summarise"
 $PY scripts/device/gate-margins.py "$work"/bundle/report-*.json >"$OUT/margins.tsv" 2>&1
 cat "$OUT/margins.tsv"
 cp "$OUT/serve.log" "$work/bundle/" 2>/dev/null; rm -f "$OUT/serve.log"
 tar -czf "$OUT/campaign.tgz" -C "$work/bundle" .
-stamp "done"
+ao_stamp "done"
 rm -rf "$work"

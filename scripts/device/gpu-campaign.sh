@@ -17,14 +17,9 @@ out=$(mktemp -d)
 mkdir -p "$dest"
 trap 'tar -czf "$dest/campaign-$mode.tgz" -C "$out" . ; cp "$out"/env.txt "$dest"/ 2>/dev/null' EXIT
 trap 'exit 143' TERM INT  # a time limit still packs what ran (the EXIT trap)
-budget=${AO_BUDGET_S:-540}  # steps that would start after this many seconds are skipped (listed in skipped.txt)
+AO_BUDGET_S=${AO_BUDGET_S:-540} ao_skipped_file=$out/skipped.txt  # ao_time_left: later steps are skipped and listed
 bin=$ao_bin
 rows=${AO_ROWS:-256}
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
-# time_left NEED: true if a step expected to take NEED seconds still fits in the budget.
-time_left() { local left=$(( budget - ($(date +%s) - t0) )); ((left >= $1)) && return 0
-  echo "skipped (needs ~$1 s, $left s left): ${2:-}" | tee -a "$out/skipped.txt"; return 1; }
 
 # ---- environment -------------------------------------------------------------------------------
 {
@@ -39,18 +34,18 @@ cat "$out/env.txt"
 
 ao_use_bin
 if ! ao_runnable "$bin/attn-oracle" || ! ao_runnable "$bin/ao-gpu-campaign"; then
-  stamp "no runnable binaries in $bin; building on the device"
+  ao_stamp "no runnable binaries in $bin; building on the device"
   bin=build-device
   { cmake -S . -B "$bin" -DAO_NCCL_LIBRARY=OFF -DAO_CUDNN_FRONTEND_INCLUDE_DIR=/nonexistent &&
     cmake --build "$bin" -j"$(nproc)" --target attn-oracle ao_gpu_tests ao-gpu-campaign &&
     cp "$bin/gpu_backends/ao_gpu_tests" "$bin/gpu_backends/ao-gpu-campaign" "$bin/"; } >"$out/build.log" 2>&1 ||
-    { stamp "device build failed"; tail -30 "$out/build.log"; exit 1; }
+    { ao_stamp "device build failed"; tail -30 "$out/build.log"; exit 1; }
 fi
 echo "binaries: $bin" | tee -a "$out/env.txt"
 AO="$bin/attn-oracle"; CAMP="$bin/ao-gpu-campaign"
 
 # ---- GPU tests ---------------------------------------------------------------------------------
-stamp "ao_gpu_tests"
+ao_stamp "ao_gpu_tests"
 timeout 150 "$bin/ao_gpu_tests" --gtest_brief=1 >"$out/gpu_tests.txt" 2>&1; echo "ao_gpu_tests exit $?" | tee -a "$out/gpu_tests.txt"
 grep -E "PASSED|FAILED|SKIPPED \]" "$out/gpu_tests.txt" | head -20
 
@@ -102,7 +97,7 @@ plan_sanitize() {  # memcheck: the widest layouts, each mask mode, padded CP wit
 
 run_plan() {  # name, repeat
   local name=$1 rep=${2:-0}
-  stamp "plan $name"
+  ao_stamp "plan $name"
   "plan_$name" >"$out/plan_$name.txt"
   timeout "${3:-300}" "$CAMP" --plan "$out/plan_$name.txt" --json "$dest/$name.json" --repeat "$rep" >"$out/$name.log" 2>&1
   echo "plan $name exit $?" | tee -a "$out/$name.log"
@@ -111,33 +106,33 @@ run_plan() {  # name, repeat
 
 if [[ $mode == quick ]]; then
   run_plan quick 2
-  stamp "memcheck on the sdpa/indexer tests (quick look)"
+  ao_stamp "memcheck on the sdpa/indexer tests (quick look)"
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/ao_gpu_tests" --gtest_filter='CudaIndexer.*:CudaSdpa.*' \
     >"$out/memcheck_tests.txt" 2>&1; echo "memcheck exit $?" | tee -a "$out/memcheck_tests.txt"
   tail -4 "$out/memcheck_tests.txt"
-  stamp done; exit 0
+  ao_stamp done; exit 0
 fi
 
 # ---- full --------------------------------------------------------------------------------------
-time_left 120 "plan seeds" && run_plan seeds 0 300
-time_left 60 "memcheck large layouts" && {
-  stamp "memcheck: large layouts"
+ao_time_left 120 "plan seeds" && run_plan seeds 0 300
+ao_time_left 60 "memcheck large layouts" && {
+  ao_stamp "memcheck: large layouts"
   plan_sanitize >"$out/plan_sanitize.txt"
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 99 "$CAMP" --plan "$out/plan_sanitize.txt" \
     --json "$dest/sanitize.json" >"$out/memcheck_layouts.txt" 2>&1
   echo "memcheck layouts exit $?" | tee -a "$out/memcheck_layouts.txt"; tail -4 "$out/memcheck_layouts.txt"; }
 if [[ -d corpus ]]; then
   for b in cuda-indexer cuda-sdpa cuda-indexer:bug=topleft-cp cuda-indexer:mask=bottomright cuda-sdpa:bug=derived-offsets cuda-sdpa:bug=tail-read; do
-    time_left 30 "gate $b" || continue
-    stamp "gate corpus/ --backend $b"
+    ao_time_left 30 "gate $b" || continue
+    ao_stamp "gate corpus/ --backend $b"
     timeout 120 "$AO" gate corpus/ --backend "$b" >"$out/gate_${b//[:=]/_}.txt" 2>&1
     echo "exit $?" >>"$out/gate_${b//[:=]/_}.txt"; tail -2 "$out/gate_${b//[:=]/_}.txt"
   done
 fi
-time_left 60 "timing" && run_plan timing 5 120
-time_left 60 "memcheck ao_gpu_tests" && {
-  stamp "memcheck: ao_gpu_tests"
-  timeout $(( budget - ($(date +%s) - t0) )) compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/ao_gpu_tests" \
+ao_time_left 60 "timing" && run_plan timing 5 120
+ao_time_left 60 "memcheck ao_gpu_tests" && {
+  ao_stamp "memcheck: ao_gpu_tests"
+  timeout $(( AO_BUDGET_S - (SECONDS - ao_t0) )) compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/ao_gpu_tests" \
     >"$out/memcheck_tests.txt" 2>&1
   echo "memcheck ao_gpu_tests exit $?" | tee -a "$out/memcheck_tests.txt"; tail -3 "$out/memcheck_tests.txt"; }
-stamp done
+ao_stamp done

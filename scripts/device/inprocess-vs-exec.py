@@ -6,7 +6,7 @@ by case: the verdicts must agree, and so must the failing metrics.
   inprocess-vs-exec.py run ADAPTER[:impl=X] CORPUS REPORT_DIR     in-process gate; report.json in REPORT_DIR
   inprocess-vs-exec.py compare OUT.tsv NAME=INPROC_DIR,EXEC_DIR...  one row per case and path pair
 
-`run` imports attn_oracle from sys.path (AO_PY_DIR, if set, first) and the adapter from scripts/adapters/.
+`run` imports attn_oracle (and its adapter module, attn_oracle.adapters.<name>) from PYTHONPATH (the campaign puts AO_PY_DIR first).
 `compare` exits 1 when a case's verdicts differ, or a case is in one report only; its last line says so.
 """
 import functools
@@ -16,17 +16,12 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ADAPTERS = os.path.join(HERE, "..", "adapters")
 
 
 def run(spec, corpus, report_dir):
-    if os.environ.get("AO_PY_DIR"):
-        sys.path.insert(0, os.environ["AO_PY_DIR"])
-    sys.path.insert(0, ADAPTERS)
-    import attn_oracle
+    import attn_oracle  # the installed package (AO_PY_DIR's, through PYTHONPATH, on the device)
     name, _, knobs = spec.partition(":")
-    kernel = importlib.import_module(name).kernel
+    kernel = importlib.import_module(f"attn_oracle.adapters.{name}").kernel
     kw = dict(k.split("=", 1) for k in knobs.split(",") if k)
     if kw:
         kernel = functools.partial(kernel, **kw)

@@ -7,11 +7,48 @@
 #             script fills it here (ao_pack), the device call carries it, a campaign runs from it:
 #             attn-oracle and the test binaries beside it, lib/ with the shared libraries they link that a
 #             device image without Debian's -dev packages lacks.
-# and defines ao_runnable, ao_use_bin, ao_pack, ao_cudnn_libs and ao_versions (below).
+#   AO_LIMIT_*  the lending machine's limits (AO_LIMIT_CALL_S, AO_LIMIT_FILES_BACK, ...), from the one table of
+#             scripts/device/runner.py (`runner.py limits --sh`)
+# and defines ao_stamp, ao_time_left, ao_runnable, ao_use_bin, ao_pack, ao_cudnn_libs and ao_versions (below).
+# A campaign that is a list of gates, fuzz runs and tables is a plan of scripts/device/plans/ run by
+# runner.py instead; these are for the campaigns still in bash.
 ao_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ao_root" || exit 1
 ao_bin=${AO_BIN_DIR:-.deps/device-bin}
 [[ "$ao_bin" == /* ]] || ao_bin="$ao_root/$ao_bin"
+eval "$(python3 "$ao_root/scripts/device/runner.py" limits --sh)"
+ao_t0=$SECONDS
+
+# ao_stamp MSG...: MSG after the seconds since lib.sh was sourced.
+ao_stamp() { echo "[$(( SECONDS - ao_t0 ))s] $*"; }
+
+# ao_time_left NEED [WHAT]: true when a step expected to take NEED seconds still fits in the campaign's budget
+# (AO_BUDGET_S, default a call's seconds less the runner's margin for packing); else prints WHAT as skipped,
+# also into $ao_skipped_file when set, and is false.
+ao_time_left() {
+  local left=$(( ${AO_BUDGET_S:-$((AO_LIMIT_CALL_S - AO_LIMIT_MARGIN_S))} - (SECONDS - ao_t0) ))
+  ((left >= $1)) && return 0
+  echo "skipped (needs ~$1 s, $left s left): ${2:-}" | tee -a "${ao_skipped_file:-/dev/null}"
+  return 1
+}
+
+# ao_gate DEST NAME CASES BACKEND...: `attn-oracle gate CASES` ($AO, default $ao_bin/attn-oracle) on each
+# BACKEND, its output in DEST/gate-NAME.txt and its report in DEST/report-NAME.json, stopped after
+# AO_GATE_TIMEOUT_S (default: what is left of the budget of ao_time_left); prints one line: exit, seconds, the
+# gate's summary. (A campaign that is only gates and expectations is a plan of runner.py instead.)
+ao_gate() {
+  local dest=$1 name=$2 file=$3 s=$SECONDS b rdir limit args=()
+  shift 3
+  for b in "$@"; do args+=(--backend "$b"); done
+  limit=${AO_GATE_TIMEOUT_S:-$(( ${AO_BUDGET_S:-$((AO_LIMIT_CALL_S - AO_LIMIT_MARGIN_S))} - (SECONDS - ao_t0) ))}
+  ((limit >= 10)) || limit=10  # timeout 0 would mean no limit
+  rdir=$(mktemp -d)
+  timeout "$limit" "${AO:-$ao_bin/attn-oracle}" gate "$file" "${args[@]}" --report-dir "$rdir/report" \
+    >"$dest/gate-$name.txt" 2>&1
+  echo "gate $name: exit $? in $((SECONDS - s)) s ($(tail -1 "$dest/gate-$name.txt"))"
+  cp "$rdir/report/report.json" "$dest/report-$name.json" 2>/dev/null
+  rm -rf "$rdir"
+}
 
 # ao_runnable FILE: true when FILE is an executable whose shared libraries are all found.
 ao_runnable() { [[ -x "$1" ]] && ! ldd "$1" 2>/dev/null | grep -q "not found"; }
@@ -59,23 +96,6 @@ ao_cudnn_libs() {
   echo "$libs"
 }
 
-# ao_versions: the version header every campaign writes first: date, commit, GPU (name, driver, memory),
-# CUDA (the driver's and nvcc's), cuDNN (the system's and PyTorch's), torch, numpy, Python, OS, CPU and the
-# binary folder. Lines for what the machine lacks say so; it never fails.
-ao_versions() {
-  local py=${PY:-python3} sys_cudnn
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null) ($(git status --porcelain 2>/dev/null | wc -l) changed paths)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null |
-    sed 's/^/gpu: /' | grep . || echo "gpu: none (no nvidia-smi answer)"
-  echo "cuda (driver): $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | cut -d' ' -f3)"
-  echo "cuda (nvcc): $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
-  sys_cudnn=$(ldconfig -p 2>/dev/null | awk '/libcudnn\.so\.9 /{print $NF; exit}')
-  echo "cudnn (system): ${sys_cudnn:-none}${sys_cudnn:+ -> $(readlink -f "$sys_cudnn")}"
-  "$py" -c 'import torch, numpy; print("torch:", torch.__version__, "cuda:", torch.version.cuda, "cudnn (torch):", torch.backends.cudnn.version(), "numpy:", numpy.__version__)' 2>/dev/null ||
-    echo "torch: not importable by $py"
-  echo "python: $("$py" --version 2>&1)"
-  echo "os: $(grep PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2 | tr -d '"')"
-  echo "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-  echo "binaries: ${ao_bin/#$ao_root/<checkout>}"  # no machine-specific path in a committed report
-}
+# ao_versions: the version header every campaign writes first (scripts/device/runner.py versions: date, commit,
+# GPU, CUDA, cuDNN, torch, numpy, Python, OS, CPU and the binary folder, $ao_bin); it never fails.
+ao_versions() { PY=${PY:-python3} python3 "$ao_root/scripts/device/runner.py" versions --bin "$ao_bin"; }

@@ -375,7 +375,7 @@ step_inproc() {  # the corpus through the Python package in process and through 
     [[ -f "$work/reports/inproc-exec-$a/report.json" ]] || continue
     stop_server "$a"  # its GPU memory back before the in-process run
     t0=$SECONDS
-    AO_PY_DIR=$py_dir timeout -k 10 "$(( $(left) - 20 ))" $PY scripts/device/inprocess-vs-exec.py run "$a" "$work/inproc.case" \
+    PYTHONPATH=$py_dir${PYTHONPATH:+:$PYTHONPATH} AO_PY_DIR=$py_dir timeout -k 10 "$(( $(left) - 20 ))" $PY scripts/device/inprocess-vs-exec.py run "$a" "$work/inproc.case" \
       "$work/reports/inproc-in-$a" > "$work/reports/inproc-in-$a.txt" 2>&1
     log "inproc $a in process: exit $? in $((SECONDS - t0)) s ($(tail -1 "$work/reports/inproc-in-$a.txt" | cut -c1-160))"
     pairs+=("$a=$work/reports/inproc-in-$a,$work/reports/inproc-exec-$a")

@@ -5,7 +5,9 @@
 #   .whl/rest.tar.xz      the other wheels as they are (.whl files), tar | xz -9              -> CALL=2
 #   .whl/ao-bin.tar.xz    the attn-oracle of scripts/device/lib.sh's binary folder (AO_BIN_DIR, default
 #                         .deps/device-bin; made by scripts/device/gpu-pack.sh or --bin) with its lib/  -> CALL=2
-# Versions: nvidia-cudnn-frontend 1.32.0 (requires nvidia-cutlass-dsl[cu13]>=4.8.0, apache-tvm-ffi>=0.1.11);
+# The wheels are the pinned ones the adapters' registry lists for the adapters served here (cudnn_fe_indexer,
+# cudnn_fe_sdpa, fa4_varlen: `python -m attn_oracle.adapters list --json`, "wheels"; PY, default python3,
+# needs numpy to list them). Versions: nvidia-cudnn-frontend 1.32.0 (requires nvidia-cutlass-dsl[cu13]>=4.8.0, apache-tvm-ffi>=0.1.11);
 # nvidia-cutlass-dsl 4.8.1, whose METADATA pins libs-base==4.8.1 and (extra cu13) libs-cu13==4.8.1;
 # libs-base pins libs-core==4.8.1. FlashAttention-4: flash-attn-4 4.0.0b36 (a pre-release; requires
 # nvidia-cutlass-dsl>=4.6.2, apache-tvm-ffi<0.2,>=0.1.11, torch-c-dlpack-ext, quack-kernels>=0.5.3, einops,
@@ -25,12 +27,19 @@ if [[ "${1:-}" == --bin ]]; then
   ao_pack build-device-bin/attn-oracle
 fi
 dest=.whl
-limit=$((62 * 1024 * 1024))  # leaves room under the 64 MiB carry limit
+limit=$(( (AO_LIMIT_CARRY_MIB - 2) * 1024 * 1024 ))  # leaves room under one call's carry limit
 plat=(--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64)
-rest=(nvidia-cudnn-frontend==1.32.0 nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1
-      nvidia-cutlass-dsl-libs-core==4.8.1 apache-tvm-ffi==0.1.15.post2
-      flash-attn-4==4.0.0b36 quack-kernels==0.6.5 torch-c-dlpack-ext==0.1.5)
-big=nvidia-cutlass-dsl-libs-cu13==4.8.1
+mapfile -t wheels < <(PYTHONPATH=python "${PY:-python3}" -c '
+import json, subprocess, sys
+names = ("cudnn_fe_indexer", "cudnn_fe_sdpa", "fa4_varlen")
+listed = json.loads(subprocess.run([sys.executable, "-m", "attn_oracle.adapters", "list", "--json"],
+                                   check=True, capture_output=True, text=True).stdout)
+print("\n".join(sorted({w for a in listed if a["name"] in names for w in a["wheels"]})))')
+big=""; rest=()
+for w in "${wheels[@]}"; do
+  if [[ $w == nvidia-cutlass-dsl-libs-cu13==* ]]; then big=$w; else rest+=("$w"); fi
+done
+[[ -n "$big" && ${#rest[@]} -gt 0 ]] || { echo "real-kernels-pack: no wheels from the adapters' registry (PY=${PY:-python3} needs numpy to list them)" >&2; exit 1; }
 
 mkdir -p "$dest/wheels"
 for p in "${rest[@]}" "$big"; do
@@ -40,7 +49,7 @@ ls -l "$dest/wheels"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cu13=$(ls "$dest"/wheels/nvidia_cutlass_dsl_libs_cu13-4.8.1-*.whl)
+cu13=$(ls "$dest"/wheels/nvidia_cutlass_dsl_libs_cu13-"${big#*==}"-*.whl)
 if [[ -f "$dest/dsl-cu13.tar.xz" && "$dest/dsl-cu13.tar.xz" -nt "$cu13" ]] && xz -t "$dest/dsl-cu13.tar.xz"; then
   echo "$dest/dsl-cu13.tar.xz is newer than the wheel and intact: kept (xz -9 of 226 MiB takes minutes)"
 else

@@ -5,6 +5,9 @@
 # Usage (repo root): scripts/device/torch-bwd-diag.sh OUT [BACKENDS]   (default "auto math efficient cudnn")
 #   AO_BIN_DIR (scripts/device/lib.sh): attn-oracle; PY (default python3) with torch.
 # Writes OUT/torch-diag-<backend>.txt and OUT/torch-diag.tgz (each gate's report.json).
+# The same campaign as a plan, with the verdicts of 2026-12-05 as its expectations:
+# scripts/device/plans/torch-bwd-diag.toml (scripts/device/runner.py); this script stays until that plan has
+# run on a GPU and given them.
 set -uo pipefail
 # shellcheck source=scripts/device/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

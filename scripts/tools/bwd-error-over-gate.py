@@ -75,8 +75,9 @@ def main():
                 for case in rep["cases"]:
                     for name, m in case["metrics"].items():
                         g = RATIO.match(name)
-                        if g and m.get("gate_ratio", -1) >= 0:
-                            ratios.setdefault(g.group(1), []).append(float(m["gate_ratio"]))
+                        ratio = m.get("gate_ratio")  # null: no ratio; "inf"/"nan": non-finite, as text
+                        if g and ratio is not None:
+                            ratios.setdefault(g.group(1), []).append(float(ratio))
                     if case["verdict"] == "weak":  # no metric failed: not a false failure, counted apart
                         weak.append(case["case"])
                     elif case["verdict"] != "pass":

@@ -19,8 +19,7 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from repo_check import finish  # noqa: E402
+from repo_check import finish  # this folder: sys.path[0] of a script it holds
 
 
 def cpu_only(text):
@@ -40,6 +39,13 @@ UP = "../"  # the pages link their neighbours in docs/ (spelled apart: this file
 GENERATED = [
     ("docs/reference/case-keys.md", ["keys", "--markdown"], "Case keys",
      f"Every case-line key, the ops it applies to, its default and its meaning (what they do: [case.md]({UP}case.md)).",
+     None),
+    ("docs/reference/meta-json.md", ["keys", "--kernel", "--markdown"], "meta.json and the plugin layout",
+     "What a kernel is given of a case: the case keys written into the exec: protocol's `meta.json` (at their "
+     "paths, from the key table) and into the plugin ABI's `ao_layout` (`attn_oracle/backends/plugin.h`), the keys "
+     "it sees through the layout, and the layout's own fields (the protocol: [backends.md]"
+     f"({UP}backends.md); the Python package's `Case.key(name)` and the adapters' `CaseMeta.key(name)` read a key "
+     "at its path).",
      None),
     ("docs/reference/catalog.md", ["catalog", "--markdown"], "Bug models and the defect catalog",
      "Every bug model with its catalog id, class, public source, the gated metrics that catch it and the "

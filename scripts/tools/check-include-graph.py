@@ -9,8 +9,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from repo_check import finish, repo_files, repo_root  # noqa: E402
+from repo_check import finish, repo_files, repo_root  # this folder: sys.path[0] of a script it holds
 
 # Rank order of the pipeline; an edge must go to a strictly lower rank. Equal ranks may not include each
 # other (fuzz, report and gpu_backends are siblings above the core; only app/ sees them all).

@@ -23,8 +23,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from repo_check import finish, repo_files, repo_root  # noqa: E402
+from repo_check import finish, repo_files, repo_root  # this folder: sys.path[0] of a script it holds
 
 ROOTS = ("results", "bench/results")
 INDEX = "results/README.md"

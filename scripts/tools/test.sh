@@ -3,8 +3,8 @@
 # the `long` label), the Python package's tests (pip install ., pytest) and the libFuzzer targets, then
 # holds each test and phase to its time budget (scripts/tools/test-budget.txt; docs/testing.md).
 # Usage: scripts/tools/test.sh [--long]
-#   --long: also the `long` CTest label (the whole sanitizer sweep, the hostile battery's full mode) and
-#           10-minute libFuzzer runs from fresh random seeds; no time budget is applied.
+#   --long: also the `long` CTest label (the whole sanitizer sweep), the hostile battery's full mode (pytest
+#           --hostile-full) and 10-minute libFuzzer runs from fresh random seeds; no time budget is applied.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 long=0
@@ -32,8 +32,11 @@ run_ctest() {
 phase install scripts/install-deps.sh --with-chromium  # chromium: the report.html render test opens the page headless
 phase build scripts/tools/build.sh
 phase ctest run_ctest
-# The Python package: `pip install .` into build-py/venv, then pytest python/tests examples/.
-phase python scripts/tools/py-test.sh
+# The Python package: `pip install .` into build-py/venv, then pytest python/tests examples/ (the hostile
+# battery's quick mode among them; --long: its full mode).
+py_args=()
+((long)) && py_args=(--hostile-full)
+phase python scripts/tools/py-test.sh "${py_args[@]}"
 # libFuzzer targets: a clang build in build-libfuzzer/ and a bounded run of each (see the script).
 ((long)) && export AO_LIBFUZZER_SECONDS=${AO_LIBFUZZER_SECONDS:-600} AO_LIBFUZZER_SEED=${AO_LIBFUZZER_SEED:-0}
 phase libfuzzer fuzz/run-libfuzzer.sh

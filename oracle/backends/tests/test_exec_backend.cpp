@@ -1,4 +1,5 @@
-// exec: backend and the .npy module. The adapter is scripts/adapters/numpy_ref.py under Debian's
+// exec: backend and the .npy module. The adapter is attn_oracle.adapters.numpy_ref, run through its shim at
+// scripts/adapters/numpy_ref.py (the path found files name) under Debian's
 // /usr/bin/python3 (python3-numpy): it must pass on fresh random cases, its planted bug must be
 // caught, and every failure mode (--fault) must be a clear backend error, never a crash.
 #include <signal.h>
@@ -358,7 +359,7 @@ TEST(ExecCli, ReproExitCodesThroughExec) {
   EXPECT_EQ(WEXITSTATUS(std::system(("AO_EXEC_TIMEOUT=-1 " + base + "\" >/dev/null 2>&1").c_str())), 2);
 }
 
-// The warm host (ao_serve.py + ao_client.py) that the device campaign uses to amortise the torch
+// The warm host (attn_oracle.adapters.serve + client, through their shims) that the device campaign uses to amortise the torch
 // import: the same verdicts and exit codes travel through it.
 TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
   REQUIRE_NUMPY();
@@ -390,7 +391,7 @@ TEST(ExecServe, ClientRelaysVerdictsSkipsAndErrors) {
   fs::remove(sock);
   auto gone = client("");
   EXPECT_EQ(gone.verdict.kind, Verdict::Error);
-  EXPECT_NE(gone.verdict.reason.find("no ao_serve.py"), std::string::npos) << gone.verdict.reason;
+  EXPECT_NE(gone.verdict.reason.find("no warm host"), std::string::npos) << gone.verdict.reason;
 }
 
 // ---- hostile exec: commands (tiny shell scripts written here): no hang, no leak, bounded memory ----

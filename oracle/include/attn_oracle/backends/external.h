@@ -12,8 +12,9 @@
 //
 // exec: case directory, protocol version 1:
 //   case.txt     the canonical case line
-//   meta.json    layout: dims, dtype, mask, cp/rank, per-document lengths and ragged offsets,
-//                cu_seqlens, per-segment rows and causal offsets (pos0), tensor files and shapes
+//   meta.json    the case keys a kernel is given (from the key table), per-document lengths and ragged
+//                offsets, cu_seqlens, per-segment rows and causal offsets (pos0), tensor files and shapes:
+//                every field in docs/reference/meta-json.md (`attn-oracle keys --kernel --markdown`)
 //   q.npy k.npy  inputs in the case dtype: fp32 '<f4', fp16 '<f2', bf16 stored as '<u2' bits
 //   w.npy|v.npy  (float32 = bits << 16); pad slots hold the case's poison
 //   o.npy lse.npy | topk.npy scores.npy
@@ -27,9 +28,11 @@
 //   any other exit, a signal or the timeout: error with the stderr tail.
 #pragma once
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 #include "attn_oracle/backends/backend.h"
+#include "attn_oracle/backends/plugin.h"
 
 namespace ao {
 
@@ -59,9 +62,33 @@ struct ExternalTensor {
 std::vector<ExternalTensor> external_inputs(const Layout& l);
 std::vector<ExternalTensor> external_outputs(const Layout& l);
 
-// meta.json without its tensor files: dims, conventions, documents, ragged offsets, cu_seqlens,
-// segments with pos0, max_seqlen (JSON text; what an adapter reads of the case, in any process).
+// meta.json without its tensor files (JSON text; what an adapter reads of the case, in any process): the
+// case keys a kernel sees, each at the path its key-table entry declares (CaseKey::kernel, case_keys.h),
+// and the layout's fields (meta_layout_fields()).
 std::string case_meta_text(const Layout& l);
+
+// A meta.json field the layout's code writes (documents, offsets, segments, ...), not a case key's.
+struct MetaField {
+  const char* name;
+  const char* doc;
+  bool case_dir_only = false;  // written into an exec: case directory's meta.json only (tensor files)
+  bool sometimes = false;      // written for some cases only
+};
+// Every such field: `attn-oracle keys --kernel` and docs/reference/meta-json.md list them, and the exec
+// tests hold meta.json to them and the key table.
+std::span<const MetaField> meta_layout_fields();
+
+// The plugin ABI's ao_layout fields the case keys fill (CaseKey::kernel.abi_field names one): where it is
+// and how the key's value is stored (an enum as its ordinal, which the AO_* constants follow; a bool 0/1).
+struct PluginLayoutField {
+  const char* name;
+  size_t offset;
+  enum Type { I32, I64, F64 } type;
+};
+std::span<const PluginLayoutField> plugin_layout_key_fields();
+// The ao_layout a plugin is handed for l, less the pointers and counts of its arrays (the host places
+// them): the case keys' fields from the key table, the buffer rows from the layout.
+ao_layout plugin_layout(const Layout& l);
 
 // Writes the case directory (inputs, meta.json, sentinel outputs); returns meta.json's text.
 std::string write_case_dir(const std::string& dir, const Layout& l, const Inputs& in);

@@ -4,13 +4,16 @@
 // `attn-oracle keys` and the key table (`attn-oracle keys --markdown`, docs/reference/case-keys.md) all read it.
 //
 // A new key: add a Case field (case.h), one entry in case_keys.cpp, its semantics where the layout,
-// inputs or references use it, and tests.
+// inputs or references use it, and tests. A key a kernel is given (`meta`, `abi_field`) reaches the exec:
+// protocol's meta.json, the plugin ABI's ao_layout, the Python package's Case and the adapters' CaseMeta
+// from its entry alone (`attn-oracle keys --kernel`, docs/reference/meta-json.md).
 #pragma once
 #include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "attn_oracle/case/case.h"
 
@@ -25,6 +28,29 @@ enum class KeyShrink {
   ToDefault,   // one candidate: the key reset to its default (when it is not already)
   Structural,  // hand-written edits in shrink.cpp (documents, lengths, pads, offsets, dims, cp, rows)
   Keep,        // never changed (the op; tolerance overrides and probe decide what fails)
+};
+
+// A key's value as a kernel is given it: an enum as its name (meta.json) and its ordinal (the plugin
+// ABI's AO_* constants follow the enums' order), a bool as 0/1 to the plugin.
+struct EnumValue {
+  std::string name;
+  int ordinal = 0;
+};
+using KeyValue = std::variant<int64_t, double, bool, EnumValue>;
+
+// How a kernel sees a key. A key with a `meta` path is written into meta.json at that path (dots into
+// objects: "cp.size") with its value, from this table; a key without one reaches a kernel only through
+// the layout fields named in `via` (documents, offsets, segments: written by the layout's code), or not
+// at all (seed, tolerances: the harness's side).
+struct KernelView {
+  const char* meta = nullptr;       // meta.json path; nullptr: not written from the table
+  const char* abi_field = nullptr;  // the ao_layout field (attn_oracle/backends/plugin.h) it fills; nullptr: none
+  std::optional<KeyOps> meta_ops;   // the ops whose meta.json carries it; nullopt: the key's own ops
+  std::optional<Pass> only_pass;    // carried under this pass only (loss_mean: pass=bwd)
+  const char* via = nullptr;        // the meta.json fields the layout writes from it ("q_lens, docs")
+  // The value a kernel is given, from the case the layout resolved (kernel_case(), layout.h: scale and
+  // max_seqlen filled in).
+  std::function<KeyValue(const Case& resolved)> value;
 };
 
 struct CaseKey {
@@ -46,6 +72,7 @@ struct CaseKey {
   const char* kv_key = nullptr;
   const char* alias_of = nullptr;  // another name of that key (lens = docs): never printed
   bool needs_cp = false;           // acts only under context parallelism (cp > 1)
+  KernelView kernel;               // how a kernel sees it (meta.json, plugin ABI)
 };
 
 // Every key, in canonical print order (op first).
@@ -54,6 +81,8 @@ std::span<const CaseKey> case_key_table();
 const CaseKey* find_case_key(std::string_view name);
 // The ops a key applies to, as `keys` shows them: "both", "indexer" or "sdpa".
 const char* key_ops_text(KeyOps ops);
+// Whether the meta.json of case c carries key k at its `meta` path.
+bool meta_carries(const CaseKey& k, const Case& c);
 
 // defaults_for(c.op) with the defaults that follow other keys resolved from c (hkv = hq, dim_v = dim).
 Case canonical_defaults(const Case& c);

@@ -116,11 +116,16 @@ struct Layout {
 
 // The SDPA window band [lo, hi) of a row at position p among kv keys, for the bounds (left, right) in
 // the convention conv (Case::window: -1 = unbounded). The one definition: allowed_range, the bug models
-// that re-read the bounds, and the port in scripts/adapters/ao_exec.py (window_band) use it.
+// that re-read the bounds, and the port in python/attn_oracle/adapters/protocol.py (window_band) use it.
 void sdpa_window_band(WindowConvention conv, int64_t kv, int64_t p, int64_t left, int64_t right, int64_t& lo,
                       int64_t& hi);
 
 Layout make_layout(const Case& c, const LayoutLimits& lim = {}, LayoutMode mode = LayoutMode::Full);
+
+// The case as a kernel is given it: l.c with the values the layout resolved from their defaults filled in
+// (scale, max_seqlen_q, max_seqlen_kv). The key table's kernel values (CaseKey::kernel) read it: meta.json
+// and the plugin's ao_layout.
+Case kernel_case(const Layout& l);
 
 // Which rows of a result buffer hold a valid token's result (everything else is a pad slot or a
 // segment's pad row, which a kernel must leave alone). The one definition that comparators, bug

@@ -13,7 +13,13 @@ namespace ao {
 // 4: each case has "gate_checks" (the discrimination check of each judged output: an all-zero and a NaN
 // answer against the case's gates), a case's verdict may be "weak" (no metric failed, but a gate cannot
 // reject a zero or NaN answer), and the summary counts "weak"; nothing else changed.
-inline constexpr int kReportSchemaVersion = 4;
+// 5: one verdict schema: a case object is what case_json() writes, the same object the Python package's
+// Verdict reads (docs/report-schema.md lists every field). Added: "label", "failing_summary", "text" (the
+// terminal text), "report_dir", a metric's "gated", a gate check's "text", the explanation's "text". Every
+// field is always present, null where it does not apply (before: a metric's "gate"/"gate_ratio", a gate
+// check's "zero_ratio"/"moved_ratio"/"moved_fails"/"zero_failed" and "explanation" were left out); metrics
+// keep the comparator's order. No field was renamed.
+inline constexpr int kReportSchemaVersion = 5;
 
 // How the run that produced the results ended: complete, or stopped after the cases listed by a signal
 // (SIGINT/SIGTERM/SIGHUP) or by its stdout closing (SIGPIPE) (report.json: "status": "complete" |
@@ -23,7 +29,14 @@ struct ReportStatus {
 };
 std::string signal_name(int sig);
 
-std::string report_json(const std::vector<CaseResult>& results, const ReportStatus& status = {});
+// The one spelling of a case's verdict as JSON (the verdict schema): one object with the case line, backend,
+// verdict, metrics (by name, in the comparator's order), worst rows, gate checks, explanation, seconds and
+// the report directory (empty: null). report.json's "cases" are these objects, and the Python package's
+// judge/run/gate return this text (attn_oracle.Verdict reads it). indent < 0: one line.
+std::string case_json(const CaseResult& r, const std::string& report_dir = {}, int indent = -1);
+// report_dir: where the report is written (each case object's "report_dir"; empty: null).
+std::string report_json(const std::vector<CaseResult>& results, const ReportStatus& status = {},
+                        const std::string& report_dir = {});
 std::string report_markdown(const std::vector<CaseResult>& results, const ReportStatus& status = {});
 std::string report_junit(const std::vector<CaseResult>& results, const ReportStatus& status = {});
 // Self-contained HTML page with pictures of each failing case that kept its artifacts (html.cpp).

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """CPU tests of fa4_varlen.py (numpy only): the padded-THD varlen mapping, the mask mapping and the decline
 paths, on fresh case directories written by the CLI (`attn-oracle repro ... --backend exec:<copy>`).
 
@@ -11,23 +10,18 @@ adapter hands the kernel and how it maps the answer back: the result must equal 
 (DESIGN: row i of a segment at pos0 + i sees s <= p, s > p - window) on every valid row, and the pad
 slots must keep the sentinel.
 
-  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/adapters/test_fa4_varlen.py
-Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
+  AO_CLI=build/attn-oracle pytest python/tests/adapters/test_fa4_varlen.py     (numpy; the CLI default build/attn-oracle)
 """
-import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from ao_test_cases import CaseDirTest, adapter_backend, client_backend, repro, run_tests, warm_host  # noqa: E402
-ADAPTER = os.path.join(HERE, "fa4_varlen.py")
+from casedirs import CaseDirTest, adapter_backend, client_backend, repro, warm_host
+ADAPTER = "attn_oracle.adapters.fa4_varlen"
 
 IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-    import fa4_varlen as fa
-    import numpy_ref as nr
+    from attn_oracle.adapters import fa4_varlen as fa
+    from attn_oracle.adapters import numpy_ref as nr
 except ImportError as e:  # reported by run_tests
     np = None
     IMPORT_ERROR = str(e)
@@ -310,9 +304,9 @@ class Fa4Varlen(CaseDirTest):
             self.assertTrue(want(as_f32[~valid]).all(), (dtype, poison))
 
     def test_in_process_inputs_convert_back_to_the_stored_elements(self):
-        # In process the kernel gets float32 arrays; ao_exec.as_stored must give back exactly the elements an
+        # In process the kernel gets float32 arrays; protocol.as_stored must give back exactly the elements an
         # exec: case directory stores (bf16 bit patterns, fp16 values), pad-slot poison included.
-        import ao_exec
+        from attn_oracle.adapters import protocol as ao_exec
         for dtype, poison in (("bf16", "nan"), ("bf16", "large"), ("fp16", "nan"), ("fp16", "inf"), ("fp32", "nan")):
             case = self.case(f"op=sdpa pass=bwd docs=17,9 pad=3 o_offsets=0,24,40 hq=2 dim=16 dtype={dtype} "
                              f"poison={poison} seed=47")
@@ -403,6 +397,3 @@ class Fa4Varlen(CaseDirTest):
                 self.assertEqual(r.returncode, code, r.stdout + r.stderr)
                 self.assertIn(text, r.stdout)
 
-
-if __name__ == "__main__":
-    run_tests("test_fa4_varlen", IMPORT_ERROR)

@@ -1,21 +1,16 @@
-#!/usr/bin/env python3
 """CPU tests of numpy_ref.py (numpy only): the conventions it must honour from meta.json, through the CLI
 (`attn-oracle repro ... --backend exec:numpy_ref.py`), and a convention it does not know ending in a skip
 that names it (never a silent wrong answer).
 
-  AO_CLI=build/attn-oracle python3 -m unittest scripts/adapters/test_numpy_ref.py
-Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
+  AO_CLI=build/attn-oracle pytest python/tests/adapters/test_numpy_ref.py     (numpy; the CLI default build/attn-oracle)
 """
 import json
 import os
 import subprocess
 import sys
-import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from ao_test_cases import CaseDirTest, adapter_backend, repro, run_tests  # noqa: E402
-ADAPTER = os.path.join(HERE, "numpy_ref.py")
+from casedirs import CaseDirTest, adapter_backend, repro
+ADAPTER = "attn_oracle.adapters.numpy_ref"
 
 IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
@@ -42,7 +37,7 @@ class EmptyRows(CaseDirTest):
 
     def test_posinf_is_written(self):
         case = self.case(self.LINES[0] + " empty_rows=posinf")
-        subprocess.run([sys.executable, ADAPTER, case.path], check=True)
+        subprocess.run([sys.executable, "-m", ADAPTER, case.path], check=True)
         lse = np.load(os.path.join(case.path, "lse.npy"))
         d0 = case.segments[0]  # document 0 has no key: its row's LSE is +inf
         self.assertEqual(case.docs[d0["doc"]]["kv_len"], 0)
@@ -56,7 +51,7 @@ class EmptyRows(CaseDirTest):
         m["empty_rows"] = "zero"
         with open(meta, "w") as f:
             json.dump(m, f)
-        r = subprocess.run([sys.executable, ADAPTER, case.path], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", ADAPTER, case.path], capture_output=True, text=True)
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn("empty_rows=zero", r.stderr.strip().splitlines()[-1])
 
@@ -78,7 +73,7 @@ class IndexerBackward(CaseDirTest):
                 self.assertIn("PASS", r.stdout)
 
     def test_an_honest_fp32_implementation_passes_the_gates(self):
-        fp32 = f"exec:{sys.executable} {ADAPTER} --fp32"
+        fp32 = f"exec:{sys.executable} -m {ADAPTER} --fp32"
         # The last three: targets near the clip (e^-100 ~ 2^-144) put dz below fp32's normal range; the
         # gates had no underflow term for fp32 and failed them (a 10-minute fuzz of this adapter found them).
         for line in self.LINES + ["op=indexer pass=bwd docs=700,300 heads=8 dim=64 topk=256 seed=5 dtype=fp16",
@@ -92,7 +87,7 @@ class IndexerBackward(CaseDirTest):
 
     def test_a_wrong_denominator_fails(self):
         line = self.LINES[2] + " loss_mean=valid"  # pad rows: the buffer's rows are not the valid rows
-        bug = f"exec:{sys.executable} {ADAPTER} --bug loss-mean-buffer-rows"
+        bug = f"exec:{sys.executable} -m {ADAPTER} --bug loss-mean-buffer-rows"
         r = repro(line, bug)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("loss_err_over_gate", r.stdout)
@@ -105,7 +100,7 @@ class IndexerBackward(CaseDirTest):
         m["loss_mean"] = "tokens"
         with open(meta, "w") as f:
             json.dump(m, f)
-        r = subprocess.run([sys.executable, ADAPTER, case.path], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", ADAPTER, case.path], capture_output=True, text=True)
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertIn("loss_mean=tokens", r.stderr.strip().splitlines()[-1])
 
@@ -115,7 +110,7 @@ class SdpaBackward(CaseDirTest):
     (dense, key tiles, P and dS rounded to the dtype) pass the derived gates on CP ranks, GQA, pad slots,
     windows and rows without a key; a gradient pad row zeroed fails untouched and passes grad_pad=zero."""
     prefix = "ao-test-numpy-sdpa-bwd-"
-    NUMPY_SDPA = os.path.join(HERE, "numpy_sdpa_fp32.py")
+    NUMPY_SDPA = "-m attn_oracle.adapters.numpy_sdpa_fp32"
     LINES = ["op=sdpa pass=bwd docs=300,77 pad=3 hq=4 hkv=2 dim=32 seed=3",
              "op=sdpa pass=bwd docs=256 cp=2 rank=1 hq=2 dim=64 seed=5",
              "op=sdpa pass=bwd docs=256 cp=4 rank=0 cp_scheme=contiguous hq=2 hkv=1 dim=16 seed=6",
@@ -124,7 +119,7 @@ class SdpaBackward(CaseDirTest):
              "op=sdpa pass=bwd docs=200,1 q_pad=4,0 kv_pad=0,2 hq=8 hkv=1 dim=64 dtype=fp32 seed=12"]
 
     def test_fp64_and_honest_fp32_pass(self):
-        backends = [adapter_backend(ADAPTER), f"exec:{sys.executable} {ADAPTER} --fp32",
+        backends = [adapter_backend(ADAPTER), f"exec:{sys.executable} -m {ADAPTER} --fp32",
                     f"exec:{sys.executable} {self.NUMPY_SDPA} --impl dense",
                     f"exec:{sys.executable} {self.NUMPY_SDPA} --impl online --tile 32 --round"]
         for line in self.LINES:
@@ -150,7 +145,7 @@ class SdpaBackward(CaseDirTest):
             self.assertEqual(r.returncode, 0, f"{line}\n{r.stdout}{r.stderr}")
         script = os.path.join(self.case(one_row).path, "..", "bump_dk.py")
         with open(script, "w") as f:
-            f.write(BUMP_DK.format(adapter=self.NUMPY_SDPA))
+            f.write(BUMP_DK.format(adapter=self.NUMPY_SDPA.split()[-1]))
         r = repro(one_row, f"exec:{sys.executable} {script}")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("dk_violations", r.stdout)
@@ -158,7 +153,7 @@ class SdpaBackward(CaseDirTest):
     def test_zeroed_pad_rows_fail_untouched_and_pass_zero(self):
         line = self.LINES[0]
         case = self.case(line)
-        subprocess.run([sys.executable, ADAPTER, case.path], check=True)
+        subprocess.run([sys.executable, "-m", ADAPTER, case.path], check=True)
         dq = np.load(os.path.join(case.path, "dq.npy"))
         valid = {seg["row0"] + i for seg in case.segments for i in range(seg["valid"])}
         pad = [r for r in range(dq.shape[0]) if r not in valid]
@@ -180,7 +175,7 @@ class SdpaBackward(CaseDirTest):
 ZERO_PADS = """import subprocess, sys, os, json
 import numpy as np
 d = sys.argv[1]
-subprocess.run([sys.executable, {adapter!r}, d], check=True)
+subprocess.run([sys.executable, "-m", {adapter!r}, d], check=True)
 m = json.load(open(os.path.join(d, "meta.json")))
 path = os.path.join(d, m["outputs"]["dq"]["file"])
 dq = np.load(path)
@@ -196,7 +191,7 @@ np.save(path, dq)
 BUMP_DK = """import subprocess, sys, os, json
 import numpy as np
 d = sys.argv[1]
-subprocess.run([sys.executable, {adapter!r}, "--impl", "online", "--cudnn-rounding", d], check=True)
+subprocess.run([sys.executable, "-m", {adapter!r}, "--impl", "online", "--cudnn-rounding", d], check=True)
 m = json.load(open(os.path.join(d, "meta.json")))
 path = os.path.join(d, m["outputs"]["dk"]["file"])
 dk = np.load(path)
@@ -205,6 +200,3 @@ dk[0, 0, 0] = np.float32(x) + 16 * np.float32(np.spacing(x))
 np.save(path, dk)
 """
 
-
-if __name__ == "__main__":
-    run_tests("test_numpy_ref", IMPORT_ERROR)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """CPU tests of cudnn_fe_indexer.py (numpy only): the THD layout mapping, knob parsing and the decline
 paths, on fresh case directories written by the CLI (`attn-oracle repro ... --backend exec:<copy>`).
 
@@ -9,27 +8,22 @@ first seq_lens[r] columns, -1/-inf padding) stands in for it, so the tests check
 the kernel and how it maps the answer back: with the fix (offsets=1, seq_lens=row) the result must be
 the exact causal top-k of every valid row; with the seed's bug (offsets=0) it must not be.
 
-  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/adapters/test_cudnn_fe_indexer.py
-Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
+  AO_CLI=build/attn-oracle pytest python/tests/adapters/test_cudnn_fe_indexer.py     (numpy; the CLI default build/attn-oracle)
 """
 import contextlib
 import io
 import math
-import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from ao_test_cases import CaseDirTest, adapter_backend, client_backend, repro, run_tests, warm_host  # noqa: E402
-ADAPTER = os.path.join(HERE, "cudnn_fe_indexer.py")
+from casedirs import CaseDirTest, adapter_backend, client_backend, repro, warm_host
+ADAPTER = "attn_oracle.adapters.cudnn_fe_indexer"
 GLM = "heads=32 dim=128 topk=2048"
 
 IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-    import cudnn_fe_indexer as fe
-    from numpy_sdpa_fp32 import rounder
+    from attn_oracle.adapters import cudnn_fe_indexer as fe
+    from attn_oracle.adapters.numpy_sdpa_fp32 import rounder
     bf16_round = rounder("bf16")
 except ImportError as e:  # reported by run_tests
     np = None
@@ -411,7 +405,7 @@ class CudnnFeIndexer(CaseDirTest):
             self.assertIn(reason, r.stdout)
 
     def test_served_by_the_warm_host(self):
-        # The device campaign runs the adapter in ao_serve.py through ao_client.py: same skips, same passes.
+        # The device campaign runs the adapter in the warm host through its client: same skips, same passes.
         with warm_host(self.tmp) as sock:
             client = client_backend(sock, "cudnn_fe_indexer")
             for line, code, text in (
@@ -422,6 +416,3 @@ class CudnnFeIndexer(CaseDirTest):
                 self.assertEqual(r.returncode, code, r.stdout + r.stderr)
                 self.assertIn(text, r.stdout)
 
-
-if __name__ == "__main__":
-    run_tests("test_cudnn_fe_indexer", IMPORT_ERROR)

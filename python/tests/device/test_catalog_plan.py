@@ -1,11 +1,9 @@
-#!/usr/bin/env python3
-"""The GPU knob plan without a GPU (CTest py_catalog_plan): scripts/device/catalog-plan.py on the built
+"""The GPU knob plan without a GPU (pytest): scripts/device/catalog-plan.py on the built
 CLI's `catalog --json` and on small hand-made catalogs. The plan of catalog-knobs.sh covers every bug knob
 of the build with its model's trigger and outside cases on every seed; it fails, naming the knob, on a
 knob value with no model and on a knob whose model has no trigger case for the kernel's op.
 
-  AO_CLI=build/attn-oracle python3 -m unittest scripts/device/test_catalog_plan.py
-Run as a script it exits 125 (skipped) when the CLI is missing.
+  AO_CLI=build/attn-oracle pytest python/tests/device/test_catalog_plan.py
 """
 import copy
 import importlib.util
@@ -15,11 +13,15 @@ import os
 import subprocess
 import sys
 import unittest
+
+import pytest
 from contextlib import redirect_stderr, redirect_stdout
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
+HERE = os.path.join(ROOT, "scripts", "device")  # what these tests test
 AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build", "attn-oracle"))
+if not os.access(AO, os.X_OK):
+    pytest.skip(f"no attn-oracle CLI at {AO} (set AO_CLI)", allow_module_level=True)
 _spec = importlib.util.spec_from_file_location("catalog_plan", os.path.join(HERE, "catalog-plan.py"))
 cp = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cp)
@@ -199,9 +201,3 @@ class BuiltCatalog(unittest.TestCase):
         self.assertEqual(r.stdout.rstrip("\n"), "\n".join(lines))
         self.assertIn(f"{len(summary)} knobs, ", r.stderr)
 
-
-if __name__ == "__main__":
-    if not os.access(AO, os.X_OK):
-        print(f"skipped: attn-oracle CLI not found at {AO} (set AO_CLI)")
-        sys.exit(125)
-    sys.exit(0 if unittest.main(exit=False).result.wasSuccessful() else 1)

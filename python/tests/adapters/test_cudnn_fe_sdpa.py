@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """CPU tests of cudnn_fe_sdpa.py (numpy only): the padded-THD graph binding (per-tensor ragged offsets, units,
 strides), the planted defect, the wrappers' copies, knob parsing and the decline paths, on fresh case
 directories written by the CLI (`attn-oracle repro ... --backend exec:<copy>`).
@@ -10,22 +9,17 @@ s <= i + seq_len_kv - seq_len_q, sliding_window_length w additionally s > p - w;
 A kernel that honours the binding must then reproduce the oracle's semantics on every valid row and leave
 the pad slots alone; the planted defect must not.
 
-  AO_CLI=build-cpu/attn-oracle python3 -m unittest scripts/adapters/test_cudnn_fe_sdpa.py
-Run as a script it exits 125 (skipped) when numpy or the CLI is missing.
+  AO_CLI=build/attn-oracle pytest python/tests/adapters/test_cudnn_fe_sdpa.py     (numpy; the CLI default build/attn-oracle)
 """
-import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from ao_test_cases import CaseDirTest, adapter_backend, repro, run_tests  # noqa: E402
-ADAPTER = os.path.join(HERE, "cudnn_fe_sdpa.py")
+from casedirs import CaseDirTest, adapter_backend, repro
+ADAPTER = "attn_oracle.adapters.cudnn_fe_sdpa"
 
 IMPORT_ERROR = None  # the ImportError text when numpy (or the adapter) is missing
 try:
     import numpy as np
-    import cudnn_fe_sdpa as fe
+    from attn_oracle.adapters import cudnn_fe_sdpa as fe
     from test_fa4_varlen import reference  # the oracle's semantics in numpy (fp64)
 except ImportError as e:  # reported by run_tests
     np = None
@@ -219,6 +213,3 @@ class CudnnFeSdpa(CaseDirTest):
             self.assertIn("SKIPPED", r.stdout)
             self.assertIn(reason, r.stdout)
 
-
-if __name__ == "__main__":
-    run_tests("test_cudnn_fe_sdpa", IMPORT_ERROR)

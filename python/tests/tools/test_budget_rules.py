@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""CTest `test_budget_rules`: the time-budget guard (test-budget.py) fails when one test, one phase or
+"""The time-budget guard (test-budget.py) fails when one test, one phase or
 the whole run is over its budget, or a test has no budget line, and passes when all are within."""
 import os
 import subprocess
@@ -7,7 +6,8 @@ import sys
 import tempfile
 import unittest
 
-CHECKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-budget.py")
+CHECKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir, "scripts", "tools",
+                       "test-budget.py")
 BUDGET = "test slow_one 100\ntest Suite\\.Fast.* 10\nphase build 50\nphase ctest 200\ntotal 240\n"
 
 
@@ -58,6 +58,3 @@ class Budget(unittest.TestCase):
         self.assertEqual(rc, 2, out)
         self.assertIn("budget.txt:1", out)
 
-
-if __name__ == "__main__":
-    unittest.main()

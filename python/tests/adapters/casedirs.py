@@ -1,8 +1,8 @@
 """Shared by the adapters' CPU tests (test_*.py): case directories written by the attn-oracle CLI itself,
-`repro` through an adapter, the warm host (ao_serve.py) on a socket, and the script entry that skips (125).
+`repro` through an adapter (`python -m attn_oracle.adapters.<name>`, the repository's package: conftest.py
+puts it on the adapters' PYTHONPATH) and the warm host on a socket.
 
-AO_CLI names the binary (default build-cpu/attn-oracle). Only the standard library at import time; numpy
-(through ao_exec.CaseDir) is imported when a case is written, so a test file can still report "no numpy".
+AO_CLI names the binary (default build/attn-oracle); without one the tests that need it skip, saying so.
 """
 import contextlib
 import os
@@ -13,14 +13,13 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-AO = os.environ.get("AO_CLI", os.path.join(ROOT, "build-cpu", "attn-oracle"))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
+AO = os.environ.get("AO_CLI") or os.path.join(ROOT, "build", "attn-oracle")
 
 
 def write_case(line, dest):
     """The CLI writes the case directory; an exec: command copies it out and skips (exit 125)."""
-    from ao_exec import CaseDir
+    from attn_oracle.adapters.protocol import CaseDir
     copy = f"exec:sh -c 'cp -R \"$1\" {shlex.quote(dest)}; exit 125' copy"
     r = subprocess.run([AO, "repro", *line.split(), "--backend", copy], capture_output=True, text=True)
     if not os.path.exists(os.path.join(dest, "meta.json")):
@@ -49,8 +48,8 @@ class CaseDirTest(unittest.TestCase):
 
 
 def adapter_backend(adapter):
-    """The exec: backend spec that runs an adapter script with this Python."""
-    return f"exec:{sys.executable} {adapter}"
+    """The exec: backend spec that runs an adapter module (attn_oracle.adapters.<name>) with this Python."""
+    return f"exec:{sys.executable} -m {adapter}"
 
 
 def repro(line, backend, *extra):
@@ -60,10 +59,10 @@ def repro(line, backend, *extra):
 
 @contextlib.contextmanager
 def warm_host(tmp):
-    """ao_serve.py (no torch, exits when idle) on a socket in tmp, as the device campaigns run it; yields the
+    """The warm host (no torch, exits when idle) on a socket in tmp, as the device campaigns run it; yields the
     socket path once it listens (an AssertionError if it never does); stopped on exit."""
     sock = os.path.join(tmp, "serve.sock")
-    srv = subprocess.Popen([sys.executable, os.path.join(HERE, "ao_serve.py"), "--no-torch", "--idle-exit", "60",
+    srv = subprocess.Popen([sys.executable, "-m", "attn_oracle.adapters.serve", "--no-torch", "--idle-exit", "60",
                             "--socket", sock], stderr=subprocess.DEVNULL)
     try:
         for _ in range(300):
@@ -71,7 +70,7 @@ def warm_host(tmp):
                 break
             subprocess.run(["sleep", "0.1"])
         if not os.path.exists(sock):
-            raise AssertionError("ao_serve.py did not start")
+            raise AssertionError("the warm host (attn_oracle.adapters.serve) did not start")
         yield sock
     finally:
         srv.kill()
@@ -79,17 +78,6 @@ def warm_host(tmp):
 
 
 def client_backend(sock, adapter_name):
-    """The exec: backend spec that runs an adapter inside the warm host (ao_client.py)."""
-    return f"exec:{sys.executable} {os.path.join(HERE, 'ao_client.py')} --socket {sock} {adapter_name}"
+    """The exec: backend spec that runs an adapter inside the warm host (attn_oracle.adapters.client)."""
+    return f"exec:{sys.executable} -m attn_oracle.adapters.client --socket {sock} {adapter_name}"
 
-
-def run_tests(name, import_error):
-    """A test file's script entry: exit 125 (skipped, the reason on stderr) when numpy (import_error: the
-    ImportError text, None when the imports worked) or the CLI is missing, else the tests' outcome."""
-    if import_error is not None:
-        print(f"{name}: skipped: {import_error}", file=sys.stderr)
-        sys.exit(125)
-    if not os.access(AO, os.X_OK):
-        print(f"{name}: skipped: no attn-oracle CLI at {AO} (set AO_CLI)", file=sys.stderr)
-        sys.exit(125)
-    unittest.main()
