@@ -207,12 +207,15 @@ def skip(reason):
     raise Skip(reason)
 
 
-def import_torch(adapter):
-    """torch, else a skip naming the adapter: without torch the kernel did not run (never an error)."""
+def import_torch(adapter, device=None):
+    """torch, else a skip naming the adapter: without torch the kernel did not run (never an error); with
+    device "cuda", a skip too when no CUDA device is there."""
     try:
         import torch
     except ImportError as e:
         skip(f"{adapter}: torch does not import ({e})")
+    if device == "cuda" and not torch.cuda.is_available():
+        skip(f"{adapter}: no CUDA device")
     return torch
 
 
@@ -220,9 +223,7 @@ def cuda_torch(adapter, decline=None, meta=None):
     """torch, with a CUDA device, else a skip naming the adapter (torch not importable is a skip too: the
     kernel did not run). decline(meta, arch_major): the adapter's declines that depend on the device's
     architecture (a kernel built for some majors only), a skip too."""
-    torch = import_torch(adapter)
-    if not torch.cuda.is_available():
-        skip(f"{adapter}: no CUDA device")
+    torch = import_torch(adapter, "cuda")
     if decline is not None:
         reason = decline(meta, torch.cuda.get_device_capability()[0])
         if reason:

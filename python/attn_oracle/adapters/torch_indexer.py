@@ -31,9 +31,7 @@ def kernel(buffers, inputs, compute="fp32", bug="none", device="cuda", rows_per_
     case = CaseMeta.of(buffers)
     if case.op != "indexer":
         skip("torch_indexer: serves op=indexer only")
-    torch = import_torch("torch_indexer")
-    if device == "cuda" and not torch.cuda.is_available():
-        skip("torch_indexer: no CUDA device")
+    torch = import_torch("torch_indexer", device)
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device(device)
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[case.meta["dtype"]]

@@ -53,9 +53,7 @@ def kernel(buffers, inputs, impl="varlen", device="cuda", sdpa_backend="auto"):
         skip("torch_varlen_sdpa: serves op=sdpa only")
     if unmapped_window_reason(case.meta, "torch_varlen_sdpa"):
         skip(unmapped_window_reason(case.meta, "torch_varlen_sdpa"))
-    torch = import_torch("torch_varlen_sdpa")
-    if device == "cuda" and not torch.cuda.is_available():
-        skip("torch_varlen_sdpa: no CUDA device")
+    torch = import_torch("torch_varlen_sdpa", device)
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device(device)
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[case.meta["dtype"]]
