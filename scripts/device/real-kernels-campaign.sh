@@ -190,7 +190,7 @@ print("torch:", torch.__version__, "cuda:", torch.version.cuda, "cudnn (torch):"
 print("device:", torch.cuda.get_device_name(), "sm", torch.cuda.get_device_capability())
 for name in ("nvidia-cudnn-frontend", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "nvidia-cutlass-dsl-libs-core",
              "nvidia-cutlass-dsl-libs-cu13", "apache-tvm-ffi", "flash-attn-4", "quack-kernels", "torch-c-dlpack-ext",
-             "einops", "cuda-bindings", "nvidia-cudnn-cu13"):
+             "einops", "cuda-bindings", "nvidia-cudnn-cu13", "megatron-core", "tilelang"):
     try:
         print(f"{name}: {md.version(name)}")
     except md.PackageNotFoundError:
@@ -207,6 +207,12 @@ try:
           "| sdpa fwd offered:", [f.offered_ids() for f in manifest.MANIFEST if f.name == "frost_sdpa_fwd"])
 except Exception as e:  # noqa: BLE001 - recorded; the steps that need it stop on it
     print("cudnn frontend import failed:", type(e).__name__, e)
+try:
+    import megatron.core as mc
+    from megatron.core.transformer.experimental_attention_variant import dsa_cudnn_kernels
+    print("megatron-core:", mc.__version__, "at", os.path.dirname(mc.__file__), "| dsa hook:", dsa_cudnn_kernels.run_fused_qk_topk.__module__)
+except Exception as e:  # noqa: BLE001
+    print("megatron-core import failed:", type(e).__name__, e)
 try:
     import quack
     from flash_attn.cute.interface import flash_attn_varlen_func
@@ -256,7 +262,7 @@ gate() {  # name, plan file, mode (warm|cold), adapter knobs...   ($adapter: whi
     notrun+=("$name:$file"); return
   fi
   local be="exec:$(client $adapter) $*"
-  [[ "$mode" == cold ]] && be="exec:$PY $PWD/scripts/adapters/$adapter.py $*"
+  [[ "$mode" == cold ]] && be="exec:env PYTHONPATH=$PWD/python $PY -m attn_oracle.adapters.$adapter $*"
   [[ -n "${srv[$adapter]:-}" ]] || start_server $adapter || return
   local t0=$SECONDS
   { echo "=== gate $name: $be"; timeout -k 10 "$(( $(left) - 15 ))" "$AO" gate "$file" --backend "$be" --report-dir "$work/reports/$name"; echo "exit $?"; } \
@@ -417,6 +423,69 @@ step_fuzz() {  # one fuzz per backend of $FUZZ and seed of $FUZZ_SEEDS, side by 
   for tag in "${tags[@]}"; do [[ -f "$OUT/fuzz-$tag.txt" ]] && log "fuzz $tag: $(grep -h 'fuzz-result' "$OUT/fuzz-$tag.txt" | tail -1) $(tail -1 "$OUT/fuzz-$tag.txt")"; done
 }
 
+step_mc_table() {  # the seed table through Megatron-Core's own DSA top-k path (megatron_dsa)
+  grep -q "^megatron-core: " "$OUT/versions.txt" 2>/dev/null || [[ -n "${AO_CAMPAIGN_PLUMBING:-}" ]] ||
+    { log "SKIP mc-table: megatron-core does not import"; notrun+=("mc-table:-"); return; }
+  local glm=${CASE_PREFIX:-"op=indexer cp=32 heads=32 dim=128 topk=2048 dtype=bf16 seed=7 rows=64"} docs r
+  : > "$work/mc-small.case"; : > "$work/mc-large.case"
+  for docs in 8192 32768 8192,4096; do for r in 0 15 31; do echo "$glm docs=$docs rank=$r" >> "$work/mc-small.case"; done; done
+  for docs in 131072 65536,65536 131008,64; do for r in 0 15 31; do echo "$glm docs=$docs rank=$r" >> "$work/mc-large.case"; done; done
+  # max_seqlen: padded documents whose pad tokens lie in other ranks' chunks (rank 31 holds no pad row), so
+  # the unpadded max_seqlen_q is shorter than the padded one that Megatron divides by 2*cp.
+  { echo "$glm docs=131000,37 padded_offsets=0,131008,131072 rank=31"
+    echo "$glm docs=8000,37 padded_offsets=0,8064,8128 rank=31"
+    echo "$glm docs=8000 padded_offsets=0,8064 rank=31"; } > "$work/mc-maxseq.case"
+  adapter=megatron_dsa
+  # In order of what the seed's question needs most; $MC_GATES picks some (a later call runs the rest).
+  local g name file knobs
+  for g in "mc-cudnn-small small --impl cudnn --fix none" "mc-cudnn-fix-small small --impl cudnn --fix q-causal-offsets" \
+           "mc-naive-small small --impl naive" \
+           "mc-maxseq-padded maxseq --impl cudnn --fix q-causal-offsets --max-seqlen padded" \
+           "mc-maxseq-unpadded maxseq --impl cudnn --fix q-causal-offsets --max-seqlen unpadded" \
+           "mc-maxseq-unpadded-nofix maxseq --impl cudnn --fix none --max-seqlen unpadded" \
+           "mc-cudnn-large large --impl cudnn --fix none" "mc-cudnn-fix-large large --impl cudnn --fix q-causal-offsets" \
+           "mc-naive-large large --impl naive"; do
+    read -r name file knobs <<< "$g"
+    [[ -z "${MC_GATES:-}" || " $MC_GATES " == *" $name "* ]] || continue
+    gate "$name" "$work/mc-$file.case" warm $knobs
+  done
+  $PY scripts/device/seed-table.py "$OUT/mc-table.tsv" "${summary[@]}"
+  log "megatron table: $OUT/mc-table.tsv ($(($(wc -l < "$OUT/mc-table.tsv") - 1)) rows)"
+}
+mc_fuzz_one() {  # tag, seconds, knobs...: megatron-gen.py lines through gate on its own warm host, failures shrunk
+  local tag=$1 fz=$2 t0=$SECONDS n=0 batch=0; shift 2
+  [[ -n "${srv[$tag]:-}" ]] || start_server "$tag" || return
+  local be="exec:$(client "$tag" megatron_dsa) $*" fails="$work/$tag-fail.case" out="$OUT/fuzz-$tag.txt"
+  : > "$fails"
+  while (( SECONDS - t0 < fz - 20 )); do
+    $PY scripts/device/megatron-gen.py "$((FUZZ_SEED * 1000 + batch))" 8 "${MC_DIMS:-glm}" > "$work/$tag-$batch.case"
+    timeout -k 5 "$(( fz - (SECONDS - t0) ))" "$AO" gate "$work/$tag-$batch.case" --backend "$be" \
+      --report-dir "$work/reports/$tag-$batch" >> "$out" 2>&1
+    $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] in ("fail", "error")]' \
+      "$work/reports/$tag-$batch/report.json" >> "$fails" 2>/dev/null
+    n=$((n + $(grep -c . "$work/$tag-$batch.case"))); batch=$((batch + 1))
+  done
+  echo "mc-fuzz-result: tag=$tag seconds=$((SECONDS - t0)) lines=$n $(awk '/^gate: /{p+=$6; f+=$8; w+=$10; s+=$12} END{printf "passed=%d failed=%d weak=%d skipped=%d", p, f, w, s}' "$out") failing_or_error=$(grep -c . "$fails") knobs=$*" >> "$out"
+  mkdir -p "$work/reports/found-$tag"
+  local k=0 line
+  while read -r line && (( $(left) > 60 && k < ${MC_SHRINK_MAX:-3} )); do
+    k=$((k + 1))
+    timeout -k 5 "$(( $(left) - 45 < 180 ? $(left) - 45 : 180 ))" "$AO" shrink $line --backend "$be" --runs "${MC_SHRINK_RUNS:-30}" \
+      > "$work/reports/found-$tag/shrink-$k.txt" 2>&1
+    echo "shrink $k: exit $? $(tail -1 "$work/reports/found-$tag/shrink-$k.txt" | cut -c1-300)" >> "$out"
+  done < "$fails"
+}
+step_mc_fuzz() {  # generated Megatron-domain lines per impl ($MC_FUZZ, default "cudnn naive"), side by side
+  local fz=${MC_FUZZ_S:-$(( $(left) - 150 ))} pids=() impl
+  (( fz >= 60 )) || { log "SKIP mc-fuzz: $(left)s left"; notrun+=("mc-fuzz:-"); return; }
+  for impl in ${MC_FUZZ:-cudnn naive}; do
+    log "mc-fuzz $impl: ${fz}s, seed $FUZZ_SEED, dims ${MC_DIMS:-glm}"
+    ( mc_fuzz_one "mc-$impl" "$fz" --impl "$impl" ) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  for impl in ${MC_FUZZ:-cudnn naive}; do log "$(grep -h 'mc-fuzz-result' "$OUT/fuzz-mc-$impl.txt" 2>/dev/null | tail -1)"; done
+}
 step_fes_probe() {
   [[ -n "$have_fe" ]] || { log "SKIP fes-probe: the frontend does not import"; notrun+=("fes-probe:-"); return; }
   timeout -k 5 "${FES_PROBE_S:-240}" $PY scripts/device/cudnn-fe-sdpa-probe.py ${FES_PROBE_ONLY:-} > "$OUT/fes-probe.txt" 2>&1
@@ -550,8 +619,10 @@ for st in $STEPS; do
     fes-fp32) step_fes_fp32 ;;
     bwd-table) step_bwd_table ;;
     inproc) step_inproc ;;
+    mc-table) step_mc_table ;;
+    mc-fuzz) step_mc_fuzz ;;
     setup) ;;
-    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32 bwd-table inproc)" ;;
+    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32 bwd-table inproc mc-table mc-fuzz)" ;;
   esac
 done
 for a in "${!srv[@]}"; do stop_server "$a"; done

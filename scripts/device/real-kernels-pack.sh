@@ -6,7 +6,7 @@
 #   .whl/ao-bin.tar.xz    the attn-oracle of scripts/device/lib.sh's binary folder (AO_BIN_DIR, default
 #                         .deps/device-bin; made by scripts/device/gpu-pack.sh or --bin) with its lib/  -> CALL=2
 # The wheels are the pinned ones the adapters' registry lists for the adapters served here (cudnn_fe_indexer,
-# cudnn_fe_sdpa, fa4_varlen: `python -m attn_oracle.adapters list --json`, "wheels"; PY, default python3,
+# cudnn_fe_sdpa, fa4_varlen, megatron_dsa: `python -m attn_oracle.adapters list --json`, "wheels"; PY, default python3,
 # needs numpy to list them). Versions: nvidia-cudnn-frontend 1.32.0 (requires nvidia-cutlass-dsl[cu13]>=4.8.0, apache-tvm-ffi>=0.1.11);
 # nvidia-cutlass-dsl 4.8.1, whose METADATA pins libs-base==4.8.1 and (extra cu13) libs-cu13==4.8.1;
 # libs-base pins libs-core==4.8.1. FlashAttention-4: flash-attn-4 4.0.0b36 (a pre-release; requires
@@ -31,7 +31,7 @@ limit=$(( (AO_LIMIT_CARRY_MIB - 2) * 1024 * 1024 ))  # leaves room under one cal
 plat=(--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64)
 mapfile -t wheels < <(PYTHONPATH=python "${PY:-python3}" -c '
 import json, subprocess, sys
-names = ("cudnn_fe_indexer", "cudnn_fe_sdpa", "fa4_varlen")
+names = ("cudnn_fe_indexer", "cudnn_fe_sdpa", "fa4_varlen", "megatron_dsa")
 listed = json.loads(subprocess.run([sys.executable, "-m", "attn_oracle.adapters", "list", "--json"],
                                    check=True, capture_output=True, text=True).stdout)
 print("\n".join(sorted({w for a in listed if a["name"] in names for w in a["wheels"]})))')
