@@ -465,7 +465,7 @@ mc_fuzz_one() {  # tag, seconds, knobs...: megatron-gen.py lines through gate on
       "$work/reports/$tag-$batch/report.json" >> "$fails" 2>/dev/null
     n=$((n + $(grep -c . "$work/$tag-$batch.case"))); batch=$((batch + 1))
   done
-  echo "mc-fuzz-result: tag=$tag seconds=$((SECONDS - t0)) lines=$n $(awk '/^gate: /{p+=$6; f+=$8; w+=$10; s+=$12} END{printf "passed=%d failed=%d weak=%d skipped=%d", p, f, w, s}' "$out") failing_or_error=$(grep -c . "$fails") knobs=$*" >> "$out"
+  echo "mc-fuzz-result: tag=$tag seconds=$((SECONDS - t0)) lines=$n $(awk '/^gate: /{p+=$7; f+=$9; w+=$11; s+=$13} END{printf "passed=%d failed=%d weak=%d skipped=%d", p, f, w, s}' "$out") failing_or_error=$(grep -c . "$fails") knobs=$*" >> "$out"
   mkdir -p "$work/reports/found-$tag"
   local k=0 line
   while read -r line && (( $(left) > 60 && k < ${MC_SHRINK_MAX:-3} )); do
