@@ -31,7 +31,8 @@ where sk < topk): global K rows, which are the case's K/V buffer rows
 Megatron's order, which are the case's Q rows. Nothing is cleaned; pad rows get what Megatron computed for them.
 
 Knobs:
-  --fix q-causal-offsets  the seed PR's fix applied from outside: cuDNN's `indexer_forward_wrapper`, where Megatron
+  --fix q-causal-offsets  the fix of `topleft-cp` (the defect's one name: cpu-bug:topleft-cp, the other adapters'
+      `--bug topleft-cp`), the seed PR's, applied from outside: cuDNN's `indexer_forward_wrapper`, where Megatron
       calls it with cu_seqlens, is handed `q_causal_offsets` = each sequence's key length minus its query length
       (its rows' first position: Megatron's segments end their queries at their keys' end). Proves the diagnosis
       of `topleft-cp` on the framework's own code; never the default.
@@ -348,8 +349,8 @@ def arguments():
     ap.add_argument("--impl", default="cudnn", choices=list(IMPLS),
                     help="Megatron's DSA kernel backend (config.dsa_kernel_backend), or naive: its torch reference")
     ap.add_argument("--fix", default="none", choices=list(FIXES),
-                    help="q-causal-offsets: the seed PR's fix applied from outside (each varlen sequence's first "
-                         "position handed to cuDNN); none: Megatron as released")
+                    help="q-causal-offsets: the fix of topleft-cp (cpu-bug:topleft-cp, the seed PR's) applied from "
+                         "outside: each varlen sequence's first position handed to cuDNN; none: Megatron as released")
     ap.add_argument("--max-seqlen", default="padded", choices=list(MAX_SEQLENS),
                     help="max_seqlen_q/kv in PackedSeqParams: the longest padded document, or the case's max_seqlen")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
