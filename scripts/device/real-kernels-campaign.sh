@@ -452,6 +452,16 @@ step_mc_table() {  # the seed table through Megatron-Core's own DSA top-k path (
   $PY scripts/device/seed-table.py "$OUT/mc-table.tsv" "${summary[@]}"
   log "megatron table: $OUT/mc-table.tsv ($(($(wc -l < "$OUT/mc-table.tsv") - 1)) rows)"
 }
+step_mc_repro() {  # the standalone reproduction ($MC_REPRO, no attn-oracle) on the seed's layouts
+  local script=${MC_REPRO:-results/gpu/megatron-dsa-2026-12-08/megatron_topleft_repro.py} args
+  for args in "--docs 8192,4096 --rank 15" "--docs 8192,4096 --rank 0" "--docs 32768 --rank 15" "--docs 131008,64 --rank 31"; do
+    { echo "=== $script $args"
+      timeout -k 5 120 $PY -c 'import os, runpy, site, sys; d = os.environ["AO_SITE_DIR"]; sys.path.insert(0, d); site.addsitedir(d);
+sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name="__main__")' "$script" $args 2>&1 | grep -v Warning | tail -4
+      echo "exit ${PIPESTATUS[0]}"; } >> "$OUT/mc-repro.txt"
+  done
+  log "mc-repro: $(grep -c '^as released' "$OUT/mc-repro.txt") runs ($OUT/mc-repro.txt)"
+}
 mc_fuzz_one() {  # tag, seconds, knobs...: megatron-gen.py lines through gate on its own warm host, failures shrunk
   local tag=$1 fz=$2 t0=$SECONDS n=0 batch=0; shift 2
   [[ -n "${srv[$tag]:-}" ]] || start_server "$tag" || return
@@ -621,8 +631,9 @@ for st in $STEPS; do
     inproc) step_inproc ;;
     mc-table) step_mc_table ;;
     mc-fuzz) step_mc_fuzz ;;
+    mc-repro) step_mc_repro ;;
     setup) ;;
-    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32 bwd-table inproc mc-table mc-fuzz)" ;;
+    *) log "unknown step $st (setup fe-seeds fe-fuzz fa4-smoke fa4-table fuzz fes-probe fes-table fes-fuzz512 fes-fuzz fes-control fes-fp32 bwd-table inproc mc-table mc-fuzz mc-repro)" ;;
   esac
 done
 for a in "${!srv[@]}"; do stop_server "$a"; done
