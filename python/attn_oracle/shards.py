@@ -38,7 +38,7 @@ def _better(a, b):
 def merge(results):
     """One FuzzResult of the shards' FuzzResults (each a dict as attn_oracle.fuzz returns it): counts added,
     found cases merged by signature (one per signature, as one process keeps it; `merged` counts the
-    others), ordered by case number; seconds is the longest shard's, shard_seconds each shard's."""
+    others), ordered by the kept case's number (one process lists them in the order it first saw each); seconds is the longest shard's, shard_seconds each shard's."""
     results = list(results)
     out = FuzzResult({k: sum(int(r.get(k, 0)) for r in results) for k in COUNTS})
     out["seconds"] = max((float(r.get("seconds", 0)) for r in results), default=0.0)

@@ -60,8 +60,8 @@ def test_two_workers_give_the_one_process_session(tmp_path):
         for k in ("cases", "passed", "failed", "skipped", "weak", "invalid"):
             assert m1[k] == m2[k], (test, k, m1[k], m2[k])
         # The same failures, kept as one process keeps them: the same signatures, shrunk lines and merges.
-        assert [(f["signature"], f["shrunk"], f["merged"]) for f in m1["found"]] == \
-               [(f["signature"], f["shrunk"], f["merged"]) for f in m2["found"]]
+        assert sorted((f["signature"], f["shrunk"], f["merged"]) for f in m1["found"]) == \
+               sorted((f["signature"], f["shrunk"], f["merged"]) for f in m2["found"])
     bug = one["fuzz"][next(t for t in one["fuzz"] if t.endswith("test_fuzz_bug"))]
     assert bug["cases"] == 25 and bug["found"], bug
     # Saved once across the workers: one file per signature in the shared folder, the same signatures.
