@@ -9,7 +9,7 @@ and fails it: a shard is never dropped silently. Progress: a line per finished s
 
     import ray, attn_oracle.ray_campaign as rc
     ray.init()                                    # or ray.init(address="auto") on a cluster
-    r = rc.fuzz("cpu-bug:gqa-modulo", shards=64, budget=6400, seed=7, out="corpus/found/gqa")
+    r = rc.fuzz("cpu-bug:gqa-modulo", shards=64, budget=6400, seed=7, out="found-gqa")
     print(r["summary"])
 """
 import sys
@@ -71,13 +71,11 @@ def fuzz(kernel, shards, budget, seed=1, out=None, num_gpus=None, max_retries=3,
                   f"{time.monotonic() - t0:.0f}s", file=progress, flush=True)
     merged = _shards.merge(done[i] for i in sorted(done))
     merged["lost_shards"] = dict(sorted(lost.items()))
-    if lost:
-        merged["exit_code"] = max(merged["exit_code"], 1)
-        merged["summary"] += "".join(
-            f"\n  LOST shard {i}/{shards} (case numbers {i}, {i + shards}, ... not run): {why}"
-            for i, why in merged["lost_shards"].items())
     if out is not None:
         _shards.save_found(out, merged["found"])
-        merged["summary"] = _shards.summary_text(merged, len(done)) + "".join(
-            f"\n  LOST shard {i}/{shards}: {why}" for i, why in merged["lost_shards"].items())
+    if lost:
+        merged["exit_code"] = max(merged["exit_code"], 1)
+    merged["summary"] = _shards.summary_text(merged, len(done)) + "".join(
+        f"\n  LOST shard {i}/{shards} (its case numbers {i}, {i + shards}, ... did not run): {why}"
+        for i, why in merged["lost_shards"].items())
     return merged
