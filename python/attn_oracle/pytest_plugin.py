@@ -73,8 +73,9 @@ def _is_worker(config):
 def _shard_count(config):
     text = str(config.getoption("--ao-fuzz-shards")).strip()
     if text == "auto":
-        # Every worker collects the same tests: each reads the same count.
-        return max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+        # Every worker collects the same tests: each reads the same count (its own session's, not one
+        # inherited from a pytest that started this one).
+        return int(config.workerinput["workercount"]) if _is_worker(config) else 1
     if not text.isdigit() or int(text) < 1:
         raise pytest.UsageError(f"--ao-fuzz-shards: {text!r}: expected a count >= 1 or auto")
     return int(text)
