@@ -111,15 +111,17 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
           f.already_known = true;
           return;
         }
-        // Another campaign sharing the directory replaced it since: its replacement has this signature.
         known.erase(it);
-        for (const auto& [sig, file] : found_signatures(opt.out_dir, opt.lim))
-          if (sig == key && !ours.count(file)) {
-            known[sig] = f.file = file;
-            f.already_known = true;
-            return;
-          }
       }
+      // Another campaign sharing the directory (a shard, a pytest-xdist worker) may have saved this signature
+      // since this one started, or replaced the file known then: its file stands for this signature, so
+      // the signature is saved once across the processes sharing the directory.
+      for (const auto& [sig, file] : found_signatures(opt.out_dir, opt.lim))
+        if (sig == key && !ours.count(file)) {
+          known[sig] = f.file = file;
+          f.already_known = true;
+          return;
+        }
       f.already_known = false;
       f.file = found_file_path(opt.out_dir, f.shrunk);
       std::error_code ec;
@@ -316,6 +318,30 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   s.seconds = elapsed();
   if (opt.progress) err << "\n";
   return s;
+}
+
+SavedFound save_found_text(const std::string& dir, const std::string& text, const LayoutLimits& lim) {
+  fs::create_directories(dir);
+  DirLock lock(dir);
+  // Read back as any found file is, from a name no reader of the directory takes for a case file.
+  const std::string incoming = (fs::path(dir) / (".incoming-" + case_hash(text) + ".tmp")).string();
+  write_file_atomically(incoming, text);
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } remove_incoming{incoming};
+  const std::optional<FoundFile> ff = read_found_file(incoming, lim);
+  if (!ff || ff->signature().empty())
+    throw BadInput("found file", text.substr(0, 120), "not a valid found file with a '# signature:' line");
+  for (const auto& [sig, file] : found_signatures(dir, lim))
+    if (sig == ff->signature()) return {file, true};
+  const std::string path = found_file_path(dir, ff->c);
+  if (valid_found_file(path, lim)) return {path, true};
+  write_file_atomically(path, text);
+  return {path, false};
 }
 
 std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s) {

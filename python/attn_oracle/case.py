@@ -20,7 +20,10 @@ class Skip(Exception):
 
 
 def kernel_name(kernel):
-    """How a Python callable is named in verdicts, found files and failure signatures."""
+    """How a kernel is named in verdicts, found files and failure signatures: a registry spec (a str) is
+    its own name."""
+    if isinstance(kernel, str):
+        return kernel
     name = getattr(kernel, "ao_name", None)
     if name:
         return str(name)
@@ -121,7 +124,8 @@ class Case:
         """judge (outputs) or run (a callable) and raise AssertionError with message() unless it passed; a
         SKIPPED verdict skips the running pytest test (with its reason) instead, and a WEAK one marks it an
         expected failure (xfail, counted apart; a failure under --ao-strict)."""
-        v = self.run(outputs_or_kernel, **kw) if callable(outputs_or_kernel) else self.judge(outputs_or_kernel, **kw)
+        is_kernel = callable(outputs_or_kernel) or isinstance(outputs_or_kernel, str)
+        v = self.run(outputs_or_kernel, **kw) if is_kernel else self.judge(outputs_or_kernel, **kw)
         _raise_unless_passed(v)
         return v
 
@@ -157,7 +161,10 @@ def _raise_unless_passed(v):
 
 
 def _wrap(kernel):
-    """The callable the core calls: outputs (torch tensors too) brought to host arrays."""
+    """The callable the core calls: outputs (torch tensors too) brought to host arrays. A registry spec (a
+    str: "cpu-ref", "cpu-bug:<model>", "exec:...") goes to the core as it is, which runs it as the CLI does."""
+    if isinstance(kernel, str):
+        return kernel
     def call(case, inputs):
         out = kernel(case, inputs)
         return {k: _host(v) for k, v in out.items()} if isinstance(out, dict) else out
@@ -179,13 +186,16 @@ def gate(kernel, corpus, explain=True, report_dir=None, vs="cpu-ref", max_mem_gi
                                  os.fspath(report_dir) if report_dir else "", vs, max_mem_gib))
 
 def fuzz(kernel, op=None, budget="20", seed=1, out=None, vs="cpu-ref", max_failures=0, dims="small",
-         max_mem_gib=8.0, shrink_runs=300, confirm_runs=3):
-    """A fuzz campaign through kernel: generated cases (op: "sdpa", "indexer" or None for both), each
-    failure confirmed (confirm_runs re-runs), shrunk (at most shrink_runs runs) and (with out=DIR) saved as
-    a found file, as `attn-oracle fuzz` does (the same defaults). budget: "N" cases or a time ("30s")."""
+         max_mem_gib=8.0, shrink_runs=300, confirm_runs=3, shard=0, shards=1):
+    """A fuzz campaign through kernel (a callable, or a registry spec such as "cpu-bug:gqa-modulo"):
+    generated cases (op: "sdpa", "indexer" or None for both), each failure confirmed (confirm_runs re-runs),
+    shrunk (at most shrink_runs runs) and (with out=DIR) saved as a found file, as `attn-oracle fuzz` does
+    (the same defaults). budget: "N" cases or a time ("30s"). shard/shards: this process runs case numbers
+    shard, shard+shards, ... (`fuzz --shard i/n`); budget counts this shard's cases (attn_oracle.shards
+    splits a whole campaign's budget)."""
     return FuzzResult(_core.fuzz(_wrap(kernel), kernel_name(kernel), op or "", str(budget), int(seed),
                                  os.fspath(out) if out else "", vs, int(max_failures), max_mem_gib, dims,
-                                 int(shrink_runs), int(confirm_runs)))
+                                 int(shrink_runs), int(confirm_runs), int(shard), int(shards)))
 
 
 def cases(*corpus, **kw):

@@ -235,6 +235,14 @@ void write_report(const std::string& dir, const std::vector<CaseResult>& results
   rd.write(results);
 }
 
+// The backend a kernel argument names: a str is a registry spec ("cpu-ref", "cpu-bug:<model>", "exec:..."), run
+// as the CLI runs it (and picklable for another process: pytest-xdist workers, Ray tasks); anything else is a
+// Python callable.
+std::shared_ptr<Backend> backend_for(nb::object kernel, const std::string& name) {
+  if (nb::isinstance<nb::str>(kernel)) return make_backend(nb::cast<std::string>(kernel));
+  return std::make_shared<PyBackend>(std::move(kernel), name);
+}
+
 std::string judge(PyCase& pc, nb::handle outputs, bool explain, const std::string& report_dir,
                   const std::string& vs_spec, const std::string& name) {
   if (!pc.trial) throw BadInput("case", "", "judge() needs a case made from a line (Case(line)), not the view a kernel is handed");
@@ -254,12 +262,12 @@ std::string judge(PyCase& pc, nb::handle outputs, bool explain, const std::strin
 std::string run_kernel(PyCase& pc, nb::object fn, const std::string& name, bool explain,
                        const std::string& report_dir, const std::string& vs_spec) {
   if (!pc.trial) throw BadInput("case", "", "run() needs a case made from a line (Case(line))");
-  PyBackend be(std::move(fn), name);
+  auto be = backend_for(std::move(fn), name);
   auto vs = make_backend(vs_spec);
   CaseResult r;
   {
     nb::gil_scoped_release nogil;
-    r = run_trial(*pc.trial, be, *vs, !report_dir.empty(), explain);
+    r = run_trial(*pc.trial, *be, *vs, !report_dir.empty(), explain);
   }
   if (!report_dir.empty()) write_report(report_dir, {r});
   return case_json(r, report_dir);
@@ -280,7 +288,7 @@ nb::list gate(nb::object fn, const std::string& name, const std::vector<std::str
   const LayoutLimits lim = limits(max_mem_gib);
   const auto entries = read_case_files(collect_case_files(paths), lim);
   if (entries.empty()) throw BadInput("corpus", "", "no cases found in the given files");
-  auto be = std::make_shared<PyBackend>(std::move(fn), name);
+  auto be = backend_for(std::move(fn), name);
   auto vs = make_backend(vs_spec);
   std::vector<CaseResult> results;
   std::vector<std::string> where;
@@ -307,10 +315,15 @@ nb::list gate(nb::object fn, const std::string& name, const std::vector<std::str
 // files exactly as `attn-oracle fuzz` does (the same run_campaign, the callable as its backend object).
 nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, const std::string& budget, uint64_t seed,
               const std::string& out_dir, const std::string& vs_spec, int max_failures, double max_mem_gib,
-              const std::string& dims, int shrink_runs, int confirm_runs) {
+              const std::string& dims, int shrink_runs, int confirm_runs, int shard, int shards) {
   CampaignOptions opt;
   opt.backend = name;
-  opt.backend_object = std::make_shared<PyBackend>(std::move(fn), name);
+  if (!nb::isinstance<nb::str>(fn)) opt.backend_object = backend_for(std::move(fn), name);
+  // The campaign's own split (case numbers shard, shard+shards, ...), as `attn-oracle fuzz --shard i/n`.
+  opt.shard = shard;
+  opt.shards = shards;
+  if (shards < 1 || shard < 0 || shard >= shards)
+    throw BadInput("shard", fmt::format("{}/{}", shard, shards), "expected 0 <= shard < shards");
   opt.vs = vs_spec;
   opt.seed = seed;
   opt.budget = parse_budget(budget);
@@ -348,6 +361,10 @@ nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, con
     fd["signature"] = f.signature;
     fd["file"] = f.file.empty() ? nb::none() : nb::cast(f.file);
     fd["nondeterministic"] = f.nondeterministic();
+    fd["index"] = f.index;
+    fd["merged"] = f.merged;
+    fd["already_known"] = f.already_known;
+    fd["text"] = found_file_text(opt, f);  // the found file's text, saved elsewhere by save_found_text
     found.append(fd);
   }
   d["found"] = found;
@@ -385,6 +402,13 @@ NB_MODULE(_core, m) {
   m.def("corpus_cases", &corpus_cases, "paths"_a, "max_mem_gib"_a = 8.0);
   m.def("gate", &gate, "kernel"_a, "name"_a, "paths"_a, "explain"_a, "report_dir"_a, "vs"_a, "max_mem_gib"_a);
   m.def("fuzz", &fuzz, "kernel"_a, "name"_a, "op"_a, "budget"_a, "seed"_a, "out_dir"_a, "vs"_a, "max_failures"_a,
-        "max_mem_gib"_a, "dims"_a, "shrink_runs"_a, "confirm_runs"_a);
+        "max_mem_gib"_a, "dims"_a, "shrink_runs"_a, "confirm_runs"_a, "shard"_a = 0, "shards"_a = 1);
+  m.def("save_found_text", [](const std::string& dir, const std::string& text, double max_mem_gib) {
+          const SavedFound saved = save_found_text(dir, text, limits(max_mem_gib));
+          return nb::make_tuple(saved.file, saved.already_known);
+        }, "dir"_a, "text"_a, "max_mem_gib"_a = 8.0);
+  m.def("smaller_case", [](const std::string& a, const std::string& b) {
+          return smaller_case(parse_case(a), parse_case(b));
+        }, "a"_a, "b"_a);
   m.def("normalize_case", [](const std::string& line) { return print_case(parse_case(line)); }, "line"_a);
 }

@@ -54,6 +54,17 @@ struct CampaignSummary {
 
 CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err);
 std::string format_summary(const CampaignOptions& opt, const CampaignSummary& s);
+
+// A found file made by a campaign elsewhere (on another host: the Python package's Ray campaigns return
+// found_file_text() to their driver, no shared folder) saved into `dir` as a campaign saves its own, under
+// the directory's lock: a valid file of its signature (or of its line) already there stands for it and is
+// named instead (already_known). Throws BadInput("found file", ...) unless the text is a valid found
+// file with a `# signature:` line.
+struct SavedFound {
+  std::string file;
+  bool already_known = false;
+};
+SavedFound save_found_text(const std::string& dir, const std::string& text, const LayoutLimits& lim = {});
 // 1 if anything failed (or the generator produced an invalid case), 125 if nothing ran, else 0.
 int campaign_exit_code(const CampaignSummary& s);
 
