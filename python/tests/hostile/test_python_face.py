@@ -353,3 +353,18 @@ r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-
 say(rc=r.returncode, tail=r.stdout[-800:])
 """, limit=120)
     assert res is not None and res["rc"] == 0 and "skipped" in res["tail"], (res, out)
+
+
+def test_a_fifo_corpus_with_no_writer_is_refused_not_hung(tmp_path):
+    fifo = tmp_path / "lonely.case"
+    os.mkfifo(fifo)
+    rc, res, out = face(f"""
+t0 = time.time()
+try:
+    ao.gate(lambda c, i: numpy_ref.kernel(c, i), {str(fifo)!r}, explain=False)
+    say(raised=None)
+except Exception as e:
+    say(raised=type(e).__name__, msg=str(e), seconds=time.time() - t0)
+""", limit=40)
+    assert res is not None, out
+    assert res["raised"] == "CaseFileError" and "no writer" in res["msg"] and res["seconds"] < 20, res
