@@ -121,7 +121,7 @@ def attacks():
     A.append(Attack(23, "FIFO case file with no writer", ["gate", "{fifo}", "--backend", "cpu-ref"], {2},
                     setup=lonely_fifo, check=all_of(has("lonely.case", "no writer"), faster(20)), limit=40))
     A.append(Attack(23, "FIFO case file with no writer, bisect-run", ["bisect-run", "{fifo}", "--backend", "cpu-ref"],
-                    {128}, setup=lonely_fifo, check=faster(20), limit=40))
+                    {128}, setup=lonely_fifo, check=faster(20), limit=40, quick=False))
 
     def blocked_out(d, ctx):
         probe = subprocess.run([CLI, "fuzz", "--backend", "cpu-bug:topleft-cp", "--budget", "400",
