@@ -8,6 +8,7 @@
 
 #include "attn_oracle/fuzz/campaign.h"
 #include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/internal/option_ranges.h"
 #include "commands.h"
 
 namespace ao {
@@ -39,15 +40,15 @@ const CommandRegistrar reg([](CLI::App& app, const LayoutLimits& lim) {
       ->capture_default_str();
   sub->add_option("--shrink-runs", a->shrink_runs, "backend runs the shrinker may spend per failure")
       ->capture_default_str()
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+      ->check(CLI::Range(int(kShrinkRuns.lo), int(kShrinkRuns.hi)));
   sub->add_option("--max-failures", a->max_failures, "stop after this many failing cases (0: whole budget)")
       ->capture_default_str()
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+      ->check(CLI::Range(int(kMaxFailures.lo), int(kMaxFailures.hi)));
   sub->add_option("--confirm-runs", a->confirm_runs,
                   "re-runs of each failure (and of its shrunk case) before it is kept; one that does not fail "
                   "every time is marked nondeterministic and kept unshrunk")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100));
+      ->check(CLI::Range(int(kConfirmRuns.lo), int(kConfirmRuns.hi)));
   return AppCommand{sub, [a, &lim] {
                       CampaignOptions o;
                       o.backend = a->backend;

@@ -6,6 +6,7 @@
 
 #include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/internal/option_ranges.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
                  "refuse cases whose estimated peak memory (inputs, both output sets, row metadata, reference "
                  "working set) exceeds this many GiB")
       ->capture_default_str()
-      ->check(finite_number(0.001, 1e9));  // 1 MiB .. about 1 EiB: the byte count fits int64
+      ->check(finite_number(kMaxMemGib.lo, kMaxMemGib.hi));  // the one table (option_ranges.h)
 
   const std::vector<AppCommand> commands = registered_commands(app, lim);
 

@@ -113,8 +113,14 @@ void ReportDir::write(const std::vector<CaseResult>& results, const ReportStatus
     }
   }
   // Put in place only once all were written: the dir never shows a file of this run beside an older one.
-  for (auto& [name, f] : written)
+  // What stands at a report's name now appeared during the run (open() cleared the names, under the lock):
+  // a backend's directory or FIFO there is removed, so that it never costs the run its report.
+  for (auto& [name, f] : written) {
+    const fs::path target = fs::path(dir_) / name;
+    const fs::file_status st = fs::symlink_status(target, ec);
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st)) fs::remove_all(target, ec);
     if (const SaveError e = f.put_in_place()) failed.push_back(fmt::format("{}: {}", name, save_failure(e)));
+  }
   fs::remove_all(tmp, ec);
   if (!failed.empty()) {
     std::string list;

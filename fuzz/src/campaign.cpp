@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "attn_oracle/fuzz/case_file.h"
 #include "attn_oracle/fuzz/shrink_failure.h"
 #include "attn_oracle/internal/atomic_file.h"
+#include "attn_oracle/internal/bad_input.h"
 #include "attn_oracle/internal/interrupt.h"
 
 namespace ao {
@@ -88,8 +90,13 @@ CampaignSummary run_campaign(const CampaignOptions& opt, std::ostream& err) {
   };
   std::map<std::string, size_t> by_signature;  // -> index into s.unique
   std::map<std::string, std::string> known;    // signature -> file that existed before the campaign
-  if (!opt.out_dir.empty()) {
-    fs::create_directories(opt.out_dir);
+  if (!opt.out_dir.empty()) {  // a folder that cannot take the found files is refused before any case runs
+    std::error_code ec;
+    fs::create_directories(opt.out_dir, ec);
+    std::string why = ec ? ec.message() : "";
+    if (why.empty() && !fs::is_directory(opt.out_dir, ec)) why = "not a directory";
+    if (why.empty() && ::access(opt.out_dir.c_str(), W_OK | X_OK) != 0) why = std::strerror(errno);
+    if (!why.empty()) throw BadInput("out", opt.out_dir, "cannot hold found files: " + why);
     known = found_signatures(opt.out_dir, opt.lim);
   }
   ShrinkOptions so;

@@ -1,6 +1,13 @@
 #include "attn_oracle/fuzz/case_file.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -196,13 +203,64 @@ std::vector<std::string> collect_case_files(const std::vector<std::string>& path
   return out;
 }
 
+namespace {
+
+// A FIFO given as a case file (`gate <(echo LINE)`, a named pipe), read whole, at most `limit` bytes, with
+// a bounded wait for its writer: a FIFO nobody writes (or a writer that stops writing) is an error after
+// kPipeWaitSeconds, never a hang. Opened non-blocking, so the open itself cannot wait for a writer; a FIFO
+// that never had one reports no event to poll (Linux), so the wait is the poll's.
+constexpr int kPipeWaitSeconds = 10;
+
+std::string read_fifo(const std::string& f, uint64_t limit) {
+  const int fd = ::open(f.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw CaseFileError(fmt::format("{}: cannot open: {}", f, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + std::chrono::seconds(kPipeWaitSeconds);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0)
+      throw CaseFileError(fmt::format("{}: a pipe that nothing was written to for {} s (no writer?): not read further",
+                                      f, kPipeWaitSeconds));
+    struct pollfd p {fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, int(std::min<int64_t>(left, 1000)));
+    if (r < 0 && errno != EINTR) throw CaseFileError(fmt::format("{}: cannot wait on the pipe: {}", f, std::strerror(errno)));
+    if (r <= 0) continue;
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return text;  // every writer closed it
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      throw CaseFileError(fmt::format("{}: cannot read: {}", f, std::strerror(errno)));
+    }
+    text.append(buf, size_t(n));
+    if (text.size() > limit)
+      throw CaseFileError(fmt::format("{}: more than --max-mem ({} bytes) read from this corpus file", f, limit));
+    deadline = Clock::now() + std::chrono::seconds(kPipeWaitSeconds);
+  }
+}
+
+}  // namespace
+
 std::vector<CaseEntry> read_case_files(const std::vector<std::string>& files, const LayoutLimits& lim) {
   std::vector<CaseEntry> out;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) throw CaseFileError(fmt::format("{}: cannot open", f));
     std::error_code ec;
     const uint64_t limit = uint64_t(std::max<int64_t>(lim.max_bytes, 0));
+    const bool fifo = fs::is_fifo(fs::status(f, ec));
+    std::ifstream file;
+    std::istringstream piped;
+    if (fifo) {
+      piped.str(read_fifo(f, limit));
+    } else {
+      file.open(f, std::ios::binary);
+      if (!file) throw CaseFileError(fmt::format("{}: cannot open", f));
+    }
+    std::istream& in = fifo ? static_cast<std::istream&>(piped) : file;
     if (fs::is_regular_file(f, ec) && fs::file_size(f, ec) > limit && !ec)
       throw CaseFileError(fmt::format("{}: {} bytes, more than --max-mem ({} bytes) allows a corpus file", f,
                                       fs::file_size(f, ec), limit));

@@ -108,7 +108,13 @@ std::pair<const BackendInfo*, std::string> resolve(const std::string& spec) {
 
 std::unique_ptr<Backend> make_backend(const std::string& spec) {
   const auto [best, text] = resolve(spec);
-  if (!best->argument.empty()) return best->make(Knobs(text));
+  if (!best->argument.empty()) {
+    // "exec:" or "plugin:   " names no command or library: bad input (bisect-run's 128), not a backend that
+    // skips every case. The bare name ("exec") stays the registry's listing entry, reported unavailable.
+    if (spec.size() > best->name.size() && text.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw BadInput("backend", spec, fmt::format("{} needs {} after '{}:'", best->name, best->argument, best->name));
+    return best->make(Knobs(text));
+  }
   return best->make(parse_knobs(best->name, text, best->knobs, best->aliases));
 }
 

@@ -325,8 +325,11 @@ class PluginBackend : public Backend {
         return {RunStatus::Error, fmt::format("plugin: output '{}' has no place in ABI v{}", t.name, abi_), 0};
       shm.n += bytes_of(t).second;
     }
-    outs.fd = ::memfd_create("ao-plugin-outputs", MFD_CLOEXEC);
-    if (outs.fd < 0 || ::ftruncate(outs.fd, off_t(shm.n)) != 0)
+    // Sealed at its size: a plugin that truncates it (its host holds the descriptor) gets EPERM instead of
+    // making the harness's reads below die of SIGBUS.
+    outs.fd = ::memfd_create("ao-plugin-outputs", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (outs.fd < 0 || ::ftruncate(outs.fd, off_t(shm.n)) != 0 ||
+        ::fcntl(outs.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
       return {RunStatus::Error, fmt::format("plugin: cannot create {} bytes of shared output memory: {}", shm.n,
                                             std::strerror(errno)), 0};
     if (shm.n > 0) {

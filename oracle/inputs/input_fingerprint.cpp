@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include <fmt/format.h>
@@ -40,17 +41,28 @@ uint64_t hash_block(const float* p, size_t n, uint64_t seed) {
   return mix(mix(mix(mix(h[0]) ^ h[1]) ^ h[2]) ^ h[3]);
 }
 
+// A key drawn once per process: a backend cannot compute the fingerprint its rewritten inputs would need
+// from the code alone (in process it could still read the key: docs/threat-model.md).
+uint64_t process_key() {
+  static const uint64_t key = [] {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ uint64_t(rd());
+  }();
+  return key;
+}
+
 template <class T>
 uint64_t hash_tensor(const std::vector<T>& t) {
   static_assert(sizeof(T) == sizeof(float));
   const float* data = reinterpret_cast<const float*>(t.data());  // hashed as 32-bit words
   constexpr size_t kBlock = size_t(1) << 18;
   const size_t n = t.size(), blocks = (n + kBlock - 1) / kBlock;
+  const uint64_t key = process_key();
   std::vector<uint64_t> part(blocks);
 #pragma omp parallel for schedule(static) num_threads(omp_team_size())
   for (size_t b = 0; b < blocks; ++b)
-    part[b] = hash_block(data + b * kBlock, std::min(n, (b + 1) * kBlock) - b * kBlock, 0x9e3779b97f4a7c15ull * (b + 1));
-  uint64_t h = mix(n);
+    part[b] = hash_block(data + b * kBlock, std::min(n, (b + 1) * kBlock) - b * kBlock, (0x9e3779b97f4a7c15ull * (b + 1)) ^ key);
+  uint64_t h = mix(n ^ key);
   for (uint64_t p : part) h = mix(h ^ p);
   return h;
 }
@@ -90,13 +102,18 @@ std::string changed_input(const Layout& l, const Inputs& in, const InputFingerpr
                           Inputs (*pristine)(const Layout&)) {
   if (fingerprint(in) == before) return {};
   const Inputs made = pristine(l);  // deterministic: the same numbers the backend was given
-  const auto got = named_inputs(in), was = named_inputs(made);
+  const std::string s = input_difference(in, made);
+  return s.empty() ? "an input tensor (its fingerprint changed)" : s;  // empty only if make_inputs is not deterministic
+}
+
+std::string input_difference(const Inputs& in, const Inputs& pristine) {
+  const auto got = named_inputs(in), was = named_inputs(pristine);
   for (size_t t = 0; t < got.size(); ++t) {
     const std::string s = got[t].floats ? first_change(got[t].name, *got[t].floats, *was[t].floats)
                                         : first_change(got[t].name, *got[t].indices, *was[t].indices);
     if (!s.empty()) return s;
   }
-  return "an input tensor (its fingerprint changed)";  // unreachable unless make_inputs is not deterministic
+  return {};
 }
 
 }  // namespace ao

@@ -107,4 +107,8 @@ int interrupted() { return int(g_signal); }
 
 void reset_interrupt() { g_signal = 0; }
 
+void request_stop(int sig) {
+  if (g_signal == 0) g_signal = sig;
+}
+
 }  // namespace ao

@@ -3,7 +3,7 @@ bug-model explanations, fuzz campaigns) bound for Python, and a pytest plugin.
 
     import attn_oracle as ao
     case = ao.Case("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=8 dim=128")
-    q, k, v = (case.inputs()[n] for n in "qkv")      # float32 arrays over the harness's own memory
+    q, k, v = (case.inputs()[n] for n in "qkv")      # float32 arrays over the case's copy of its inputs
     verdict = case.judge(my_kernel(case, case.inputs()))
     assert verdict, verdict.message()
 

@@ -1,5 +1,6 @@
 """The in-process check: a `Case` (a case line, its layout and inputs over the harness's memory) judged or run
 through a Python kernel, a corpus gated and a fuzz campaign, all through the C++ core (`_core`)."""
+import hashlib
 import json
 import os
 import re
@@ -26,14 +27,37 @@ def kernel_name(kernel):
         return kernel
     name = getattr(kernel, "ao_name", None)
     if name:
-        return str(name)
+        return _utf8(str(name))
     func = getattr(kernel, "func", kernel)  # functools.partial: the function it wraps
     mod = getattr(func, "__module__", None) or "?"
     qual = getattr(func, "__qualname__", None) or type(func).__name__
     extra = ""
     if func is not kernel and getattr(kernel, "keywords", None):
         extra = ":" + ",".join(f"{k}={v}" for k, v in sorted(kernel.keywords.items()))
-    return f"python:{mod}.{qual}{extra}"
+    return _utf8(f"python:{mod}.{qual}{extra}")
+
+
+def _utf8(text):
+    """text as it can be written (UTF-8): a lone surrogate in a kernel's name is escaped, not an error."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _text(field, value, path=False):
+    """A text argument (a path too, where path) as the core takes it: BadInput naming the field and the value
+    for anything else, or for text that is not valid Unicode (a lone surrogate)."""
+    if path and isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise _core.BadInput(f"'{field}' = {value!r}: must be a str" + (" or a path" if path else ""))
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _core.BadInput(f"'{field}' = {ascii(value)}: is not valid Unicode text (a lone surrogate)") from None
+    return value
+
+
+def _dir(field, value):
+    return _text(field, value, path=True) if value else ""
 
 
 def _host(x):
@@ -54,7 +78,7 @@ class Case:
     attn_oracle.adapters read a Case and an exec: case directory through it alike."""
 
     def __init__(self, line, max_mem_gib=8.0):
-        self._core = _core.CoreCase(line, max_mem_gib)
+        self._core = _core.CoreCase(_text("line", line), max_mem_gib)
         self._init()
 
     @classmethod
@@ -91,8 +115,10 @@ class Case:
         return self._core.line
 
     def inputs(self):
-        """The inputs as float32 arrays over the harness's memory (no copy). Writing them is caught: the
-        next verdict is an ERROR naming the element (and the inputs are restored)."""
+        """The inputs as float32 arrays over one copy of the case's inputs (the same arrays on every call;
+        they own that copy for as long as any of them lives). The verdict is computed against the case's
+        own inputs, which no array reaches; writing these is caught: the next judge() is an ERROR naming
+        the element, and the next call hands out a fresh copy (docs/threat-model.md)."""
         return self._core.inputs()
 
     def outputs(self):
@@ -113,12 +139,15 @@ class Case:
         report.json/.md/.xml/.html there."""
         if isinstance(outputs, dict):
             outputs = {k: _host(v) for k, v in outputs.items()}
-        return Verdict(self._core.judge(outputs, explain, os.fspath(report_dir) if report_dir else "", vs, name))
+        return Verdict(self._core.judge(outputs, explain, _dir("report_dir", report_dir), _text("vs", vs),
+                                        _utf8(_text("name", name))))
 
     def run(self, kernel, explain=True, report_dir=None, vs="cpu-ref"):
-        """kernel(case, inputs) on this case, as a backend: an exception is an ERROR, never a pass."""
-        return Verdict(self._core.run(_wrap(kernel), kernel_name(kernel), explain,
-                                      os.fspath(report_dir) if report_dir else "", vs))
+        """kernel(case, inputs) on this case, as a backend: an exception is an ERROR, never a pass; the kernel
+        gets its own copy of the inputs (a write to it is an ERROR naming the element), its outputs are
+        copied once when it returns; a KeyboardInterrupt in it is raised here, with no verdict."""
+        return Verdict(self._core.run(_wrap(kernel), kernel_name(kernel), explain, _dir("report_dir", report_dir),
+                                      _text("vs", vs)))
 
     def check(self, outputs_or_kernel, **kw):
         """judge (outputs) or run (a callable) and raise AssertionError with message() unless it passed; a
@@ -172,7 +201,7 @@ def _wrap(kernel):
 
 
 def _paths(corpus):
-    return [os.fspath(p) for p in ([corpus] if isinstance(corpus, (str, os.PathLike)) else corpus)]
+    return [_text("corpus", p, path=True) for p in ([corpus] if isinstance(corpus, (str, os.PathLike)) else corpus)]
 
 
 def corpus_lines(corpus, max_mem_gib=8.0):
@@ -183,7 +212,7 @@ def corpus_lines(corpus, max_mem_gib=8.0):
 def gate(kernel, corpus, explain=True, report_dir=None, vs="cpu-ref", max_mem_gib=8.0):
     """Every case of the corpus through kernel vs the reference, as `attn-oracle gate` runs them."""
     return GateResult(_core.gate(_wrap(kernel), kernel_name(kernel), _paths(corpus), explain,
-                                 os.fspath(report_dir) if report_dir else "", vs, max_mem_gib))
+                                 _dir("report_dir", report_dir), _text("vs", vs), max_mem_gib))
 
 def fuzz(kernel, op=None, budget="20", seed=1, out=None, vs="cpu-ref", max_failures=0, dims="small",
          max_mem_gib=8.0, shrink_runs=300, confirm_runs=3, shard=0, shards=1):
@@ -193,9 +222,10 @@ def fuzz(kernel, op=None, budget="20", seed=1, out=None, vs="cpu-ref", max_failu
     (the same defaults). budget: "N" cases or a time ("30s"). shard/shards: this process runs case numbers
     shard, shard+shards, ... (`fuzz --shard i/n`); budget counts this shard's cases (attn_oracle.shards
     splits a whole campaign's budget)."""
-    return FuzzResult(_core.fuzz(_wrap(kernel), kernel_name(kernel), op or "", str(budget), int(seed),
-                                 os.fspath(out) if out else "", vs, int(max_failures), max_mem_gib, dims,
-                                 int(shrink_runs), int(confirm_runs), int(shard), int(shards)))
+    return FuzzResult(_core.fuzz(_wrap(kernel), kernel_name(kernel), _text("op", op or ""),
+                                 _text("budget", budget if isinstance(budget, str) else str(budget)), seed,
+                                 _dir("out", out), _text("vs", vs), max_failures, max_mem_gib, _text("dims", dims),
+                                 shrink_runs, confirm_runs, int(shard), int(shards)))
 
 
 def cases(*corpus, **kw):
@@ -206,4 +236,7 @@ def cases(*corpus, **kw):
 
 
 def _slug(text):
-    return re.sub(r"[^A-Za-z0-9_.,=-]+", "_", text)[:120]
+    """A folder name for text: readable (its first 100 safe characters) and unique (a digest of the whole
+    text), so two case lines that share their first characters never share a report folder."""
+    digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:12]
+    return re.sub(r"[^A-Za-z0-9_.,=-]+", "_", text)[:100] + "-" + digest

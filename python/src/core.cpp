@@ -1,9 +1,10 @@
 // attn_oracle._core: the C++ core bound for Python (nanobind). Nothing is re-implemented here: a Case
-// is a Trial (attn_oracle/pipeline/trial.h) whose inputs are handed out as arrays over the trial's own
-// memory, a verdict comes from run_trial() on that same trial and is returned as the text of case_json()
-// (attn_oracle/report/report.h: report.json's case objects, so the field names are spelled once), a Python
-// callable is a Backend (PyBackend) that the campaign (attn_oracle/fuzz/campaign.h) and the corpus reader
-// (attn_oracle/fuzz/case_file.h) drive like any other. The tensors are the exec: protocol's tables
+// is a Trial (attn_oracle/pipeline/trial.h) whose inputs are handed out as arrays over a copy of them
+// (the trial's own stay private: no Python code reaches what the verdict is computed against; see
+// docs/threat-model.md), a verdict comes from run_trial() on that same trial and is returned as the text
+// of case_json() (attn_oracle/report/report.h: report.json's case objects, so the field names are
+// spelled once), a Python callable is a Backend (PyBackend) that the campaign (attn_oracle/fuzz/campaign.h)
+// and the corpus reader (attn_oracle/fuzz/case_file.h) drive like any other. The tensors are the exec: protocol's tables
 // (attn_oracle/backends/external.h: external_inputs/external_outputs), so an output tensor added there
 // appears here without binding code.
 #include <nanobind/nanobind.h>
@@ -12,6 +13,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -23,7 +25,10 @@
 #include "attn_oracle/case/case.h"
 #include "attn_oracle/fuzz/campaign.h"
 #include "attn_oracle/fuzz/case_file.h"
+#include "attn_oracle/inputs/input_fingerprint.h"
 #include "attn_oracle/internal/bad_input.h"
+#include "attn_oracle/internal/interrupt.h"
+#include "attn_oracle/internal/option_ranges.h"
 #include "attn_oracle/internal/utf8.h"
 #include "attn_oracle/pipeline/memory_budget.h"
 #include "attn_oracle/pipeline/run_case.h"
@@ -37,9 +42,62 @@ using namespace nb::literals;
 namespace ao {
 namespace {
 
-LayoutLimits limits(double max_mem_gib) {
+// The arguments a Python caller gives, checked against the CLI's table (option_ranges.h): a BadInput naming
+// the argument and its value, never a raw conversion error or an overflowed number.
+std::string shown(nb::handle v) {
+  try {
+    return sanitize_utf8(nb::cast<std::string>(nb::repr(v)));
+  } catch (...) {
+    return "?";
+  }
+}
+
+double real_arg(const OptionRange& r, nb::handle v) {
+  if (!PyFloat_Check(v.ptr()) && !PyLong_Check(v.ptr()))
+    throw BadInput(r.python, shown(v), fmt::format("must be a number in [{}, {}]", r.lo, r.hi));
+  const double x = PyFloat_AsDouble(v.ptr());
+  if (x == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw BadInput(r.python, shown(v), fmt::format("must be a finite number in [{}, {}]", r.lo, r.hi));
+  }
+  check_python_option(r, x, shown(v));
+  return x;
+}
+
+// An integer (operator.index: numpy's too, not a bool), or null after a BadInput-worthy mistake.
+nb::object index_of(nb::handle v) {
+  if (PyBool_Check(v.ptr())) return {};
+  PyObject* i = PyNumber_Index(v.ptr());
+  if (!i) PyErr_Clear();
+  return nb::steal(i);
+}
+
+int whole_arg(const OptionRange& r, nb::handle v) {
+  nb::object i = index_of(v);
+  if (!i.is_valid())
+    throw BadInput(r.python, shown(v), fmt::format("must be a whole number in [{}, {}]", r.lo, r.hi));
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0 || x < (long long)r.lo || x > (long long)r.hi)
+    throw BadInput(r.python, shown(v), fmt::format("must be in [{}, {}]", r.lo, r.hi));
+  return int(x);
+}
+
+uint64_t seed_arg(nb::handle v) {
+  const char* why = "must be a whole number in [0, 2^64-1]";
+  nb::object i = index_of(v);
+  if (!i.is_valid()) throw BadInput("seed", shown(v), why);
+  const unsigned long long x = PyLong_AsUnsignedLongLong(i.ptr());
+  if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw BadInput("seed", shown(v), why);
+  }
+  return uint64_t(x);
+}
+
+LayoutLimits limits(nb::handle max_mem_gib) {
   LayoutLimits lim;
-  lim.max_bytes = int64_t(max_mem_gib * double(int64_t(1) << 30));
+  lim.max_bytes = int64_t(real_arg(kMaxMemGib, max_mem_gib) * double(int64_t(1) << 30));
   return with_stage_memory(lim);
 }
 
@@ -53,16 +111,19 @@ nb::object array_over(T* data, const std::vector<int64_t>& shape, nb::handle own
 
 // A case and, for one made from a line, its trial (inputs generated once, kept for judge()). A view (the
 // case a Python kernel is handed inside a run) holds only the layout: its inputs come with the call.
+// `handed`: the copy of the trial's inputs that inputs() hands out (one per case, made at the first call);
+// judge() compares it with the trial's to catch a write, then drops it (held arrays keep their copy).
 struct PyCase {
   std::shared_ptr<Trial> trial;
   std::shared_ptr<const Layout> layout;
   std::string meta;
   LayoutLimits lim;
+  std::shared_ptr<Inputs> handed;
 
   const Layout& l() const { return trial ? trial->layout() : *layout; }
 };
 
-PyCase make_case(const std::string& line, double max_mem_gib) {
+PyCase make_case(const std::string& line, nb::handle max_mem_gib) {
   PyCase pc;
   pc.lim = limits(max_mem_gib);
   pc.trial = std::make_shared<Trial>(parse_case(line), pc.lim);
@@ -84,15 +145,21 @@ nb::dict sentinel_arrays(const Layout& l) {
   return d;
 }
 
-// The trial's inputs as writable arrays over its memory: a kernel that writes them is caught by the
-// trial's input check (it fingerprints them before and after every run) and its run is an ERROR.
-nb::dict input_arrays(const Layout& l, const Inputs& in, nb::handle owner) {
+// Inputs as writable arrays over `in`, a copy of a trial's inputs that the arrays own (a capsule holds it
+// for as long as any of them lives: reading or writing one after its run or its case is gone is safe, and
+// never reaches another case's inputs). The trial's own inputs are never handed out: a write, or a
+// thread still writing after the kernel returned, changes only this copy, and input_difference() against
+// the trial's names it.
+nb::dict input_arrays(const Layout& l, std::shared_ptr<Inputs> in) {
+  Inputs* data = in.get();
+  nb::capsule owner(new std::shared_ptr<Inputs>(std::move(in)),
+                    [](void* p) noexcept { delete static_cast<std::shared_ptr<Inputs>*>(p); });
   nb::dict d;
   for (const auto& t : external_inputs(l)) {
     if (t.in_indices)
-      d[t.name.c_str()] = array_over(const_cast<int32_t*>((in.*t.in_indices).data()), t.shape, owner);
+      d[t.name.c_str()] = array_over((data->*t.in_indices).data(), t.shape, owner);
     else
-      d[t.name.c_str()] = array_over(const_cast<float*>((in.*t.in).data()), t.shape, owner);
+      d[t.name.c_str()] = array_over((data->*t.in).data(), t.shape, owner);
   }
   return d;
 }
@@ -178,17 +245,31 @@ class PyBackend : public Backend {
   std::string name() const override { return name_; }
   RunStatus run(const Layout& l, const Inputs& in, Outputs& out) override {
     nb::gil_scoped_acquire gil;
+    // Ctrl-C while the harness ran without the GIL (Python's handler only set its flag): a stop, before
+    // this kernel runs; interrupted() ends the gate or campaign, which blames nothing on the cut run.
+    if (PyErr_CheckSignals() != 0) {
+      PyErr_Clear();
+      request_stop(SIGINT);
+      return {RunStatus::Error, name_ + " not run: interrupted (KeyboardInterrupt)", 0};
+    }
     try {
       PyCase view;
       view.layout = std::make_shared<const Layout>(l);
       view.meta = case_meta_text(l);
       nb::object pycase = nb::module_::import_("attn_oracle").attr("Case").attr("_from_core")(view);
-      nb::object inputs = input_arrays(l, in, nb::handle());
+      auto mine = std::make_shared<Inputs>(in);
+      nb::object inputs = input_arrays(l, mine);
       nb::object got = fn_(pycase, inputs);
-      const std::string why = take_outputs(l, got, out);
+      const std::string why = take_outputs(l, got, out);  // copied once, here: later writes change nothing
+      if (auto what = input_difference(*mine, in); !what.empty())
+        return {RunStatus::Error, fmt::format("{} wrote its input {}", name_, sanitize_utf8(what)), 0};
       if (!why.empty()) return {RunStatus::Error, name_ + ": " + why, 0};
       return {};
     } catch (nb::python_error& e) {
+      if (e.matches(PyExc_KeyboardInterrupt)) {  // the user's stop, not the kernel's error
+        request_stop(SIGINT);
+        return {RunStatus::Error, name_ + " interrupted (KeyboardInterrupt)", 0};
+      }
       if (e.matches(PyExc_BaseException)) {
         nb::object exc = nb::borrow(e.value());
         if (nb::hasattr(exc, "skip_reason")) {
@@ -206,6 +287,16 @@ class PyBackend : public Backend {
   nb::object fn_;
   std::string name_;
 };
+
+// A stop requested during a call (a KeyboardInterrupt in a kernel, or Ctrl-C while the harness ran):
+// raised as KeyboardInterrupt once the GIL is back, with no verdict returned (nothing is blamed on the
+// kernel). Each call starts with no request recorded. Needs the GIL.
+void raise_if_interrupted() {
+  if (interrupted() == 0) return;
+  reset_interrupt();
+  PyErr_SetNone(PyExc_KeyboardInterrupt);
+  throw nb::python_error();
+}
 
 // Outputs a caller already has (Case.judge): the run hands them over.
 class GivenOutputs : public Backend {
@@ -229,10 +320,10 @@ class GivenOutputs : public Backend {
   std::string error_;
 };
 
-// Writes report.json/.md/.xml/.html for `results` into dir (locked, as the CLI's --report-dir).
-void write_report(const std::string& dir, const std::vector<CaseResult>& results) {
-  ReportDir rd(dir);
-  rd.write(results);
+// The report directory of a call, opened (created, checked writable, locked) before any case runs, as the
+// CLI's --report-dir: a bad folder is refused before the run, never after it with every verdict lost.
+std::unique_ptr<ReportDir> open_report_dir(const std::string& dir) {
+  return dir.empty() ? nullptr : std::make_unique<ReportDir>(dir);
 }
 
 // The backend a kernel argument names: a str is a registry spec ("cpu-ref", "cpu-bug:<model>", "exec:..."), run
@@ -248,14 +339,21 @@ std::string judge(PyCase& pc, nb::handle outputs, bool explain, const std::strin
   if (!pc.trial) throw BadInput("case", "", "judge() needs a case made from a line (Case(line)), not the view a kernel is handed");
   Outputs out;
   std::string error = take_outputs(pc.l(), outputs, out);
+  if (pc.handed) {  // the arrays of inputs() written since they were handed out: the next call gets a fresh copy
+    if (auto what = input_difference(*pc.handed, pc.trial->inputs()); !what.empty()) {
+      error = fmt::format("wrote its input {}", sanitize_utf8(what));
+      pc.handed.reset();
+    }
+  }
   GivenOutputs given(name, std::move(out), std::move(error));
   auto vs = make_backend(vs_spec);
+  auto rd = open_report_dir(report_dir);
   CaseResult r;
   {
     nb::gil_scoped_release nogil;
     r = run_trial(*pc.trial, given, *vs, !report_dir.empty(), explain);
   }
-  if (!report_dir.empty()) write_report(report_dir, {r});
+  if (rd) rd->write({r});
   return case_json(r, report_dir);
 }
 
@@ -264,17 +362,20 @@ std::string run_kernel(PyCase& pc, nb::object fn, const std::string& name, bool 
   if (!pc.trial) throw BadInput("case", "", "run() needs a case made from a line (Case(line))");
   auto be = backend_for(std::move(fn), name);
   auto vs = make_backend(vs_spec);
+  auto rd = open_report_dir(report_dir);
   CaseResult r;
+  reset_interrupt();
   {
     nb::gil_scoped_release nogil;
     r = run_trial(*pc.trial, *be, *vs, !report_dir.empty(), explain);
   }
-  if (!report_dir.empty()) write_report(report_dir, {r});
+  raise_if_interrupted();
+  if (rd) rd->write({r});
   return case_json(r, report_dir);
 }
 
 // The corpus's cases (files or directories of *.case), each as (file, line, case line, claim).
-nb::list corpus_cases(const std::vector<std::string>& paths, double max_mem_gib) {
+nb::list corpus_cases(const std::vector<std::string>& paths, nb::handle max_mem_gib) {
   nb::list out;
   for (const auto& e : read_case_files(collect_case_files(paths), limits(max_mem_gib)))
     out.append(nb::make_tuple(e.file, e.line, print_case(e.c), e.claim));
@@ -284,18 +385,21 @@ nb::list corpus_cases(const std::vector<std::string>& paths, double max_mem_gib)
 // gate: every case of the corpus through the kernel vs the reference, as `attn-oracle gate` runs them
 // (a `# catches:` claim applied the same way). Returns (file:line, the case's verdict JSON) per case.
 nb::list gate(nb::object fn, const std::string& name, const std::vector<std::string>& paths, bool explain,
-              const std::string& report_dir, const std::string& vs_spec, double max_mem_gib) {
+              const std::string& report_dir, const std::string& vs_spec, nb::handle max_mem_gib) {
   const LayoutLimits lim = limits(max_mem_gib);
   const auto entries = read_case_files(collect_case_files(paths), lim);
   if (entries.empty()) throw BadInput("corpus", "", "no cases found in the given files");
   auto be = backend_for(std::move(fn), name);
   auto vs = make_backend(vs_spec);
+  auto rd = open_report_dir(report_dir);
   std::vector<CaseResult> results;
   std::vector<std::string> where;
+  reset_interrupt();
   {
     nb::gil_scoped_release nogil;
     for (const auto& e : entries) {
       CaseResult r = run_case(e.c, *be, *vs, lim, !report_dir.empty(), explain);
+      if (interrupted() != 0) break;  // a run cut short proves nothing: no verdict kept
       if (!e.claim.empty()) {
         const CatchesClaim claim{e.claim, normalize_backend_spec(e.claim, SpecForm::Identity), e.file, e.claim_line};
         r.verdict = apply_claim(std::move(r.verdict), &claim, name).verdict;
@@ -304,7 +408,8 @@ nb::list gate(nb::object fn, const std::string& name, const std::vector<std::str
       where.push_back(fmt::format("{}:{}", e.file, e.line));
     }
   }
-  if (!report_dir.empty()) write_report(report_dir, results);
+  raise_if_interrupted();
+  if (rd) rd->write(results);
   nb::list out;
   for (size_t i = 0; i < results.size(); ++i)
     out.append(nb::make_tuple(where[i], case_json(results[i], report_dir)));
@@ -313,9 +418,9 @@ nb::list gate(nb::object fn, const std::string& name, const std::vector<std::str
 
 // fuzz: a campaign of generated cases through the kernel, failures confirmed, shrunk and saved as found
 // files exactly as `attn-oracle fuzz` does (the same run_campaign, the callable as its backend object).
-nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, const std::string& budget, uint64_t seed,
-              const std::string& out_dir, const std::string& vs_spec, int max_failures, double max_mem_gib,
-              const std::string& dims, int shrink_runs, int confirm_runs, int shard, int shards) {
+nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, const std::string& budget, nb::handle seed,
+              const std::string& out_dir, const std::string& vs_spec, nb::handle max_failures, nb::handle max_mem_gib,
+              const std::string& dims, nb::handle shrink_runs, nb::handle confirm_runs, int shard, int shards) {
   CampaignOptions opt;
   opt.backend = name;
   if (!nb::isinstance<nb::str>(fn)) opt.backend_object = backend_for(std::move(fn), name);
@@ -325,24 +430,23 @@ nb::dict fuzz(nb::object fn, const std::string& name, const std::string& op, con
   if (shards < 1 || shard < 0 || shard >= shards)
     throw BadInput("shard", fmt::format("{}/{}", shard, shards), "expected 0 <= shard < shards");
   opt.vs = vs_spec;
-  opt.seed = seed;
+  opt.seed = seed_arg(seed);
   opt.budget = parse_budget(budget);
   opt.out_dir = out_dir;
-  opt.max_failures = max_failures;
-  if (shrink_runs < 0 || confirm_runs < 0 || confirm_runs > 100)
-    throw BadInput("shrink_runs/confirm_runs", fmt::format("{}/{}", shrink_runs, confirm_runs),
-                   "shrink_runs must be >= 0 and confirm_runs in [0, 100]");
-  opt.shrink_runs = shrink_runs;
-  opt.confirm_runs = confirm_runs;
+  opt.max_failures = whole_arg(kMaxFailures, max_failures);
+  opt.shrink_runs = whole_arg(kShrinkRuns, shrink_runs);
+  opt.confirm_runs = whole_arg(kConfirmRuns, confirm_runs);
   opt.lim = limits(max_mem_gib);
   opt.gen.op = parse_op_filter(op.empty() ? "any" : op);
   if (!dims.empty()) opt.gen.dims = parse_dims(dims);
   CampaignSummary s;
   std::ostringstream err;
+  reset_interrupt();
   {
     nb::gil_scoped_release nogil;
     s = run_campaign(opt, err);
   }
+  raise_if_interrupted();
   nb::dict d;
   d["cases"] = s.cases;
   d["passed"] = s.verdicts[Verdict::Pass];
@@ -385,21 +489,22 @@ NB_MODULE(_core, m) {
   nb::exception<ReportDirError>(m, "ReportDirError", PyExc_OSError);
 
   nb::class_<PyCase>(m, "CoreCase")
-      .def("__init__", [](PyCase* self, const std::string& line, double max_mem_gib) {
+      .def("__init__", [](PyCase* self, const std::string& line, nb::handle max_mem_gib) {
              new (self) PyCase(make_case(line, max_mem_gib));
-           }, "line"_a, "max_mem_gib"_a = 8.0)
+           }, "line"_a, "max_mem_gib"_a)
       .def_prop_ro("line", [](const PyCase& pc) { return print_case(pc.l().c); })
       .def_prop_ro("meta_json", [](const PyCase& pc) { return pc.meta; })
       .def_prop_ro("has_inputs", [](const PyCase& pc) { return pc.trial != nullptr; })
       .def("inputs", [](nb::handle self) {
              PyCase& pc = nb::cast<PyCase&>(self);
              if (!pc.trial) throw BadInput("case", "", "a kernel's case view has no inputs of its own: use the inputs passed with it");
-             return input_arrays(pc.l(), pc.trial->inputs(), self);
+             if (!pc.handed) pc.handed = std::make_shared<Inputs>(pc.trial->inputs());
+             return input_arrays(pc.l(), pc.handed);
            })
       .def("outputs", [](const PyCase& pc) { return sentinel_arrays(pc.l()); })
       .def("judge", &judge, "outputs"_a, "explain"_a, "report_dir"_a, "vs"_a, "name"_a)
       .def("run", &run_kernel, "kernel"_a, "name"_a, "explain"_a, "report_dir"_a, "vs"_a);
-  m.def("corpus_cases", &corpus_cases, "paths"_a, "max_mem_gib"_a = 8.0);
+  m.def("corpus_cases", &corpus_cases, "paths"_a, "max_mem_gib"_a);
   m.def("gate", &gate, "kernel"_a, "name"_a, "paths"_a, "explain"_a, "report_dir"_a, "vs"_a, "max_mem_gib"_a);
   m.def("fuzz", &fuzz, "kernel"_a, "name"_a, "op"_a, "budget"_a, "seed"_a, "out_dir"_a, "vs"_a, "max_failures"_a,
         "max_mem_gib"_a, "dims"_a, "shrink_runs"_a, "confirm_runs"_a, "shard"_a = 0, "shards"_a = 1);

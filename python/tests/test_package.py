@@ -1,5 +1,5 @@
-"""The attn_oracle package against the CLI's own paths: inputs bit-identical to exec:'s files and held
-without a copy, a verdict from the same trial, every way a Python kernel can go wrong an ERROR or a named
+"""The attn_oracle package against the CLI's own paths: inputs bit-identical to exec:'s files (one copy per
+case, the trial's own kept private), a verdict from the same trial, every way a Python kernel can go wrong an ERROR or a named
 SKIP (never a pass), and the campaign saving and shrinking what it finds.
 
   scripts/tools/py-test.sh          (pip install . and pytest python/tests examples/)
@@ -49,7 +49,7 @@ def test_the_te_example_layout():
 
 
 @pytest.mark.parametrize("line", LINES, ids=LINES)
-def test_inputs_are_the_trials_memory_and_bit_identical_to_exec(line, tmp_path):
+def test_inputs_are_one_copy_per_case_and_bit_identical_to_exec(line, tmp_path):
     case = attn_oracle.Case(line)
     a, b = case.inputs(), case.inputs()
     for name in a:  # the same memory both times: no copy per call

@@ -2,9 +2,11 @@
 // (reference_seams.h: which saved LSE/O rows are read back, where dQ lands, how dK/dV contributions
 // combine, the scale of dK, the guard of rows without keys) or transforms the stored gradients. The key
 // ranges are the forward's seams, so the forward's mask and offset models apply to the backward as is.
+// One transform, zero_grad_pads, serves both ops: it follows each gradient's judged region (output_specs).
 #include <cmath>
 #include <limits>
 
+#include "attn_oracle/compare/judged_region.h"
 #include "models.h"
 
 namespace ao::models {
@@ -93,16 +95,15 @@ struct PaddedLengths : ReferenceSeams {
 
 // Zeros written into every pad-slot row of dQ, dK and dV (kernels that clear whole gradient buffers).
 void zero_grad_pads(const Layout& l, const Inputs&, Outputs& out) {
-  const Case& c = l.c;
-  auto zero = [&](std::vector<float>& t, RowBuffer b, size_t width) {
-    const std::vector<char> valid = valid_rows(l, b);
-    for (size_t r = 0; r < valid.size(); ++r)
+  if (l.c.pass != Pass::Bwd) return;
+  for (const OutputSpec& g : output_specs(l.c)) {  // every gradient of either op, by its judged region
+    if (!g.floats) continue;
+    std::vector<float>& t = out.*g.floats;
+    const std::vector<char> valid = valid_rows(l, g.rows);
+    const size_t width = size_t(g.width);
+    for (size_t r = 0; r < valid.size() && (r + 1) * width <= t.size(); ++r)
       if (!valid[r]) std::fill_n(t.begin() + long(r * width), width, 0.f);
-  };
-  if (c.pass != Pass::Bwd || c.op != Op::Sdpa) return;
-  zero(out.dq, RowBuffer::Q, size_t(c.hq) * size_t(c.dim));
-  zero(out.dk, RowBuffer::KV, size_t(c.hkv) * size_t(c.dim));
-  zero(out.dv, RowBuffer::KV, size_t(c.hkv) * size_t(c.dim_v));
+  }
 }
 
 // Whole 64-row tiles past a sequence's end in the backward, the way FlashAttention-4 4.0.0b36's SM90
@@ -242,12 +243,18 @@ std::vector<BugModel> backward_models() {
                     {"op=sdpa pass=bwd docs=100,37 pad=11 hq=4 hkv=2 dim=16 poison=nan", nonfinite}},
        .outside = {{"op=sdpa pass=bwd docs=128,64 pad=5 hq=2 dim=16", "every document ends on a 64-row tile"},
                    {"op=sdpa pass=bwd docs=100,37 pad=11 hq=2 dim=16 poison=large", "finite pad slots"}}},
-      {.name = "bwd-grad-pad-zeroed", .what = "zeros written into the pad-slot rows of dQ, dK and dV", .indexer = false,
+      {.name = "bwd-grad-pad-zeroed", .what = "zeros written into the pad-slot rows of the gradients (dQ, dK, dV; "
+                                                "the indexer's dQ, dW, dK)", .indexer = true,
        .sdpa = true, .pass = Pass::Bwd, .transform = zero_grad_pads, .defect_class = K::PadLanes,
-       .catches = {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"},
+       .catches = {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots",
+                   "clobbered_pad_slots"},
        .triggers = {{"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16",
-                     {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"}}},
-       .outside = {{"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16 grad_pad=zero", "grad_pad=zero accepts zeros"}}},
+                     {"dq_clobbered_pad_slots", "dk_clobbered_pad_slots", "dv_clobbered_pad_slots"}},
+                    {"op=indexer pass=bwd docs=30,20 pad=3 heads=2 dim=16 topk=4",
+                     {"clobbered_pad_slots"}}},
+       .outside = {{"op=sdpa pass=bwd docs=30,20 pad=3 hq=2 dim=16 grad_pad=zero", "grad_pad=zero accepts zeros"},
+                   {"op=indexer pass=bwd docs=30,20 pad=3 heads=2 dim=16 topk=4 grad_pad=zero",
+                    "grad_pad=zero accepts zeros"}}},
   };
 }
 

@@ -111,3 +111,26 @@ TEST(InputMutation, FingerprintNamesTheFirstChangedElement) {
         << changed_input(l, in, before);
   }
 }
+
+// A rewrite made to keep an unkeyed fingerprint: the hash's structure is in the source (per 64-bit word
+// w of a lane, h = f(h ^ w) with f a bijection), so a backend can change one word and pick the lane's next
+// word to bring the state back. With the key drawn per process it cannot: the check sees the change.
+TEST(InputMutation, ARewriteKeepingTheUnkeyedFingerprintIsCaught) {
+  constexpr uint64_t kMul = 0x9fb21c651e98df25ull, kSeed = 0x9e3779b97f4a7c15ull;  // block 0, lane 0
+  const auto step = [](uint64_t x) {
+    x *= kMul;
+    return x ^ (x >> 32);
+  };
+  const Layout l = make_layout(parse_case("op=sdpa lens=3,2,4 padded_offsets=0,4,8,13 hq=8 dim=128 seed=5"));
+  Inputs in = make_inputs(l);
+  const InputFingerprint before = fingerprint(in);
+  uint64_t w1, w2;  // lane 0's first two words: floats 0-1 and 8-9 of q
+  std::memcpy(&w1, &in.q[0], 8);
+  std::memcpy(&w2, &in.q[8], 8);
+  const uint64_t w1_forged = w1 ^ 0x40000000ull;  // q[0] changed
+  const uint64_t w2_forged = step(kSeed ^ w1) ^ w2 ^ step(kSeed ^ w1_forged);
+  std::memcpy(&in.q[0], &w1_forged, 8);
+  std::memcpy(&in.q[8], &w2_forged, 8);
+  EXPECT_NE(changed_input(l, in, before).find("q (first changed element 0 of"), std::string::npos)
+      << "a rewrite that keeps the unkeyed hash went unnoticed";
+}

@@ -22,6 +22,9 @@
 //   list_fds        ERROR whose message lists every descriptor >= 3 it holds, "fd=target;" each.
 //   mark_ctor       a constructor that creates the file $AO_HOSTILE_MARK_FILE (shows the library was
 //                   loaded); runs ERROR.
+//   truncate_outputs  truncates every shared memory file it holds (/proc/self/fd, "memfd:" targets: its
+//                   outputs' memory among them) to 0 bytes and returns OK: the harness reading the outputs
+//                   back must answer ERROR, not die of SIGBUS.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -263,6 +266,21 @@ int ao_plugin_run(const ao_layout* l, const ao_tensors* t, const char*, char* ms
   }
   std::snprintf(msg, n, "fds: %s", list.c_str());
   return AO_PLUGIN_ERROR;
+#elif defined(AO_HOSTILE_truncate_outputs)
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    const int self = ::dirfd(d);
+    while (dirent* e = ::readdir(d)) {
+      const int fd = std::atoi(e->d_name);
+      if (e->d_name[0] == '.' || fd < 3 || fd == self) continue;
+      char target[256] = {};
+      char path[64];
+      std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+      if (::readlink(path, target, sizeof target - 1) > 0 && std::strncmp(target, "/memfd:", 7) == 0)
+        if (::ftruncate(fd, 0) != 0) {}
+    }
+    ::closedir(d);
+  }
+  return AO_PLUGIN_OK;
 #elif defined(AO_HOSTILE_zero_inputs)
   if (l->op == AO_OP_INDEXER) {
     std::memset(const_cast<float*>(t->q), 0, size_t(l->q_rows) * size_t(l->heads) * size_t(l->dim) * sizeof(float));

@@ -22,7 +22,10 @@ def attacks():
                        ("unknown backend", ["bisect-run", SMALL, "--backend", "no-such-backend"]),
                        ("bad case key", ["bisect-run", "op=indexer docs=64 bogus=1", "--backend", "cpu-ref"]),
                        ("missing case file", ["bisect-run", "/nonexistent/x.case", "--backend", "cpu-ref"]),
-                       ("plugin not found", ["bisect-run", SMALL, "--backend", "plugin:/nonexistent/lib.so"])]:
+                       ("plugin not found", ["bisect-run", SMALL, "--backend", "plugin:/nonexistent/lib.so"]),
+                       ("exec: with no command", ["bisect-run", SMALL, "--backend", "exec:"]),
+                       ("exec: with a blank command", ["bisect-run", SMALL, "--backend", "exec:   "]),
+                       ("plugin: with no library", ["bisect-run", SMALL, "--backend", "plugin:"])]:
         A.append(Attack(3, f"bisect-run {name}", args, {128}))
 
     # (16) forged bisect verdict: "0\ngood" written into every pipe a backend can reach (its inherited

@@ -113,6 +113,16 @@ def attacks():
     A.append(Attack(23, "FIFO case file", ["gate", "{fifo}", "--backend", "cpu-ref", "--no-explain"], {0},
                     setup=fifo_setup, check=has("1 passed")))
 
+    def lonely_fifo(d, ctx):
+        ctx["fifo"] = os.path.join(d, "lonely.case")
+        os.mkfifo(ctx["fifo"])
+        return None
+    # a FIFO nobody writes: refused naming the file after a bounded wait (10 s), not a hang
+    A.append(Attack(23, "FIFO case file with no writer", ["gate", "{fifo}", "--backend", "cpu-ref"], {2},
+                    setup=lonely_fifo, check=all_of(has("lonely.case", "no writer"), faster(20)), limit=40))
+    A.append(Attack(23, "FIFO case file with no writer, bisect-run", ["bisect-run", "{fifo}", "--backend", "cpu-ref"],
+                    {128}, setup=lonely_fifo, check=faster(20), limit=40, quick=False))
+
     def blocked_out(d, ctx):
         probe = subprocess.run([CLI, "fuzz", "--backend", "cpu-bug:topleft-cp", "--budget", "400",
                                 "--max-failures", "1", "--shrink-runs", "40", "--no-save"], capture_output=True,

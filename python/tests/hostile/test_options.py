@@ -19,6 +19,13 @@ def attacks():
                       ("op=indexer docs=64 cp=2 rank=0 mask=none crop=1", "crop"),
                       ("op=sdpa docs=64 cp_scheme=zigzag", "cp_scheme")]:
         A.append(Attack(12, f"ignored key {line}", ["repro", line], {2}, check=has(key)))
+    # grad_pad=zero means the same under both ops: zeros in the gradients' pad slots pass, and fail without it
+    gp = "op=indexer pass=bwd docs=30,20 pad=3 heads=2 dim=16 topk=4"
+    A.append(Attack(12, "indexer grad_pad=zero accepts zeroed pad gradients",
+                    ["repro", gp + " grad_pad=zero", "--backend", "cpu-bug:bwd-grad-pad-zeroed", "--no-explain"], {0}))
+    A.append(Attack(12, "indexer zeroed pad gradients fail without grad_pad=zero",
+                    ["repro", gp, "--backend", "cpu-bug:bwd-grad-pad-zeroed", "--no-explain"], {1},
+                    check=has("clobbered_pad_slots")))
     for name, args, opt in [("--seed -1", ["fuzz", "--backend", "cpu-ref", "--seed", "-1", "--budget", "1"], "seed"),
                             ("--seed 2^64", ["fuzz", "--backend", "cpu-ref", "--seed", "18446744073709551616", "--budget", "1"], "seed"),
                             ("--seed abc", ["fuzz", "--backend", "cpu-ref", "--seed", "abc", "--budget", "1"], "seed"),

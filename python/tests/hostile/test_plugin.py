@@ -40,6 +40,16 @@ def attacks():
         A.append(Attack(2, f"plugin {m} bisect-run --crash-is-skip", ["bisect-run", SMALL, "--backend", plug(m),
                                                                        "--timeout", "20", "--crash-is-skip"],
                         {1, 125, 128}, env=env, quick=False))
+    # a plugin that truncates its shared output memory: the harness reads the outputs back through that
+    # memory, so it must not die of SIGBUS (the memory is sealed at its size); every report is written
+    trunc = plug("truncate_outputs")
+    A.append(Attack(2, "plugin truncate_outputs repro --report-dir", ["repro", SMALL, "--backend", trunc,
+                                                                      "--report-dir", "rep"], {1},
+                    check=all_of(report_json("complete"), lambda r, c: "SIGBUS" if "SIGBUS" in r.out else None)))
+    A.append(Attack(2, "plugin truncate_outputs gate", ["gate", "{corpus}", "--backend", trunc, "--report-dir", "rep"],
+                    {1}, setup=corpus([SMALL, SDPA]), check=report_json("complete")))
+    A.append(Attack(2, "plugin truncate_outputs fuzz", ["fuzz", "--backend", trunc, "--budget", "3", "--seed", "3",
+                                                        "--no-save"], {1}, check=faster(30)))
     A.append(Attack(2, "example plugin ok (control)", ["repro", IDX, "--backend", OK_PLUGIN], {0}))
     A.append(Attack(2, "example plugin bug=topleft-cp", ["repro", IDX, "--backend", OK_PLUGIN + ":bug=topleft-cp"], {1}))
 

@@ -14,7 +14,9 @@
 // can add a claim, a choice sequence or a case line, or split a line.
 // Reading is bounded: a line longer than kMaxCaseLineBytes, or a file larger than --max-mem, is an error
 // naming the file (and line) and the limit, found before the rest is read. Explicit paths may be FIFOs or
-// character devices (`gate <(echo LINE)`); they are read once. Directory walks take regular files only.
+// character devices (`gate <(echo LINE)`); they are read once, a FIFO with a bounded wait for its writer
+// (nothing written for 10 s, no writer included, is an error naming it, never a hang). Directory walks
+// take regular files only.
 #pragma once
 #include <cstddef>
 #include <istream>

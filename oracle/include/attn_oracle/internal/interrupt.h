@@ -26,8 +26,11 @@ void install_write_error_handlers();
 // 0 when no stop was requested; else the signal number (SIGINT, SIGTERM, SIGHUP, or SIGPIPE for a closed
 // stdout) of the first request.
 int interrupted();
-// Tests: forget a recorded request.
+// Tests, and a caller in process between its runs (the Python face): forget a recorded request.
 void reset_interrupt();
+// A stop request that came another way than a signal to this process: the Python face's KeyboardInterrupt
+// raised in a kernel (Python's own SIGINT handler took the signal). Polled like a signal's.
+void request_stop(int sig);
 
 void install_fatal_signal_report();
 // What the harness is running now (cut at 4 KiB); "" for nothing.
