@@ -453,7 +453,7 @@ step_mc_table() {  # the seed table through Megatron-Core's own DSA top-k path (
   log "megatron table: $OUT/mc-table.tsv ($(($(wc -l < "$OUT/mc-table.tsv") - 1)) rows)"
 }
 step_mc_repro() {  # the standalone reproduction ($MC_REPRO, no attn-oracle) on the seed's layouts
-  local script=${MC_REPRO:-results/gpu/megatron-dsa-2026-12-08/megatron_topleft_repro.py} args
+  local script=${MC_REPRO:-results/cpu/megatron-dsa-2026-12-08/megatron_topleft_repro.py} args
   for args in "--docs 8192,4096 --rank 15" "--docs 8192,4096 --rank 0" "--docs 32768 --rank 15" "--docs 131008,64 --rank 31"; do
     { echo "=== $script $args"
       timeout -k 5 120 $PY -c 'import os, runpy, site, sys; d = os.environ["AO_SITE_DIR"]; sys.path.insert(0, d); site.addsitedir(d);
