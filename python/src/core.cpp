@@ -508,7 +508,7 @@ NB_MODULE(_core, m) {
   m.def("gate", &gate, "kernel"_a, "name"_a, "paths"_a, "explain"_a, "report_dir"_a, "vs"_a, "max_mem_gib"_a);
   m.def("fuzz", &fuzz, "kernel"_a, "name"_a, "op"_a, "budget"_a, "seed"_a, "out_dir"_a, "vs"_a, "max_failures"_a,
         "max_mem_gib"_a, "dims"_a, "shrink_runs"_a, "confirm_runs"_a, "shard"_a = 0, "shards"_a = 1);
-  m.def("save_found_text", [](const std::string& dir, const std::string& text, double max_mem_gib) {
+  m.def("save_found_text", [](const std::string& dir, const std::string& text, nb::handle max_mem_gib) {
           const SavedFound saved = save_found_text(dir, text, limits(max_mem_gib));
           return nb::make_tuple(saved.file, saved.already_known);
         }, "dir"_a, "text"_a, "max_mem_gib"_a = 8.0);
