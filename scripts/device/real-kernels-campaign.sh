@@ -463,19 +463,11 @@ sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name="__main__")' "$scr
   log "mc-repro: $(grep -c '^as released' "$OUT/mc-repro.txt") runs ($OUT/mc-repro.txt)"
 }
 mc_fuzz_one() {  # tag, seconds, knobs...: megatron-gen.py lines through gate on its own warm host, failures shrunk
-  local tag=$1 fz=$2 t0=$SECONDS n=0 batch=0; shift 2
+  local tag=$1 fz=$2 t0=$SECONDS; shift 2
   [[ -n "${srv[$tag]:-}" ]] || start_server "$tag" || return
   local be="exec:$(client "$tag" megatron_dsa) $*" fails="$work/$tag-fail.case" out="$OUT/fuzz-$tag.txt"
-  : > "$fails"
-  while (( SECONDS - t0 < fz - 20 )); do
-    $PY scripts/device/megatron-gen.py "$((FUZZ_SEED * 1000 + batch))" 8 "${MC_DIMS:-glm}" > "$work/$tag-$batch.case"
-    timeout -k 5 "$(( fz - (SECONDS - t0) ))" "$AO" gate "$work/$tag-$batch.case" --backend "$be" \
-      --report-dir "$work/reports/$tag-$batch" >> "$out" 2>&1
-    $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] in ("fail", "error")]' \
-      "$work/reports/$tag-$batch/report.json" >> "$fails" 2>/dev/null
-    n=$((n + $(grep -c . "$work/$tag-$batch.case"))); batch=$((batch + 1))
-  done
-  echo "mc-fuzz-result: tag=$tag seconds=$((SECONDS - t0)) lines=$n $(awk '/^gate: /{p+=$7; f+=$9; w+=$11; s+=$13} END{printf "passed=%d failed=%d weak=%d skipped=%d", p, f, w, s}' "$out") failing_or_error=$(grep -c . "$fails") knobs=$*" >> "$out"
+  gate_generated "$tag" "$fz" "$be" "$out" scripts/device/megatron-gen.py "${MC_DIMS:-glm}"
+  echo "mc-fuzz-result: tag=$tag seconds=$((SECONDS - t0)) lines=$gen_lines $(awk '/^gate: /{p+=$7; f+=$9; w+=$11; s+=$13} END{printf "passed=%d failed=%d weak=%d skipped=%d", p, f, w, s}' "$out") failing_or_error=$(grep -c . "$fails") knobs=$*" >> "$out"
   mkdir -p "$work/reports/found-$tag"
   local k=0 line
   while read -r line && (( $(left) > 60 && k < ${MC_SHRINK_MAX:-3} )); do
@@ -574,6 +566,21 @@ step_fes_fp32() {  # the backend's fp32 d=256 failures: explain, the written pat
   $PY scripts/device/fes-table.py "$OUT/fes-fp32.tsv" "$OUT/timing.jsonl" "$work/fes-fp32-gates.tsv"
   log "fes-fp32: $n found lines explained and dumped, sweep in $OUT/fes-fp32.tsv"
 }
+gate_generated() {  # tag, seconds, backend, output file, generator script, its arguments after SEED N...:
+  # batches of 8 generated lines through gate until the seconds are spent; failing or erroring lines go to
+  # $work/<tag>-fail.case; sets gen_lines and gen_batches
+  local tag=$1 fz=$2 be=$3 out=$4 gen=$5 t0=$SECONDS; shift 5
+  gen_lines=0 gen_batches=0
+  : > "$work/$tag-fail.case"
+  while (( SECONDS - t0 < fz - 20 )); do
+    $PY "$gen" "$((FUZZ_SEED * 1000 + gen_batches))" 8 "$@" > "$work/$tag-$gen_batches.case"
+    timeout -k 5 "$(( fz - (SECONDS - t0) ))" "$AO" gate "$work/$tag-$gen_batches.case" --backend "$be" \
+      --report-dir "$work/reports/$tag-$gen_batches" >> "$out" 2>&1
+    $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] in ("fail", "error")]' \
+      "$work/reports/$tag-$gen_batches/report.json" >> "$work/$tag-fail.case" 2>/dev/null
+    gen_lines=$((gen_lines + $(grep -c . "$work/$tag-$gen_batches.case"))); gen_batches=$((gen_batches + 1))
+  done
+}
 step_fes_fuzz512() {  # generated FROST-domain lines through gate, then shrink the failures
   [[ -n "$have_fe" ]] || { log "SKIP fes-fuzz512: the frontend does not import"; notrun+=("fes-fuzz512:-"); return; }
   local fz=${FES512_S:-$(( ($(left) - 60) / 2 ))} t0=$SECONDS n=0 batch=0
@@ -581,16 +588,9 @@ step_fes_fuzz512() {  # generated FROST-domain lines through gate, then shrink t
   # Its own warm host (socket fes512), so that it can run beside `fuzz` of cudnn_fe_sdpa (step fes-fuzz).
   [[ -n "${srv[fes512]:-}" ]] || start_server fes512 || return
   local be="exec:$PY $PWD/scripts/adapters/ao_client.py --socket $work/fes512.sock cudnn_fe_sdpa" fails="$work/fes512-fail.case"
-  : > "$fails"
   log "fes-fuzz512: ${fz}s, seed $FUZZ_SEED"
-  while (( SECONDS - t0 < fz - 20 )); do
-    $PY scripts/device/fes-gen.py "$((FUZZ_SEED * 1000 + batch))" 8 > "$work/fes512-$batch.case"
-    timeout -k 5 "$(( fz - (SECONDS - t0) ))" "$AO" gate "$work/fes512-$batch.case" --backend "$be" \
-      --report-dir "$work/reports/fes512-$batch" >> "$OUT/fes-fuzz512.txt" 2>&1
-    $PY -c 'import json, sys; [print(c["case"]) for c in json.load(open(sys.argv[1]))["cases"] if c["verdict"] in ("fail", "error")]' \
-      "$work/reports/fes512-$batch/report.json" >> "$fails" 2>/dev/null
-    n=$((n + $(grep -c . "$work/fes512-$batch.case"))); batch=$((batch + 1))
-  done
+  gate_generated fes512 "$fz" "$be" "$OUT/fes-fuzz512.txt" scripts/device/fes-gen.py
+  n=$gen_lines batch=$gen_batches
   log "fes-fuzz512: $batch batches, $n lines in $((SECONDS - t0)) s; $(grep -c . "$fails") failing/erroring"
   echo "fes-fuzz512-result: seconds=$((SECONDS - t0)) lines=$n failing=$(grep -c . "$fails")" >> "$OUT/fes-fuzz512.txt"
   mkdir -p "$work/reports/found-fes512"
